@@ -1,0 +1,3 @@
+"""compare and check commands (being written)."""
+
+COMMANDS: list = []

@@ -1,0 +1,3 @@
+"""plot command (being written)."""
+
+COMMANDS: list = []

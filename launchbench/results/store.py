@@ -1,0 +1,101 @@
+"""Run directories: results.json (the record, raw samples) and results.csv (the table).
+
+Both are written atomically (temporary file, then rename) after every case, so an interrupted run keeps
+every case it finished. A run directory that already holds results is never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from launchbench.errors import ResultsFileError
+from launchbench.results.schema import SCHEMA_VERSION, TOOL_NAME, RunRecord
+from launchbench.results.table import run_table
+
+RESULTS_JSON = "results.json"
+RESULTS_CSV = "results.csv"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def create_run_dir(path: Path) -> Path:
+    """Make a fresh run directory; refuse one that already holds results."""
+    if path.exists() and not path.is_dir():
+        raise ResultsFileError(f"{path} exists and is not a directory")
+    if (path / RESULTS_JSON).exists() or (path / RESULTS_CSV).exists():
+        raise ResultsFileError(f"{path} already holds results; choose another --out (runs are never overwritten)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_run(run_dir: Path, run: RunRecord) -> None:
+    atomic_write_text(run_dir / RESULTS_JSON, run.model_dump_json(indent=1))
+    atomic_write_text(run_dir / RESULTS_CSV, run_table(run).to_csv(index=False))
+
+
+def resolve_results_file(path: str | Path) -> Path:
+    """A run directory or a results.json / results.csv inside one → the results.json path."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS_JSON
+    elif p.name == RESULTS_CSV:
+        p = p.with_name(RESULTS_JSON)
+    return p
+
+
+def _migrate(data: dict[str, Any], file: str) -> dict[str, Any]:
+    """Bring an older schema version forward to SCHEMA_VERSION (one step per version)."""
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise ResultsFileError(f"{file}: no schema_version; not a launchbench results file")
+    if version > SCHEMA_VERSION:
+        raise ResultsFileError(
+            f"{file}: schema version {version} is newer than this launchbench understands ({SCHEMA_VERSION}); upgrade launchbench"
+        )
+    if version < 1:
+        raise ResultsFileError(f"{file}: schema version {version} is not a known launchbench version")
+    return data
+
+
+def load_run(path: str | Path) -> RunRecord:
+    """Read a run (directory or results file), validating it and migrating older schemas."""
+    file = resolve_results_file(path)
+    if not file.exists():
+        raise ResultsFileError(f"{path}: no {RESULTS_JSON} found")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ResultsFileError(f"{file}: cannot be read ({err})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ResultsFileError(f"{file}: not valid JSON (truncated or corrupt?): {err.msg} at line {err.lineno}") from None
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{file}: not a launchbench results file (top level is not an object)")
+    if data.get("tool") != TOOL_NAME:
+        raise ResultsFileError(f"{file}: written by {data.get('tool')!r}, not launchbench")
+    data = _migrate(data, str(file))
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ResultsFileError(f"{file}: invalid results file at '{where}': {first['msg']}") from None

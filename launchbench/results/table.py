@@ -1,0 +1,135 @@
+"""results.csv: one row per case and mode, summarising the raw samples in the units the columns name.
+
+COLUMNS documents every column; the README's column table is checked against it by a test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, RunRecord
+from launchbench.stats import summarize
+
+# Column name → (unit, meaning). Timing metrics are followed by their spread columns (SPREAD_SUFFIXES).
+ID_COLUMNS: dict[str, tuple[str, str]] = {
+    "scenario": ("", "scenario name"),
+    "case": ("", "case id: chain name and the sweep values it was run with"),
+    "chain": ("", "chain name in the scenario"),
+    "kinds": ("", "step kinds in the chain"),
+    "params": ("", "sweep values of the case (JSON)"),
+    "mode": ("", "eager (kernel by kernel on a stream) or graph (CUDA Graph replay)"),
+    "status": ("", "ok; budget (time budget hit before the noise target); not_capturable; failed; skipped"),
+    "reason": ("", "why a mode is not ok (capture refused, error message)"),
+    "launches_per_iter": ("launches", "kernel/copy/memset launches the chain issues per iteration"),
+    "iters_per_sample": ("iterations", "chain iterations timed together in one throughput sample"),
+}
+GRAPH_COLUMNS: dict[str, tuple[str, str]] = {
+    "speedup": ("×", "eager wall time per iteration / graph wall time per iteration (medians)"),
+    "capture_us": ("µs", "stream capture (with instantiation when lifecycle_split is false)"),
+    "instantiate_us": ("µs", "cudaGraphInstantiate (empty when not split from capture)"),
+    "upload_us": ("µs", "cudaGraphUpload"),
+    "first_launch_us": ("µs", "first replay, launch to completion"),
+    "setup_us": ("µs", "capture + instantiate + upload"),
+    "lifecycle_split": ("", "true when capture and instantiate were timed separately (cuda.bindings)"),
+    "graph_nodes": ("nodes", "nodes in the captured graph"),
+    "graph_mem_bytes": ("bytes", "device memory taken by instantiating and uploading the graph (free-memory drop)"),
+    "break_even_iters": ("iterations", "setup_us / (eager − graph wall µs per iteration); empty if the graph is not faster"),
+}
+CHECK_COLUMNS: dict[str, tuple[str, str]] = {
+    "outputs_match": ("", "graph-written buffers equal eager-written ones (empty for eager rows when no graph)"),
+    "target_met": ("", "the noise target was reached before the time budget"),
+    "throttled_samples": ("samples", "samples taken while NVML reported a clock-throttle reason"),
+    "sm_clock_mhz": ("MHz", "SM clock read through NVML during the case"),
+    "mem_clock_mhz": ("MHz", "memory clock read through NVML during the case"),
+    "throttle_reasons": ("", "NVML clock-event reasons seen during the case (idle excluded)"),
+    "harness_us_per_iter": ("µs", "the timing loop's own cost per iteration around an empty call"),
+    "gpu_name": ("", "GPU the case ran on"),
+}
+
+
+def metric_columns() -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for metric in METRICS:
+        out[metric.name] = ("µs", f"median {metric.doc}")
+        for suffix, meaning in SPREAD_SUFFIXES.items():
+            unit = "" if suffix in ("n", "outliers", "rel_ci", "rel_noise") else "µs"
+            out[f"{metric.name}_{suffix}"] = (unit, meaning)
+    return out
+
+
+COLUMNS: dict[str, tuple[str, str]] = {**ID_COLUMNS, **metric_columns(), **GRAPH_COLUMNS, **CHECK_COLUMNS}
+
+
+def _median(values: Any) -> float:
+    s = summarize(values)
+    return s.median
+
+
+def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    eager_wall = _median(case.samples("eager", WALL)) if "eager" in case.modes else math.nan
+    for mode, result in case.modes.items():
+        row: dict[str, Any] = {
+            "scenario": case.scenario,
+            "case": case.case_id,
+            "chain": case.chain,
+            "kinds": case.kinds,
+            "params": json.dumps(case.params, sort_keys=True),
+            "mode": mode,
+            "status": result.status,
+            "reason": result.reason or case.error or "",
+            "launches_per_iter": case.launches_per_iter,
+            "iters_per_sample": result.iters_per_sample or None,
+        }
+        for metric in METRICS:
+            summary = summarize(case.metric_samples(mode, metric))
+            row[metric.name] = summary.median
+            for suffix, value in summary.as_dict().items():
+                if suffix != "median":
+                    row[f"{metric.name}_{suffix}"] = value
+        for column in GRAPH_COLUMNS:
+            row[column] = None
+        life = result.lifecycle
+        if mode == "graph":
+            graph_wall = _median(case.samples("graph", WALL))
+            if graph_wall > 0 and not math.isnan(eager_wall):
+                row["speedup"] = eager_wall / graph_wall
+            if life is not None:
+                row.update(
+                    capture_us=life.capture_s * 1e6,
+                    instantiate_us=None if life.instantiate_s is None else life.instantiate_s * 1e6,
+                    upload_us=life.upload_s * 1e6,
+                    first_launch_us=life.first_launch_s * 1e6,
+                    setup_us=life.setup_s * 1e6,
+                    lifecycle_split=life.split,
+                    graph_nodes=life.nodes,
+                    graph_mem_bytes=life.mem_bytes,
+                )
+                saving = eager_wall - graph_wall
+                if saving > 0:
+                    row["break_even_iters"] = life.setup_s / saving
+        row.update(
+            outputs_match=case.outputs_match,
+            target_met=result.target_met,
+            throttled_samples=result.throttled_samples,
+            sm_clock_mhz=case.clocks.sm_mhz,
+            mem_clock_mhz=case.clocks.mem_mhz,
+            throttle_reasons=";".join(case.clocks.throttle_reasons),
+            harness_us_per_iter=None if case.harness_s_per_iter is None else case.harness_s_per_iter * 1e6,
+            gpu_name=gpu_name,
+        )
+        rows.append(row)
+    return rows
+
+
+def run_table(run: RunRecord) -> pd.DataFrame:
+    rows = [row for case in run.cases for row in case_rows(case, run.gpu_name)]
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for column in frame.columns:
+        if frame[column].dtype == float:
+            frame[column] = frame[column].replace([math.inf, -math.inf], math.nan)
+    return frame

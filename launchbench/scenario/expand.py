@@ -1,0 +1,195 @@
+"""Sweep axes → cases: every combination of axis values, per chain, with a stable case id.
+
+A chain only varies along the axes it references (``$name`` in its steps or in the defaults it takes),
+so a sweep over ``size`` does not multiply a chain of empty kernels.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from launchbench.errors import ScenarioError
+from launchbench.scenario.load import KeyPath, load_scenario_file, validation_error
+from launchbench.scenario.model import STEP_FIELDS, MeasureSettings, Scenario, Step, SweepRange
+
+_STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
+_REFERENCE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
+_INLINE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One chain with every parameter fixed: the unit that is measured."""
+
+    scenario: str
+    chain: str
+    case_id: str
+    params: dict[str, Any]
+    steps: tuple[Any, ...]
+    measure: MeasureSettings
+    source: str = ""
+    axes: tuple[str, ...] = field(default=())
+
+    @property
+    def launches_per_iter(self) -> int:
+        return sum(step.launches() for step in self.steps)
+
+    @property
+    def kinds(self) -> str:
+        """The step kinds of the chain, in order, without repeats (e.g. 'scale' or 'scale+reduction')."""
+        seen: list[str] = []
+        for step in self.steps:
+            if step.kind not in seen:
+                seen.append(step.kind)
+        return "+".join(seen)
+
+
+def axis_values(axis: str, spec: list[float | int] | SweepRange) -> list[float | int]:
+    if isinstance(spec, list):
+        return list(dict.fromkeys(spec))
+    if spec.num == 1:
+        raw = [spec.start]
+    elif spec.scale == "log":
+        lo, hi = math.log10(spec.start), math.log10(spec.stop)
+        raw = [10 ** (lo + (hi - lo) * i / (spec.num - 1)) for i in range(spec.num)]
+    else:
+        raw = [spec.start + (spec.stop - spec.start) * i / (spec.num - 1) for i in range(spec.num)]
+    values: list[float | int] = [int(round(v)) if spec.integer else v for v in raw]
+    return list(dict.fromkeys(values))
+
+
+def expand_scenario(path: str | Path, max_cases: int | None = None) -> list[Case]:
+    """Load a scenario file and expand it into validated cases."""
+    loaded = load_scenario_file(path)
+    return expand_loaded(loaded.scenario, loaded.file, loaded.lines, max_cases)
+
+
+def expand_loaded(
+    scenario: Scenario, file: str, lines: dict[KeyPath, int], max_cases: int | None = None
+) -> list[Case]:
+    limit = max_cases if max_cases is not None else scenario.max_cases
+    axes = {name: axis_values(name, spec) for name, spec in scenario.sweep.items()}
+    total = math.prod(len(v) for v in axes.values()) * len(scenario.chains) if axes else len(scenario.chains)
+    if total > limit:
+        raise ScenarioError(
+            file,
+            f"the sweep makes {total:,} cases, above the limit of {limit:,} "
+            "(raise max_cases in the file or pass --max-cases to allow it)",
+            lines.get(("sweep",)),
+            "sweep",
+        )
+    for name in axes:
+        if name in scenario.params and not isinstance(scenario.params[name], (int, float)):
+            raise ScenarioError(file, f"sweep axis '{name}' overrides a non-numeric parameter", lines.get(("sweep", name)))
+    cases: list[Case] = []
+    for chain_name, raw_steps in scenario.chains.items():
+        used = _referenced(raw_steps, scenario.defaults) & set(axes)
+        chain_axes = [a for a in axes if a in used]
+        for combo in itertools.product(*(axes[a] for a in chain_axes)):
+            params = dict(scenario.params)
+            params.update(zip(chain_axes, combo))
+            steps = tuple(
+                _build_step(raw, scenario.defaults, params, file, lines, ("chains", chain_name, index))
+                for index, raw in enumerate(raw_steps)
+            )
+            suffix = ",".join(f"{a}={_fmt(v)}" for a, v in zip(chain_axes, combo))
+            case_id = f"{chain_name}/{suffix}" if suffix else chain_name
+            cases.append(
+                Case(
+                    scenario=scenario.name,
+                    chain=chain_name,
+                    case_id=case_id,
+                    params={a: v for a, v in zip(chain_axes, combo)},
+                    steps=steps,
+                    measure=scenario.measure,
+                    source=file,
+                    axes=tuple(chain_axes),
+                )
+            )
+    return cases
+
+
+def _fmt(value: float | int) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _referenced(raw_steps: list[dict[str, Any]], defaults: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            match = _REFERENCE.match(value)
+            if match:
+                names.add(match.group(1))
+            names.update(_INLINE.findall(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(raw_steps)
+    walk(defaults)
+    return names
+
+
+def _build_step(
+    raw: Any, defaults: dict[str, Any], params: dict[str, Any], file: str, lines: dict[KeyPath, int], base: KeyPath
+) -> Any:
+    if not isinstance(raw, dict):
+        raise ScenarioError(file, f"a step must be a mapping with a 'kind', not {type(raw).__name__}", lines.get(base), _path(base))
+    kind = raw.get("kind")
+    merged = dict(raw)
+    if isinstance(kind, str) and kind in STEP_FIELDS:
+        for key, value in defaults.items():
+            if key in STEP_FIELDS[kind] and key not in merged:
+                merged[key] = value
+    resolved = _substitute(merged, params, file, lines, base)
+    try:
+        return _STEP_ADAPTER.validate_python(resolved)
+    except ValidationError as err:
+        raise validation_error(err, file, lines, base, None) from None
+
+
+def _path(base: KeyPath) -> str:
+    return ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in base).replace(".[", "[")
+
+
+def _substitute(value: Any, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> Any:
+    if isinstance(value, str):
+        match = _REFERENCE.match(value)
+        if match:
+            name = match.group(1)
+            if name not in params:
+                raise _unknown(name, params, file, lines, path)
+            return params[name]
+
+        def inline(m: re.Match[str]) -> str:
+            if m.group(1) not in params:
+                raise _unknown(m.group(1), params, file, lines, path)
+            return _fmt(params[m.group(1)])
+
+        return _INLINE.sub(inline, value)
+    if isinstance(value, dict):
+        return {k: _substitute(v, params, file, lines, path + (k,)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, params, file, lines, path + (i,)) for i, v in enumerate(value)]
+    return value
+
+
+def _unknown(name: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> ScenarioError:
+    line = None
+    probe = path
+    while probe and line is None:
+        line = lines.get(probe)
+        probe = probe[:-1]
+    known = ", ".join(sorted(params)) or "none"
+    return ScenarioError(file, f"unknown parameter '${name}' (parameters: {known})", line, _path(path))

@@ -1,0 +1,236 @@
+"""Pydantic models of a scenario file and of the steps a chain can hold.
+
+A scenario names a set of chains (each a list of steps) and the parameters they use. Step fields may
+hold ``$name`` references to parameters; a ``sweep`` gives some parameters several values, and every
+combination of values is one case (see expand.py).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+FloatDType = Literal["float16", "float32", "float64"]
+ScalarDType = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
+
+MAX_ELEMENTS = 1 << 34  # 16 Gi elements: more than any GPU holds in one buffer
+MAX_REPEAT = 100_000
+MAX_BYTES = 1 << 37  # 128 GiB
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _StepBase(_Strict):
+    repeat: int = Field(1, ge=1, le=MAX_REPEAT, description="how many times the step is launched in a row")
+    label: str | None = Field(None, description="a name for the step in reports")
+
+    def launches(self) -> int:
+        """Launches this step issues per chain iteration (one per repeat)."""
+        return self.repeat
+
+
+class EmptyStep(_StepBase):
+    """A kernel that does nothing: the pure cost of a launch."""
+
+    kind: Literal["empty"]
+    grid: int = Field(1, ge=1, le=2**31 - 1)
+    block: int = Field(1, ge=1, le=1024)
+
+
+class ElementwiseStep(_StepBase):
+    """scale: x = alpha*x;  add: y = x + y;  fma: y = alpha*x + y  (in place, through CuPy)."""
+
+    kind: Literal["scale", "add", "fma"]
+    size: int = Field(..., ge=1, le=MAX_ELEMENTS, description="elements per buffer")
+    dtype: FloatDType = "float32"
+    alpha: float = 0.999
+
+
+class ReductionStep(_StepBase):
+    """out = sum(x) through CuPy (CUB where CuPy uses it)."""
+
+    kind: Literal["reduction"]
+    size: int = Field(..., ge=1, le=MAX_ELEMENTS)
+    dtype: FloatDType = "float32"
+    op: Literal["sum"] = "sum"
+
+
+class CopyStep(_StepBase):
+    """Device-to-device copy of ``bytes`` bytes (cudaMemcpyAsync)."""
+
+    kind: Literal["copy"]
+    bytes: int = Field(..., ge=1, le=MAX_BYTES)
+
+
+class MemsetStep(_StepBase):
+    """cudaMemsetAsync of ``bytes`` bytes to ``value``."""
+
+    kind: Literal["memset"]
+    bytes: int = Field(..., ge=1, le=MAX_BYTES)
+    value: int = Field(0, ge=0, le=255)
+
+
+class RawBuffer(_Strict):
+    size: int = Field(..., ge=1, le=MAX_ELEMENTS)
+    dtype: ScalarDType = "float32"
+    init: Literal["random", "zeros", "ones", "arange"] = "random"
+
+
+class BufferArg(_Strict):
+    buffer: str
+
+
+class ScalarArg(_Strict):
+    scalar: float | int
+    dtype: ScalarDType = "float32"
+
+
+def _dim3(value: Any) -> Any:
+    if isinstance(value, int):
+        return (value,)
+    return value
+
+
+class RawStep(_StepBase):
+    """The user's own CUDA C kernel, compiled with NVRTC through cupy.RawKernel."""
+
+    kind: Literal["raw"]
+    source: str = Field(..., min_length=1)
+    function: str = Field(..., min_length=1, description="the extern \"C\" kernel name")
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    shared_mem: int = Field(0, ge=0, le=228 * 1024)
+    options: tuple[str, ...] = ()
+    buffers: dict[str, RawBuffer] = Field(default_factory=dict)
+    args: tuple[BufferArg | ScalarArg, ...] = ()
+
+    _dims = field_validator("grid", "block", mode="before")(_dim3)
+
+    @field_validator("grid", "block")
+    @classmethod
+    def _check_dims(cls, dims: tuple[int, ...]) -> tuple[int, ...]:
+        if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+            raise ValueError("must be 1 to 3 positive integers")
+        return dims
+
+    @model_validator(mode="after")
+    def _check_args(self) -> RawStep:
+        for arg in self.args:
+            if isinstance(arg, BufferArg) and arg.buffer not in self.buffers:
+                known = ", ".join(sorted(self.buffers)) or "none"
+                raise ValueError(f"argument names buffer '{arg.buffer}', which is not declared (buffers: {known})")
+        block_threads = 1
+        for d in self.block:
+            block_threads *= d
+        if block_threads > 1024:
+            raise ValueError(f"block has {block_threads} threads; CUDA allows at most 1024")
+        return self
+
+
+Step = Annotated[
+    EmptyStep | ElementwiseStep | ReductionStep | CopyStep | MemsetStep | RawStep,
+    Field(discriminator="kind"),
+]
+
+STEP_KINDS: tuple[str, ...] = ("empty", "scale", "add", "fma", "reduction", "copy", "memset", "raw")
+
+
+class SweepRange(_Strict):
+    """A numeric axis given as a range: ``num`` values from ``start`` to ``stop``, linear or log spaced."""
+
+    start: float
+    stop: float
+    num: int = Field(..., ge=1, le=10_000)
+    scale: Literal["linear", "log"] = "log"
+    integer: bool = True
+
+    @model_validator(mode="after")
+    def _positive_for_log(self) -> SweepRange:
+        if self.scale == "log" and (self.start <= 0 or self.stop <= 0):
+            raise ValueError("a log-scaled range needs start and stop above 0")
+        return self
+
+
+class MeasureSettings(_Strict):
+    """How long and how precisely to measure each case (all times in seconds)."""
+
+    target_noise: float = Field(0.01, gt=0, le=1, description="stop when the median's 95% CI half-width is within this fraction")
+    min_samples: int = Field(10, ge=3, le=1_000_000)
+    max_samples: int = Field(2000, ge=3, le=10_000_000)
+    max_time: float = Field(4.0, gt=0, le=86_400, description="time budget per case, both modes together")
+    warmup_time: float = Field(0.2, ge=0, le=600)
+    sample_time: float = Field(0.002, gt=0, le=60, description="minimum duration of one throughput sample")
+    max_in_flight: int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
+
+
+class Expectation(_Strict):
+    """A rule checked on a single run: e.g. graph wall time per launch below 1 µs for a case."""
+
+    case: str = Field("*", description="case id or fnmatch pattern")
+    mode: Literal["eager", "graph"] = "graph"
+    metric: str
+    max: float | None = None
+    min: float | None = None
+
+    @model_validator(mode="after")
+    def _bound(self) -> Expectation:
+        if self.max is None and self.min is None:
+            raise ValueError("an expectation needs max or min")
+        return self
+
+
+class Scenario(_Strict):
+    name: str = Field(..., min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    description: str = Field(..., min_length=1)
+    params: dict[str, float | int | str] = Field(default_factory=dict)
+    defaults: dict[str, Any] = Field(default_factory=dict, description="step fields applied to every step that takes them")
+    sweep: dict[str, list[float | int] | SweepRange] = Field(default_factory=dict)
+    chains: dict[str, list[dict[str, Any]]] = Field(..., min_length=1)
+    measure: MeasureSettings = Field(default_factory=MeasureSettings)
+    expect: list[Expectation] = Field(default_factory=list)
+    max_cases: int = Field(1000, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_chain(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "chain" in data:
+            if "chains" in data:
+                raise ValueError("give either 'chain' or 'chains', not both")
+            data = dict(data)
+            data["chains"] = {"chain": data.pop("chain")}
+        return data
+
+    @field_validator("chains")
+    @classmethod
+    def _non_empty_chains(cls, chains: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+        for name, steps in chains.items():
+            if not steps:
+                raise ValueError(f"chain '{name}' has no steps")
+            if "/" in name or not name.strip():
+                raise ValueError(f"chain name '{name}' must be non-empty and hold no '/'")
+        return chains
+
+    @field_validator("sweep")
+    @classmethod
+    def _non_empty_axes(cls, sweep: dict[str, Any]) -> dict[str, Any]:
+        for axis, values in sweep.items():
+            if isinstance(values, list) and not values:
+                raise ValueError(f"sweep axis '{axis}' has no values")
+            if isinstance(values, list) and any(isinstance(v, bool) for v in values):
+                raise ValueError(f"sweep axis '{axis}' must hold numbers")
+        return sweep
+
+
+def _step_fields() -> dict[str, list[str]]:
+    fields: dict[str, list[str]] = {}
+    for model in (EmptyStep, ElementwiseStep, ReductionStep, CopyStep, MemsetStep, RawStep):
+        kinds = model.model_fields["kind"].annotation.__args__  # type: ignore[union-attr]
+        for kind in kinds:
+            fields[kind] = list(model.model_fields)
+    return fields
+
+
+STEP_FIELDS: dict[str, list[str]] = _step_fields()

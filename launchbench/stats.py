@@ -1,0 +1,111 @@
+"""Pure statistics over timing samples (seconds in, seconds out).
+
+Median confidence interval: distribution-free, from order statistics (the ranks come from the
+binomial(n, 1/2) quantiles; see e.g. Conover, *Practical Nonparametric Statistics*, 3rd ed., §3.2).
+Outliers: samples further than 3 scaled MADs from the median (Leys et al., 2013, "Detecting outliers:
+do not use standard deviation around the mean, use absolute deviation around the median").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+MAD_SCALE = 1.4826  # makes the MAD a consistent estimator of the standard deviation for normal data
+OUTLIER_MADS = 3.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    median: float
+    ci_low: float
+    ci_high: float
+    mean: float
+    std: float
+    mad: float
+    p5: float
+    p95: float
+    n: int
+    outliers: int
+
+    @property
+    def rel_ci(self) -> float:
+        """Half-width of the median's 95% CI over the median: what the stopping rule targets."""
+        if self.n == 0 or self.median == 0:
+            return math.inf
+        return (self.ci_high - self.ci_low) / 2 / abs(self.median)
+
+    @property
+    def rel_noise(self) -> float:
+        """Robust coefficient of variation: scaled MAD over the median."""
+        if self.n == 0 or self.median == 0:
+            return math.inf
+        return MAD_SCALE * self.mad / abs(self.median)
+
+    def scaled(self, factor: float) -> Summary:
+        """The same summary in other units (e.g. per launch instead of per iteration)."""
+        return Summary(
+            median=self.median * factor,
+            ci_low=self.ci_low * factor,
+            ci_high=self.ci_high * factor,
+            mean=self.mean * factor,
+            std=self.std * factor,
+            mad=self.mad * factor,
+            p5=self.p5 * factor,
+            p95=self.p95 * factor,
+            n=self.n,
+            outliers=self.outliers,
+        )
+
+    def as_dict(self) -> dict[str, float]:
+        out = asdict(self)
+        out["rel_ci"] = self.rel_ci
+        out["rel_noise"] = self.rel_noise
+        return out
+
+
+def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median from order statistics.
+
+    With fewer than 6 samples no interval of 95% coverage exists between order statistics, so the
+    whole range is returned.
+    """
+    values = np.sort(np.asarray(samples, dtype=float))
+    n = len(values)
+    if n == 0:
+        return (math.nan, math.nan)
+    if n < 6:
+        return (float(values[0]), float(values[-1]))
+    alpha = 1 - confidence
+    lower_rank = int(sps.binom.ppf(alpha / 2, n, 0.5))  # 1-based rank of the lower bound
+    lower_rank = max(lower_rank, 1)
+    upper_rank = n - lower_rank + 1
+    return (float(values[lower_rank - 1]), float(values[upper_rank - 1]))
+
+
+def summarize(samples: Sequence[float] | np.ndarray) -> Summary:
+    values = np.asarray(samples, dtype=float)
+    n = len(values)
+    if n == 0:
+        nan = math.nan
+        return Summary(nan, nan, nan, nan, nan, nan, nan, nan, 0, 0)
+    median = float(np.median(values))
+    low, high = median_ci(values)
+    mad = float(np.median(np.abs(values - median)))
+    outliers = int(np.sum(np.abs(values - median) > OUTLIER_MADS * MAD_SCALE * mad)) if mad > 0 else 0
+    return Summary(
+        median=median,
+        ci_low=low,
+        ci_high=high,
+        mean=float(np.mean(values)),
+        std=float(np.std(values, ddof=1)) if n > 1 else 0.0,
+        mad=mad,
+        p5=float(np.percentile(values, 5)),
+        p95=float(np.percentile(values, 95)),
+        n=n,
+        outliers=outliers,
+    )
