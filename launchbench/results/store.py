@@ -14,12 +14,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from launchbench.costmodel import fit_cost_model
 from launchbench.errors import ResultsFileError
 from launchbench.results.schema import SCHEMA_VERSION, TOOL_NAME, RunRecord
 from launchbench.results.table import run_table
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
+COSTMODEL_CSV = "costmodel.csv"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -47,8 +49,13 @@ def create_run_dir(path: Path) -> Path:
 
 
 def write_run(run_dir: Path, run: RunRecord) -> None:
+    """results.json, results.csv and (where a chain length varies) costmodel.csv, each atomically."""
     atomic_write_text(run_dir / RESULTS_JSON, run.model_dump_json(indent=1))
-    atomic_write_text(run_dir / RESULTS_CSV, run_table(run).to_csv(index=False))
+    table = run_table(run)
+    atomic_write_text(run_dir / RESULTS_CSV, table.to_csv(index=False))
+    model = fit_cost_model(table)
+    if len(model):
+        atomic_write_text(run_dir / COSTMODEL_CSV, model.to_csv(index=False))
 
 
 def resolve_results_file(path: str | Path) -> Path:

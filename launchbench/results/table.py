@@ -128,8 +128,5 @@ def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
 
 def run_table(run: RunRecord) -> pd.DataFrame:
     rows = [row for case in run.cases for row in case_rows(case, run.gpu_name)]
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    for column in frame.columns:
-        if frame[column].dtype == float:
-            frame[column] = frame[column].replace([math.inf, -math.inf], math.nan)
-    return frame
+    frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
+    return frame.replace([math.inf, -math.inf], math.nan)

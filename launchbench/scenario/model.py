@@ -158,11 +158,14 @@ class MeasureSettings(_Strict):
     """How long and how precisely to measure each case (all times in seconds)."""
 
     target_noise: float = Field(0.01, gt=0, le=1, description="stop when the median's 95% CI half-width is within this fraction")
+    latency_target_noise: float = Field(
+        0.03, gt=0, le=1, description="the same target for launch-to-completion latency, whose samples are single iterations"
+    )
     min_samples: int = Field(10, ge=3, le=1_000_000)
     max_samples: int = Field(2000, ge=3, le=10_000_000)
     max_time: float = Field(4.0, gt=0, le=86_400, description="time budget per case, both modes together")
     warmup_time: float = Field(0.2, ge=0, le=600)
-    sample_time: float = Field(0.002, gt=0, le=60, description="minimum duration of one throughput sample")
+    sample_time: float = Field(0.005, gt=0, le=60, description="minimum duration of one throughput sample")
     max_in_flight: int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
 
 

@@ -1,0 +1,45 @@
+"""What the rest of launchbench needs from a GPU backend (the CuPy one, or a scripted one in tests)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from launchbench.measure.clock import Clock, ClockMonitor
+from launchbench.measure.sampler import Workload
+from launchbench.results.schema import GraphLifecycle
+from launchbench.scenario.expand import Case
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """Graph-written buffers against eager-written ones, from the same initial contents."""
+
+    match: bool | None  # None: the chain writes no buffer, or no graph to compare
+    detail: str
+
+
+class CaseRefused(Exception):
+    """The case cannot run here (e.g. its buffers would not fit in free GPU memory); nothing was allocated."""
+
+
+class PreparedCase(Protocol):
+    workloads: dict[str, Workload]
+    lifecycle: GraphLifecycle | None
+    graph_failure: str | None
+
+    def check_outputs(self) -> OutputCheck: ...
+
+    def harness_cost(self) -> float:
+        """Seconds per iteration that the timing loop itself costs around an empty call."""
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    monitor: ClockMonitor | None
+    clock: Clock
+
+    def environment(self) -> dict[str, Any]: ...
+
+    def prepare(self, case: Case) -> PreparedCase: ...

@@ -1,0 +1,38 @@
+"""Graph output against eager output: the check that a fast answer is also a right one (numpy only)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from launchbench.backend.base import OutputCheck
+
+ROUNDING_RTOL = {2: 1e-2, 4: 1e-5, 8: 1e-12}
+
+
+def compare_outputs(initial: dict[str, np.ndarray], eager: dict[str, np.ndarray], graph: dict[str, np.ndarray]) -> OutputCheck:
+    """Exact equality, or closeness within the dtype's rounding for reductions whose order may vary."""
+    mismatches = []
+    close_only = []
+    unchanged = [name for name in eager if np.array_equal(eager[name], initial[name], equal_nan=True)]
+    for name, expected in eager.items():
+        got = graph[name]
+        if np.array_equal(expected, got, equal_nan=True):
+            continue
+        if expected.dtype.kind == "f":
+            rtol = ROUNDING_RTOL[expected.dtype.itemsize]
+            if np.allclose(got, expected, rtol=rtol, atol=0, equal_nan=True):
+                close_only.append(name)
+                continue
+        bad = int(np.count_nonzero(~np.isclose(got, expected, equal_nan=True))) if expected.dtype.kind == "f" else int(
+            np.count_nonzero(got != expected)
+        )
+        mismatches.append(f"{name}: {bad} of {expected.size} elements differ")
+    total_bytes = sum(a.nbytes for a in eager.values())
+    if mismatches:
+        return OutputCheck(False, "graph output differs from eager: " + "; ".join(mismatches))
+    detail = f"{len(eager)} buffer(s), {total_bytes} bytes identical"
+    if close_only:
+        detail = f"{len(eager)} buffer(s) equal; within rounding: {', '.join(close_only)}"
+    if unchanged:
+        detail += f"; note: eager left {', '.join(unchanged)} unchanged"
+    return OutputCheck(True, detail)

@@ -1,0 +1,173 @@
+"""Capturing a chain into a CUDA Graph with CuPy's stream capture, and timing the graph's life.
+
+Where cuda.bindings is installed, the life cycle is timed on a capture driven through it on CuPy's own
+stream, so capture, instantiate, upload and first launch come out separately (``split``); replays use
+the graph from CuPy's ``Stream.begin_capture``/``end_capture`` (CuPy's launch path is the cheaper one).
+Without cuda.bindings, CuPy's end_capture instantiates too, and capture includes instantiation.
+
+Temporary buffers that CuPy allocates during capture (e.g. CUB's scratch space for a sum) come from a
+memory pool dedicated to the graph and kept alive with it, so no other allocation can reuse them while
+the graph may still replay (cupy/cupy#9655).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import cupy
+
+from launchbench.measure.clock import Clock
+from launchbench.results.schema import GraphLifecycle
+
+try:  # optional: splits capture from instantiate, counts nodes
+    from cuda.bindings import runtime as cudart
+except ImportError:  # pragma: no cover - depends on the installation
+    cudart = None
+
+
+class CaptureFailed(Exception):
+    """The chain cannot be captured (the reason is the message); eager measurement still stands."""
+
+
+@dataclass
+class CapturedGraph:
+    graph: Any  # cupy.cuda.Graph
+    pool: cupy.cuda.MemoryPool
+    lifecycle: GraphLifecycle
+
+    def launch_call(self, stream: cupy.cuda.Stream) -> Callable[[], None]:
+        return partial(self.graph.launch, stream)
+
+
+def _check(result: tuple[Any, ...], what: str) -> Any:
+    err = result[0]
+    if int(err) != 0:
+        name = cudart.cudaGetErrorName(err)[1].decode() if cudart else str(err)
+        raise CaptureFailed(f"{what} failed: {name}")
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def _issue(calls: Sequence[Callable[[], Any]]) -> None:
+    for call in calls:
+        call()
+
+
+def _abort_capture(stream: cupy.cuda.Stream) -> None:
+    """End a capture that failed half-way so the stream is usable again."""
+    try:
+        if stream.is_capturing():
+            if cudart is not None:
+                result = cudart.cudaStreamEndCapture(stream.ptr)
+                if int(result[0]) == 0 and result[1] is not None:
+                    cudart.cudaGraphDestroy(result[1])
+            else:
+                stream.end_capture()
+    except Exception:  # noqa: BLE001 - best effort clean-up after the real error
+        pass
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _free_bytes() -> int:
+    return int(cupy.cuda.runtime.memGetInfo()[0])
+
+
+def _split_lifecycle(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock) -> GraphLifecycle:
+    mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed
+    t0 = clock.wall()
+    _check(cudart.cudaStreamBeginCapture(stream.ptr, mode), "cudaStreamBeginCapture")
+    try:
+        _issue(calls)
+    except Exception as err:
+        _abort_capture(stream)
+        raise CaptureFailed(_describe(err)) from err
+    graph = _check(cudart.cudaStreamEndCapture(stream.ptr), "cudaStreamEndCapture")
+    t1 = clock.wall()
+    try:
+        free0 = _free_bytes()
+        t2 = clock.wall()
+        graph_exec = _check(cudart.cudaGraphInstantiateWithFlags(graph, 0), "cudaGraphInstantiate")
+        t3 = clock.wall()
+        try:
+            _check(cudart.cudaGraphUpload(graph_exec, stream.ptr), "cudaGraphUpload")
+            stream.synchronize()
+            t4 = clock.wall()
+            free1 = _free_bytes()
+            _check(cudart.cudaGraphLaunch(graph_exec, stream.ptr), "cudaGraphLaunch")
+            stream.synchronize()
+            t5 = clock.wall()
+            _nodes, count = _check(cudart.cudaGraphGetNodes(graph, numNodes=0), "cudaGraphGetNodes")
+        finally:
+            cudart.cudaGraphExecDestroy(graph_exec)
+    finally:
+        cudart.cudaGraphDestroy(graph)
+    return GraphLifecycle(
+        split=True,
+        capture_s=t1 - t0,
+        instantiate_s=t3 - t2,
+        upload_s=t4 - t3,
+        first_launch_s=t5 - t4,
+        nodes=int(count),
+        mem_bytes=max(0, free0 - free1),
+    )
+
+
+def _count_nodes(graph: Any) -> int | None:
+    if cudart is not None and getattr(graph, "graph", None):
+        try:
+            return int(_check(cudart.cudaGraphGetNodes(graph.graph, numNodes=0), "cudaGraphGetNodes")[1])
+        except CaptureFailed:
+            return None
+    if hasattr(graph, "debug_dot_str"):
+        return len(set(re.findall(r'"(graph_\d+_node_\d+)"\[', graph.debug_dot_str())))
+    return None
+
+
+def capture(
+    stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock, split: bool | None = None
+) -> CapturedGraph:
+    """Capture one iteration of ``calls`` on ``stream`` and time the graph's life cycle.
+
+    The calls must already have run once eagerly under the same memory pool (warm-up), so that capture
+    allocates nothing new. Raises CaptureFailed with the reason when the chain cannot be captured.
+    """
+    pool = cupy.cuda.MemoryPool()
+    use_split = (cudart is not None) if split is None else (split and cudart is not None)
+    with cupy.cuda.using_allocator(pool.malloc), stream:
+        _issue(calls)  # warm the graph's pool: temporaries are cached before capture
+        stream.synchronize()
+        split_life = _split_lifecycle(stream, calls, clock) if use_split else None
+        free0 = _free_bytes()
+        t0 = clock.wall()
+        try:
+            stream.begin_capture()
+            _issue(calls)
+            graph = stream.end_capture()
+        except Exception as err:
+            _abort_capture(stream)
+            raise CaptureFailed(_describe(err)) from err
+        t1 = clock.wall()
+        graph.upload(stream)
+        stream.synchronize()
+        t2 = clock.wall()
+        free1 = _free_bytes()
+        graph.launch(stream)
+        stream.synchronize()
+        t3 = clock.wall()
+    life = split_life or GraphLifecycle(
+        split=False,
+        capture_s=t1 - t0,
+        instantiate_s=None,
+        upload_s=t2 - t1,
+        first_launch_s=t3 - t2,
+        nodes=_count_nodes(graph),
+        mem_bytes=max(0, free0 - free1),
+    )
+    return CapturedGraph(graph=graph, pool=pool, lifecycle=life)

@@ -1,0 +1,90 @@
+"""Timing one mode of a case: a flat list of launch calls per iteration, run back to back in batches
+with the queue bounded, timed by the injected clock (wall, thread CPU) and CUDA events (GPU)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cupy
+
+from launchbench.backend.window import LaunchWindow
+from launchbench.measure.clock import Clock
+from launchbench.measure.sampler import BatchTiming
+
+
+class LaunchLoop:
+    """Launches ``calls`` (one iteration) ``iters`` times; implements the sampler's Workload protocol."""
+
+    def __init__(
+        self,
+        calls: Sequence[Callable[[], Any]],
+        launches_per_iter: int,
+        stream: cupy.cuda.Stream,
+        clock: Clock,
+        max_in_flight: int,
+    ):
+        self.calls = list(calls)
+        self.launches_per_iter = launches_per_iter
+        self.stream = stream
+        self.clock = clock
+        self.window = LaunchWindow(stream, max_in_flight)
+        submissions = len(self.calls)
+        if submissions >= self.window.block:
+            self._chunks = [self.calls[i : i + self.window.block] for i in range(0, submissions, self.window.block)]
+            self._iters_per_mark = 0
+        else:
+            self._chunks = [self.calls]
+            self._iters_per_mark = max(1, self.window.block // max(1, submissions))
+        self._start = cupy.cuda.Event()
+        self._end = cupy.cuda.Event()
+
+    def _launch(self, iters: int) -> None:
+        window = self.window
+        window.reset()
+        if self._iters_per_mark:
+            calls = self.calls
+            only = calls[0] if len(calls) == 1 else None
+            done = 0
+            while done < iters:
+                n = min(self._iters_per_mark, iters - done)
+                if only is not None:
+                    for _ in range(n):
+                        only()
+                else:
+                    for _ in range(n):
+                        for call in calls:
+                            call()
+                window.mark()
+                done += n
+        else:
+            chunks = self._chunks
+            for _ in range(iters):
+                for chunk in chunks:
+                    for call in chunk:
+                        call()
+                    window.mark()
+
+    def run_batch(self, iters: int) -> BatchTiming:
+        clock = self.clock
+        with self.stream:
+            self._start.record(self.stream)
+            wall0 = clock.wall()
+            cpu0 = clock.thread()
+            self._launch(iters)
+            cpu1 = clock.thread()
+            self._end.record(self.stream)
+            self._end.synchronize()
+            wall1 = clock.wall()
+        gpu_s = cupy.cuda.get_elapsed_time(self._start, self._end) * 1e-3
+        return BatchTiming(iters, wall1 - wall0, cpu1 - cpu0, gpu_s)
+
+    def run_latency(self) -> float:
+        clock = self.clock
+        with self.stream:
+            self.stream.synchronize()
+            wall0 = clock.wall()
+            self._launch(1)
+            self._end.record(self.stream)
+            self._end.synchronize()
+            return clock.wall() - wall0

@@ -1,0 +1,132 @@
+"""A cost model over chain length: time per iteration = fixed + per_launch × launches, per mode.
+
+Fitted by weighted least squares on the per-case medians with relative weights (1/y), because the
+times span orders of magnitude (one launch to thousands); the parameters' standard errors come from
+the fit's covariance. From the two modes' fits follow the per-launch saving, the asymptotic speedup and
+the crossover: the chain length above which the graph is faster per iteration.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+COLUMNS = [
+    "scenario",
+    "chain",
+    "group",
+    "mode",
+    "n_points",
+    "fixed_us",
+    "fixed_us_se",
+    "per_launch_us",
+    "per_launch_us_se",
+    "r2",
+    "crossover_launches",
+    "crossover_launches_se",
+    "saving_us_per_launch",
+    "asymptotic_speedup",
+]
+
+
+def fit_line(launches: np.ndarray, times: np.ndarray) -> dict[str, float]:
+    """Weighted least squares of times = fixed + per_launch × launches with weights 1/times."""
+    x = np.asarray(launches, dtype=float)
+    y = np.asarray(times, dtype=float)
+    weights = 1.0 / y
+    design = np.column_stack([np.ones_like(x), x]) * weights[:, None]
+    target = y * weights
+    coef, *_ = np.linalg.lstsq(design, target, rcond=None)
+    fixed, per_launch = float(coef[0]), float(coef[1])
+    residuals = target - design @ coef
+    dof = len(x) - 2
+    if dof > 0:
+        sigma2 = float(residuals @ residuals) / dof
+        cov = sigma2 * np.linalg.inv(design.T @ design)
+        fixed_se, per_se = float(math.sqrt(max(cov[0, 0], 0))), float(math.sqrt(max(cov[1, 1], 0)))
+        cov01 = float(cov[0, 1])
+    else:
+        fixed_se = per_se = cov01 = math.nan
+    predicted = fixed + per_launch * x
+    ss_res = float(np.sum(((y - predicted) * weights) ** 2))
+    ss_tot = float(np.sum(((y - np.average(y, weights=weights**2)) * weights) ** 2))
+    r2 = 1 - ss_res / ss_tot if ss_tot > 0 else math.nan
+    return {"fixed": fixed, "fixed_se": fixed_se, "per": per_launch, "per_se": per_se, "cov": cov01, "r2": r2}
+
+
+def _length_axes(group: pd.DataFrame) -> set[str]:
+    """Sweep axes along which the number of launches per iteration changes."""
+    params = [json.loads(p) for p in group["params"]]
+    axes: set[str] = set()
+    for axis in {k for p in params for k in p}:
+        by_rest: dict[str, set[int]] = {}
+        for p, launches in zip(params, group["launches_per_iter"]):
+            rest = json.dumps({k: v for k, v in p.items() if k != axis}, sort_keys=True)
+            by_rest.setdefault(rest, set()).add(int(launches))
+        if any(len(v) > 1 for v in by_rest.values()):
+            axes.add(axis)
+    return axes
+
+
+def _crossover(eager: dict[str, float], graph: dict[str, float]) -> tuple[float, float]:
+    """Chain length above which graph time per iteration is below eager's, and its standard error."""
+    saving = eager["per"] - graph["per"]
+    if saving <= 0:
+        return math.inf, math.nan
+    gap = graph["fixed"] - eager["fixed"]
+    crossover = max(gap / saving, 0.0)
+    # delta method, treating the two modes' fits as independent
+    d_gap = 1 / saving
+    d_saving = -gap / saving**2
+    var = d_gap**2 * (graph["fixed_se"] ** 2 + eager["fixed_se"] ** 2) + d_saving**2 * (eager["per_se"] ** 2 + graph["per_se"] ** 2)
+    return crossover, math.sqrt(var) if not math.isnan(var) else math.nan
+
+
+def fit_cost_model(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (scenario, chain, other sweep values, mode) whose chain length varies over ≥ 2 values."""
+    rows: list[dict[str, Any]] = []
+    usable = table[table["status"].isin(["ok", "budget"]) & table["wall_us_per_iter"].notna()]
+    for (scenario, chain), group in usable.groupby(["scenario", "chain"], sort=False):
+        length_axes = _length_axes(group)
+        if not length_axes:
+            continue
+        keys = [
+            json.dumps({k: v for k, v in json.loads(p).items() if k not in length_axes}, sort_keys=True) for p in group["params"]
+        ]
+        for key, sub in group.assign(_group=keys).groupby("_group", sort=False):
+            fits: dict[str, dict[str, float]] = {}
+            for mode, mode_rows in sub.groupby("mode"):
+                if mode_rows["launches_per_iter"].nunique() < 2:
+                    continue
+                fits[str(mode)] = fit_line(mode_rows["launches_per_iter"].to_numpy(), mode_rows["wall_us_per_iter"].to_numpy())
+                fits[str(mode)]["n"] = len(mode_rows)
+            pair: dict[str, float] = {}
+            if "eager" in fits and "graph" in fits:
+                crossover, crossover_se = _crossover(fits["eager"], fits["graph"])
+                pair = {
+                    "crossover_launches": crossover,
+                    "crossover_launches_se": crossover_se,
+                    "saving_us_per_launch": fits["eager"]["per"] - fits["graph"]["per"],
+                    "asymptotic_speedup": fits["eager"]["per"] / fits["graph"]["per"] if fits["graph"]["per"] > 0 else math.inf,
+                }
+            for mode, fit in fits.items():
+                rows.append(
+                    {
+                        "scenario": scenario,
+                        "chain": chain,
+                        "group": key,
+                        "mode": mode,
+                        "n_points": fit["n"],
+                        "fixed_us": fit["fixed"],
+                        "fixed_us_se": fit["fixed_se"],
+                        "per_launch_us": fit["per"],
+                        "per_launch_us_se": fit["per_se"],
+                        "r2": fit["r2"],
+                        **pair,
+                    }
+                )
+    return pd.DataFrame(rows, columns=COLUMNS)

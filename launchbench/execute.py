@@ -1,0 +1,120 @@
+"""One case from start to result: prepare on the backend, measure both modes in interleaved rounds,
+check the graph's outputs against eager ones, and assemble the CaseResult. Never prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from launchbench.backend.base import Backend, CaseRefused, OutputCheck
+from launchbench.errors import LaunchbenchError
+from launchbench.measure.clock import Clock
+from launchbench.measure.sampler import ModeSamples, Sampler
+from launchbench.results.schema import CPU, GPU, LATENCY, WALL, CaseResult, Clocks, ModeResult
+from launchbench.scenario.expand import Case
+
+NODES_PER_LAUNCH = {"empty": 1, "scale": 1, "add": 1, "fma": 1, "copy": 1, "memset": 1, "raw": 1}
+
+
+def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult:
+    return ModeResult(
+        mode=mode,  # type: ignore[arg-type]
+        status="ok" if samples.target_met else "budget",
+        iters_per_sample=samples.iters_per_sample,
+        samples={WALL: samples.wall, CPU: samples.cpu, GPU: samples.gpu, LATENCY: samples.latency},
+        throttled_samples=samples.throttled,
+        target_met=samples.target_met,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def expected_nodes(case: Case) -> int | None:
+    """Graph nodes the chain must produce, where every step kind has a known node count."""
+    total = 0
+    for step in case.steps:
+        per = NODES_PER_LAUNCH.get(step.kind)
+        if per is None:
+            return None
+        total += per * step.launches()
+    return total
+
+
+def _failed(case: Case, message: str, status: str = "failed", elapsed: float = 0.0) -> CaseResult:
+    modes = {
+        mode: ModeResult(mode=mode, status=status, reason=message)  # type: ignore[arg-type]
+        for mode in ("eager", "graph")
+    }
+    return CaseResult(
+        scenario=case.scenario,
+        case_id=case.case_id,
+        chain=case.chain,
+        kinds=case.kinds,
+        params=case.params,
+        launches_per_iter=case.launches_per_iter,
+        modes=modes,
+        error=message,
+        elapsed_s=elapsed,
+    )
+
+
+def failed_case(case: Case, message: str, status: str = "failed", elapsed: float = 0.0) -> CaseResult:
+    """A result that records why a case could not be measured."""
+    return _failed(case, message, status, elapsed)
+
+
+def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCheck:
+    expected = expected_nodes(case)
+    if expected is None or nodes is None:
+        return check
+    if nodes != expected:
+        return OutputCheck(False, f"graph holds {nodes} nodes; the chain launched {expected}")
+    if check.match is None:
+        return OutputCheck(True, f"no buffers written; graph holds {nodes} nodes, one per launch")
+    return OutputCheck(check.match, f"{check.detail}; {nodes} graph nodes, one per launch")
+
+
+def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[[float], None] | None = None) -> CaseResult:
+    start = clock.wall()
+    try:
+        prepared = backend.prepare(case)
+    except CaseRefused as err:
+        return _failed(case, str(err), status="skipped", elapsed=clock.wall() - start)
+    except LaunchbenchError as err:
+        return _failed(case, str(err), elapsed=clock.wall() - start)
+    try:
+        harness = prepared.harness_cost()
+        outcome = Sampler(case.measure, clock, backend.monitor).run(prepared.workloads, progress or (lambda _f: None))
+        check = _verify_nodes(case, prepared.check_outputs(), prepared.lifecycle.nodes if prepared.lifecycle else None)
+        lifecycle = prepared.lifecycle
+        graph_failure = prepared.graph_failure
+    finally:
+        prepared.close()
+    modes = {"eager": _mode_result("eager", outcome.modes["eager"])}
+    if "graph" in outcome.modes:
+        graph = _mode_result("graph", outcome.modes["graph"], lifecycle=lifecycle)
+        if check.match is False:
+            graph = graph.model_copy(update={"status": "failed", "reason": check.detail})
+        modes["graph"] = graph
+    else:
+        modes["graph"] = ModeResult(mode="graph", status="not_capturable", reason=graph_failure)
+    reading = outcome.clocks
+    clocks = Clocks(
+        sm_mhz=reading.sm_mhz if reading else None,
+        mem_mhz=reading.mem_mhz if reading else None,
+        throttle_reasons=list(outcome.throttle_reasons),
+        settle_s=outcome.settle_s,
+    )
+    return CaseResult(
+        scenario=case.scenario,
+        case_id=case.case_id,
+        chain=case.chain,
+        kinds=case.kinds,
+        params=case.params,
+        launches_per_iter=case.launches_per_iter,
+        modes=modes,
+        outputs_match=check.match,
+        check_detail=check.detail,
+        clocks=clocks,
+        harness_s_per_iter=harness,
+        elapsed_s=clock.wall() - start,
+        error=check.detail if check.match is False else None,
+    )

@@ -1,0 +1,159 @@
+"""Build each step of a chain on the GPU: allocate its buffers (once, before any capture) and return
+the launch calls, the buffers it writes and how to restore their initial contents.
+
+Every call writes through ``out=`` (or in place) into buffers allocated here, so the addresses frozen
+into a captured graph stay valid for the graph's life.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import cupy
+import numpy as np
+
+from launchbench.errors import LaunchbenchError
+from launchbench.scenario.model import (
+    CopyStep,
+    ElementwiseStep,
+    EmptyStep,
+    MemsetStep,
+    RawStep,
+    ReductionStep,
+)
+
+EMPTY_SOURCE = 'extern "C" __global__ void launchbench_empty() {}'
+FMA_KERNEL = cupy.ElementwiseKernel("T x, T alpha", "T y", "y = alpha * x + y", "launchbench_fma")
+POISON_BYTE = 0xAB
+
+
+class KernelCompileError(LaunchbenchError):
+    """A raw kernel that NVRTC cannot compile; the message holds the compiler's log."""
+
+
+@dataclass
+class BuiltStep:
+    calls: list[Callable[[], Any]]
+    outputs: dict[str, cupy.ndarray] = field(default_factory=dict)
+    resets: list[tuple[cupy.ndarray, cupy.ndarray]] = field(default_factory=list)
+
+    def reset(self) -> None:
+        for target, initial in self.resets:
+            target[...] = initial
+
+
+def step_bytes(step: Any) -> int:
+    """Device memory a step allocates (buffers and their initial copies), to refuse what cannot fit."""
+    if isinstance(step, EmptyStep):
+        return 0
+    if isinstance(step, ElementwiseStep):
+        item = np.dtype(step.dtype).itemsize
+        buffers = 1 if step.kind == "scale" else 2
+        return step.size * item * (buffers + 1)
+    if isinstance(step, ReductionStep):
+        return step.size * np.dtype(step.dtype).itemsize + 64
+    if isinstance(step, (CopyStep, MemsetStep)):
+        return step.bytes * 3
+    if isinstance(step, RawStep):
+        return sum(b.size * np.dtype(b.dtype).itemsize * 2 for b in step.buffers.values())
+    return 0
+
+
+def _random(size: int, dtype: str, rng: np.random.Generator) -> cupy.ndarray:
+    np_dtype = np.dtype(dtype)
+    if np_dtype.kind == "f":
+        host = rng.uniform(0.5, 1.5, size).astype(np_dtype)
+    else:
+        high = min(100, np.iinfo(np_dtype).max)
+        host = rng.integers(0, high, size, endpoint=False).astype(np_dtype)
+    return cupy.asarray(host)
+
+
+def _with_initial(array: cupy.ndarray, built: BuiltStep, name: str) -> None:
+    built.outputs[name] = array
+    built.resets.append((array, array.copy()))
+
+
+class StepBuilder:
+    """Turns validated step models into BuiltSteps on one stream."""
+
+    def __init__(self, stream: cupy.cuda.Stream, seed: int = 1234):
+        self.stream = stream
+        self.rng = np.random.default_rng(seed)
+        self._empty = cupy.RawKernel(EMPTY_SOURCE, "launchbench_empty")
+        self._empty.compile()
+
+    def build(self, step: Any, index: int) -> BuiltStep:
+        prefix = f"step{index}.{step.kind}"
+        if isinstance(step, EmptyStep):
+            call = partial(self._empty, (step.grid,), (step.block,), ())
+            return BuiltStep([call] * step.repeat)
+        if isinstance(step, ElementwiseStep):
+            return self._elementwise(step, prefix)
+        if isinstance(step, ReductionStep):
+            x = _random(step.size, step.dtype, self.rng)
+            out = cupy.zeros((), dtype=step.dtype)
+            built = BuiltStep([partial(cupy.sum, x, out=out)] * step.repeat)
+            _with_initial(out, built, f"{prefix}.out")
+            return built
+        if isinstance(step, CopyStep):
+            src = _random(step.bytes, "uint8", self.rng)
+            dst = cupy.full(step.bytes, POISON_BYTE, dtype=cupy.uint8)
+            call = partial(dst.data.copy_from_device_async, src.data, step.bytes, self.stream)
+            built = BuiltStep([call] * step.repeat)
+            _with_initial(dst, built, f"{prefix}.dst")
+            return built
+        if isinstance(step, MemsetStep):
+            dst = _random(step.bytes, "uint8", self.rng)
+            call = partial(dst.data.memset_async, step.value, step.bytes, self.stream)
+            built = BuiltStep([call] * step.repeat)
+            _with_initial(dst, built, f"{prefix}.dst")
+            return built
+        if isinstance(step, RawStep):
+            return self._raw(step, prefix)
+        raise LaunchbenchError(f"step kind {step.kind!r} has no GPU implementation")
+
+    def _elementwise(self, step: ElementwiseStep, prefix: str) -> BuiltStep:
+        x = _random(step.size, step.dtype, self.rng)
+        alpha = np.dtype(step.dtype).type(step.alpha)
+        if step.kind == "scale":
+            built = BuiltStep([partial(cupy.multiply, x, alpha, out=x)] * step.repeat)
+            _with_initial(x, built, f"{prefix}.x")
+            return built
+        y = _random(step.size, step.dtype, self.rng)
+        call = partial(cupy.add, x, y, out=y) if step.kind == "add" else partial(FMA_KERNEL, x, alpha, y)
+        built = BuiltStep([call] * step.repeat)
+        _with_initial(y, built, f"{prefix}.y")
+        return built
+
+    def _raw(self, step: RawStep, prefix: str) -> BuiltStep:
+        kernel = cupy.RawKernel(step.source, step.function, options=tuple(step.options))
+        try:
+            kernel.compile()
+        except cupy.cuda.compiler.CompileException as err:
+            log = err.get_message() if hasattr(err, "get_message") else str(err)
+            raise KernelCompileError(f"raw kernel '{step.function}' does not compile:\n{log}") from None
+        except cupy.cuda.driver.CUDADriverError as err:
+            raise KernelCompileError(f"raw kernel '{step.function}' cannot be loaded: {err}") from None
+        buffers: dict[str, cupy.ndarray] = {}
+        built = BuiltStep([])
+        for name, spec in step.buffers.items():
+            if spec.init == "random":
+                array = _random(spec.size, spec.dtype, self.rng)
+            elif spec.init == "zeros":
+                array = cupy.zeros(spec.size, dtype=spec.dtype)
+            elif spec.init == "ones":
+                array = cupy.ones(spec.size, dtype=spec.dtype)
+            else:
+                array = cupy.arange(spec.size, dtype=spec.dtype)
+            buffers[name] = array
+            _with_initial(array, built, f"{prefix}.{name}")
+        args = tuple(
+            buffers[arg.buffer] if hasattr(arg, "buffer") else np.dtype(arg.dtype).type(arg.scalar) for arg in step.args
+        )
+        call = partial(kernel, step.grid, step.block, args, shared_mem=step.shared_mem)
+        built.calls = [call] * step.repeat
+        return built

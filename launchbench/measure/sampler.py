@@ -1,0 +1,170 @@
+"""The sampling loop: warm-up, clock settling, calibration, then eager and graph sampled in interleaved
+rounds (A B A B …) until each is precise enough or the case's time budget is spent.
+
+A workload knows how to time a batch of chain iterations (its own loop keeps the launch queue bounded)
+and one launch-to-completion iteration; this module decides how many, how often and when to stop.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from launchbench.measure.clock import Clock, ClockMonitor, ClockReading
+from launchbench.measure.stopping import StopRule
+from launchbench.scenario.model import MeasureSettings
+
+SAMPLES_PER_ROUND = 5
+MAX_ITERS_PER_SAMPLE = 1_000_000
+SETTLE_TOLERANCE = 0.02  # SM clock readings within 2% of each other count as settled
+MAX_SETTLE_TIME = 3.0
+
+
+@dataclass(frozen=True)
+class BatchTiming:
+    """Totals over one batch of iterations (seconds)."""
+
+    iters: int
+    wall_s: float
+    cpu_s: float
+    gpu_s: float | None
+
+
+class Workload(Protocol):
+    launches_per_iter: int
+
+    def run_batch(self, iters: int) -> BatchTiming:
+        """Launch ``iters`` chain iterations back to back, wait for completion, return the totals."""
+
+    def run_latency(self) -> float:
+        """Launch one iteration on an idle stream and return launch-to-completion wall time."""
+
+
+@dataclass
+class ModeSamples:
+    """Per-iteration samples of one mode (seconds), and how they were taken."""
+
+    iters_per_sample: int = 1
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    gpu: list[float] = field(default_factory=list)
+    latency: list[float] = field(default_factory=list)
+    throttled: int = 0
+    target_met: bool = False
+
+
+@dataclass(frozen=True)
+class SamplingOutcome:
+    modes: dict[str, ModeSamples]
+    budget_hit: bool
+    settle_s: float
+    clocks: ClockReading | None
+    throttle_reasons: tuple[str, ...]
+
+
+Progress = Callable[[float], None]
+
+
+def _noop(_fraction: float) -> None:
+    return None
+
+
+class Sampler:
+    def __init__(self, settings: MeasureSettings, clock: Clock, monitor: ClockMonitor | None = None):
+        self.settings = settings
+        self.clock = clock
+        self.monitor = monitor
+        self.rule = StopRule(settings.target_noise, settings.min_samples, settings.max_samples)
+        self.latency_rule = StopRule(settings.latency_target_noise, settings.min_samples, settings.max_samples)
+
+    def run(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingOutcome:
+        start = self.clock.wall()
+        for workload in workloads.values():
+            self._warm_up(workload)
+        settle_s = self._settle_clocks(next(iter(workloads.values())))
+        samples = {mode: ModeSamples(iters_per_sample=self._calibrate(w)) for mode, w in workloads.items()}
+        reasons: set[str] = set()
+        reading = self.monitor.read() if self.monitor else None
+        order = list(workloads)
+        round_index = 0
+        budget_hit = False
+        while True:
+            pending = [m for m in order if not self._done(samples[m])]
+            if not pending:
+                break
+            if self.clock.wall() - start >= self.settings.max_time:
+                budget_hit = True
+                break
+            if round_index % 2:
+                pending.reverse()
+            for mode in pending:
+                taken = self._round(workloads[mode], samples[mode])
+                if self.monitor:
+                    reading = self.monitor.read()
+                    if reading.throttled:
+                        samples[mode].throttled += taken
+                        reasons.update(reading.throttle_reasons)
+            round_index += 1
+            progress(min(1.0, (self.clock.wall() - start) / self.settings.max_time))
+        for mode_samples in samples.values():
+            mode_samples.target_met = self._precise(mode_samples)
+        progress(1.0)
+        return SamplingOutcome(samples, budget_hit, settle_s, reading, tuple(sorted(reasons)))
+
+    def _warm_up(self, workload: Workload) -> None:
+        """Run the workload until warmup_time has passed (at least once): JIT, caches, clocks."""
+        begin = self.clock.wall()
+        iters = 1
+        while True:
+            timing = workload.run_batch(iters)
+            if self.clock.wall() - begin >= self.settings.warmup_time:
+                return
+            if timing.wall_s < self.settings.sample_time:
+                iters = min(iters * 2, MAX_ITERS_PER_SAMPLE)
+
+    def _settle_clocks(self, workload: Workload) -> float:
+        """Keep the GPU busy until two SM clock readings agree within 2% (at most MAX_SETTLE_TIME)."""
+        if self.monitor is None:
+            return 0.0
+        begin = self.clock.wall()
+        previous = self.monitor.read().sm_mhz
+        while self.clock.wall() - begin < MAX_SETTLE_TIME:
+            workload.run_batch(self._calibrate(workload))
+            current = self.monitor.read().sm_mhz
+            if previous is None or current is None:
+                break
+            if abs(current - previous) <= SETTLE_TOLERANCE * max(current, previous):
+                break
+            previous = current
+        return self.clock.wall() - begin
+
+    def _calibrate(self, workload: Workload) -> int:
+        """Iterations per throughput sample so that one sample lasts at least sample_time."""
+        iters = 1
+        for _ in range(40):
+            timing = workload.run_batch(iters)
+            if timing.wall_s >= self.settings.sample_time or iters >= MAX_ITERS_PER_SAMPLE:
+                break
+            per_iter = timing.wall_s / iters
+            wanted = self.settings.sample_time / per_iter if per_iter > 0 else iters * 10
+            iters = min(MAX_ITERS_PER_SAMPLE, max(iters * 2, math.ceil(wanted * 1.1)))
+        return iters
+
+    def _round(self, workload: Workload, samples: ModeSamples) -> int:
+        n = samples.iters_per_sample
+        for _ in range(SAMPLES_PER_ROUND):
+            timing = workload.run_batch(n)
+            samples.wall.append(timing.wall_s / n)
+            samples.cpu.append(timing.cpu_s / n)
+            if timing.gpu_s is not None:
+                samples.gpu.append(timing.gpu_s / n)
+            samples.latency.append(workload.run_latency())
+        return SAMPLES_PER_ROUND
+
+    def _precise(self, samples: ModeSamples) -> bool:
+        return self.rule.precise_enough(samples.wall) and self.latency_rule.precise_enough(samples.latency)
+
+    def _done(self, samples: ModeSamples) -> bool:
+        return self._precise(samples) or self.rule.full(samples.wall)

@@ -1,0 +1,126 @@
+"""All rich output of a run: progress bar while measuring, then the summary table."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from launchbench.results.schema import CaseResult, RunRecord
+from launchbench.results.table import run_table
+from launchbench.scenario.expand import Case
+
+
+def _fmt(value: Any, digits: int = 2, suffix: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, float):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}{suffix}"
+        return f"{value:.{digits}f}{suffix}"
+    return f"{value}{suffix}"
+
+
+class ConsoleEvents:
+    """RunEvents on a rich console: a bar over cases, a line per finished case."""
+
+    def __init__(self, console: Console, quiet: bool = False):
+        self.console = console
+        self.quiet = quiet
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+            disable=quiet,
+        )
+        self._task: Any = None
+        self._index = 0
+
+    def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
+        if not self.quiet:
+            gpu = environment.get("gpu", {}).get("name", "?")
+            self.console.print(
+                f"[bold]launchbench[/] on {gpu} (driver {environment.get('driver')}, CUDA {environment.get('cuda_runtime')}, "
+                f"CuPy {environment.get('cupy')}) → {run_dir}"
+            )
+        self.progress.start()
+        self._task = self.progress.add_task("measuring", total=len(cases))
+
+    def case_started(self, case: Case, index: int, total: int) -> None:
+        self._index = index
+        self.progress.update(self._task, description=f"{case.scenario} {case.case_id}", completed=index)
+
+    def case_progress(self, fraction: float) -> None:
+        self.progress.update(self._task, completed=self._index + min(fraction, 0.99))
+
+    def case_finished(self, result: CaseResult) -> None:
+        self.progress.update(self._task, completed=self._index + 1)
+        if result.error:
+            self.console.print(f"[red]✗ {result.scenario} {result.case_id}: {result.error}[/]")
+        elif not self.quiet:
+            graph = result.modes.get("graph")
+            note = f" (graph: {graph.reason})" if graph is not None and graph.status == "not_capturable" else ""
+            self.console.print(f"[green]✓[/] {result.scenario} {result.case_id} in {result.elapsed_s:.1f} s{note}")
+
+    def note(self, message: str) -> None:
+        self.console.print(f"[yellow]note:[/] {message}")
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def summary_table(run: RunRecord) -> Table:
+    frame = run_table(run)
+    table = Table(title=f"{', '.join(s.name for s in run.scenarios)} on {run.gpu_name}", show_lines=False)
+    for header in (
+        "case",
+        "launches",
+        "eager µs/launch",
+        "graph µs/launch",
+        "eager CPU µs/launch",
+        "graph CPU µs/launch",
+        "speedup",
+        "graph setup µs",
+        "break-even iters",
+        "match",
+    ):
+        table.add_column(header, justify="left" if header == "case" else "right")
+    for (scenario, case), group in frame.groupby(["scenario", "case"], sort=False):
+        rows = {row["mode"]: row for _, row in group.iterrows()}
+        eager = rows.get("eager", pd.Series(dtype=object))
+        graph = rows.get("graph", pd.Series(dtype=object))
+        match = graph.get("outputs_match")
+        match_text = "—" if match is None or (isinstance(match, float) and math.isnan(match)) else ("✓" if match else "[red]✗[/]")
+        table.add_row(
+            f"{scenario} {case}" if len(run.scenarios) > 1 else str(case),
+            str(eager.get("launches_per_iter", "")),
+            _fmt(eager.get("wall_us_per_launch")),
+            _fmt(graph.get("wall_us_per_launch"), 3),
+            _fmt(eager.get("cpu_us_per_launch")),
+            _fmt(graph.get("cpu_us_per_launch"), 3),
+            _fmt(graph.get("speedup"), 1, "×"),
+            _fmt(graph.get("setup_us"), 0),
+            _fmt(graph.get("break_even_iters"), 1),
+            match_text,
+        )
+    return table
+
+
+def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
+    console.print(summary_table(run))
+    failed = [c for c in run.cases if c.error]
+    budget = [(c.case_id, m) for c in run.cases for m, r in c.modes.items() if r.status == "budget"]
+    if budget:
+        console.print(f"[yellow]{len(budget)} mode(s) hit the time budget before the noise target[/] (status 'budget' in results.csv)")
+    if failed:
+        console.print(f"[red]{len(failed)} case(s) failed[/]: " + ", ".join(c.case_id for c in failed))
+    console.print(f"results: {run_dir / 'results.csv'} and results.json")

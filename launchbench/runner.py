@@ -1,0 +1,252 @@
+"""A run: expand scenarios into cases, measure each case in a worker process, and rewrite the result
+files after every case. Interruptions and dead workers lose only the case in flight."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import multiprocessing
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from launchbench import __version__
+from launchbench.errors import LaunchbenchError, NoGpuError
+from launchbench.execute import execute_case, failed_case
+from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
+from launchbench.results.store import create_run_dir, load_run, write_run
+from launchbench.scenario.expand import Case, expand_loaded
+from launchbench.scenario.load import load_scenario_file
+from launchbench.worker import cupy_backend, serve
+
+WORKER_START_TIMEOUT = 180.0
+CASE_TIMEOUT_FLOOR = 300.0
+
+
+class RunEvents(Protocol):
+    """What a run reports as it goes (the console implements it; measurement code never prints)."""
+
+    def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None: ...
+
+    def case_started(self, case: Case, index: int, total: int) -> None: ...
+
+    def case_progress(self, fraction: float) -> None: ...
+
+    def case_finished(self, result: CaseResult) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+
+class SilentEvents:
+    def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
+        return None
+
+    def case_started(self, case: Case, index: int, total: int) -> None:
+        return None
+
+    def case_progress(self, fraction: float) -> None:
+        return None
+
+    def case_finished(self, result: CaseResult) -> None:
+        return None
+
+    def note(self, message: str) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    device: int = 0
+    overrides: dict[str, Any] = field(default_factory=dict)
+    isolate: bool = True
+    max_cases: int | None = None
+    backend_factory: Callable[[int], Any] = cupy_backend
+
+
+@dataclass(frozen=True)
+class Plan:
+    cases: list[Case]
+    scenarios: list[ScenarioInfo]
+
+
+def plan(paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, max_cases: int | None = None) -> Plan:
+    """Load and expand every scenario file (no GPU needed); apply command-line measurement overrides."""
+    cases: list[Case] = []
+    infos: list[ScenarioInfo] = []
+    seen: set[str] = set()
+    for path in paths:
+        loaded = load_scenario_file(path)
+        scenario = loaded.scenario
+        if scenario.name in seen:
+            raise LaunchbenchError(f"{path}: scenario name '{scenario.name}' is used by another file in this run")
+        seen.add(scenario.name)
+        expanded = expand_loaded(scenario, loaded.file, loaded.lines, max_cases)
+        if overrides:
+            expanded = [dataclasses.replace(c, measure=c.measure.model_copy(update=overrides)) for c in expanded]
+        cases.extend(expanded)
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        infos.append(ScenarioInfo(name=scenario.name, description=scenario.description.strip(), file=str(path), sha256=digest))
+    return Plan(cases, infos)
+
+
+def default_run_dir(root: Path, scenarios: Sequence[ScenarioInfo]) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    names = "+".join(s.name for s in scenarios)[:80]
+    safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", names)
+    candidate = root / f"{stamp}-{safe}"
+    suffix = 1
+    while candidate.exists():
+        suffix += 1
+        candidate = root / f"{stamp}-{safe}-{suffix}"
+    return candidate
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class _Worker:
+    """A spawned worker process and its pipe."""
+
+    def __init__(self, factory: Callable[[int], Any], device: int):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=serve, args=(child, factory, device), daemon=True)
+        self.process.start()
+        child.close()
+
+    def start(self) -> dict[str, Any]:
+        if not self.conn.poll(WORKER_START_TIMEOUT):
+            self.stop()
+            raise LaunchbenchError("the GPU worker did not start within 3 minutes")
+        try:
+            kind, payload = self.conn.recv()
+        except EOFError:
+            code = self.process.exitcode
+            self.stop()
+            raise LaunchbenchError(f"the GPU worker exited while starting (exit code {code})") from None
+        if kind == "error":
+            self.stop()
+            raise NoGpuError(payload)
+        return payload
+
+    def run(self, case: Case, events: RunEvents, timeout: float) -> CaseResult | None:
+        """The case's result, or None when the worker died or timed out (it is then stopped)."""
+        self.conn.send(case)
+        waited = 0.0
+        while True:
+            if not self.conn.poll(1.0):
+                waited += 1.0
+                if not self.process.is_alive() or waited > timeout:
+                    self.stop()
+                    return None
+                continue
+            try:
+                kind, payload = self.conn.recv()
+            except (EOFError, ConnectionError):
+                self.stop()
+                return None
+            waited = 0.0
+            if kind == "progress":
+                events.case_progress(payload)
+            elif kind == "result":
+                return payload
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def stop(self) -> None:
+        try:
+            if self.process.is_alive():
+                self.conn.send(None)
+                self.process.join(5)
+        except (OSError, ValueError):
+            pass
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.conn.close()
+
+
+def _case_timeout(case: Case) -> float:
+    return max(CASE_TIMEOUT_FLOOR, 5 * case.measure.max_time + 60)
+
+
+def run(
+    the_plan: Plan,
+    run_dir: Path,
+    options: RunOptions,
+    events: RunEvents | None = None,
+    resume: RunRecord | None = None,
+    argv: Sequence[str] | None = None,
+) -> RunRecord:
+    """Measure every case of the plan that the resumed record lacks; write results after every case."""
+    events = events or SilentEvents()
+    done = {(c.scenario, c.case_id) for c in resume.cases} if resume else set()
+    todo = [c for c in the_plan.cases if (c.scenario, c.case_id) not in done]
+    if resume is None and (run_dir / "results.json").exists():
+        create_run_dir(run_dir)  # raises: runs are never overwritten
+    worker: _Worker | None = None
+    backend: Any = None
+    if options.isolate:
+        worker = _Worker(options.backend_factory, options.device)
+        environment = worker.start()
+    else:
+        backend = options.backend_factory(options.device)
+        environment = backend.environment()
+    if resume is None:
+        try:
+            create_run_dir(run_dir)
+        except LaunchbenchError:
+            if worker is not None:
+                worker.stop()
+            raise
+    record = resume or RunRecord(launchbench_version=__version__, started=_now(), argv=list(argv or sys.argv))
+    record = record.model_copy(
+        update={
+            "status": "running",
+            "environment": record.environment or environment,
+            "scenarios": record.scenarios or the_plan.scenarios,
+            "settings": {"overrides": options.overrides, "isolate": options.isolate, "device": options.device},
+        }
+    )
+    if resume and resume.environment.get("gpu", {}).get("uuid") != environment.get("gpu", {}).get("uuid"):
+        events.note("resuming on a different GPU than the run started on")
+    write_run(run_dir, record)
+    events.run_started(run_dir, todo, environment)
+    try:
+        for index, case in enumerate(todo):
+            events.case_started(case, index, len(todo))
+            if options.isolate:
+                if worker is None or not worker.alive():
+                    worker = _Worker(options.backend_factory, options.device)
+                    worker.start()
+                result = worker.run(case, events, _case_timeout(case))
+                if result is None:
+                    code = worker.process.exitcode
+                    result = failed_case(case, f"the worker process died (exit code {code}) while running this case")
+                    worker = None
+            else:
+                result = execute_case(backend, case, backend.clock, events.case_progress)
+            record = record.with_case(result)
+            write_run(run_dir, record)
+            events.case_finished(result)
+    except BaseException:
+        record = record.model_copy(update={"status": "interrupted", "finished": _now()})
+        write_run(run_dir, record)
+        if worker is not None:
+            worker.stop()
+        raise
+    if worker is not None:
+        worker.stop()
+    record = record.model_copy(update={"status": "complete", "finished": _now()})
+    write_run(run_dir, record)
+    return record
+
+
+def load_for_resume(run_dir: Path) -> RunRecord:
+    return load_run(run_dir)

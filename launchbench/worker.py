@@ -1,0 +1,72 @@
+"""The worker process that owns the GPU: one case at a time, so a CUDA error that poisons the context
+(an out-of-bounds raw kernel, say) fails that case only; the parent starts a fresh worker for the rest.
+
+Messages to the parent: ("ready", environment) | ("error", message) once at start, then per case any
+number of ("progress", fraction) and one ("result", CaseResult).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any
+
+from launchbench.errors import LaunchbenchError
+from launchbench.execute import execute_case, failed_case
+from launchbench.measure.clock import SystemClock
+
+PROGRESS_STEP = 0.05
+
+
+def cupy_backend(device: int) -> Any:
+    """The real backend (imports CuPy; raises NoGpuError with one sentence when there is no GPU)."""
+    from launchbench.environment import require_gpu
+
+    require_gpu(device)
+    from launchbench.backend.cupy_backend import CupyBackend
+
+    return CupyBackend(device, SystemClock())
+
+
+class _ProgressSender:
+    """Forwards progress to the parent in steps of PROGRESS_STEP (not on every round)."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+        self.last = 0.0
+
+    def __call__(self, fraction: float) -> None:
+        if fraction - self.last >= PROGRESS_STEP or fraction >= 1.0:
+            self.last = fraction
+            self.conn.send(("progress", fraction))
+
+
+def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) -> None:
+    """Worker main loop (runs in the child process)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
+    try:
+        backend = backend_factory(device)
+        conn.send(("ready", backend.environment()))
+    except LaunchbenchError as err:
+        conn.send(("error", str(err)))
+        return
+    except Exception as err:  # noqa: BLE001 - report, never a traceback at the user
+        conn.send(("error", f"the GPU backend failed to start: {type(err).__name__}: {err}"))
+        return
+    while True:
+        try:
+            case = conn.recv()
+        except EOFError:
+            return
+        if case is None:
+            return
+        try:
+            result = execute_case(backend, case, backend.clock, _ProgressSender(conn))
+        except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
+            conn.send(("result", failed_case(case, f"{type(err).__name__}: {err}")))
+            sys.exit(3)
+        conn.send(("result", result))
+        if result.error and any(m.status == "failed" for m in result.modes.values()) and result.outputs_match is not False:
+            sys.exit(3)  # a failed case may have left the CUDA context unusable: start afresh

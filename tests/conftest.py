@@ -1,0 +1,35 @@
+"""The `gpu` marker: GPU tests skip, with a reason, where CuPy or a CUDA device is missing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def _gpu_problem() -> str | None:
+    try:
+        import cupy
+    except Exception as err:  # noqa: BLE001
+        return f"CuPy is not importable ({type(err).__name__})"
+    try:
+        if not cupy.is_available():
+            return "CuPy sees no CUDA device"
+    except Exception as err:  # noqa: BLE001
+        return f"CUDA is not usable ({err})"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any(item.get_closest_marker("gpu") for item in items):
+        return
+    problem = _gpu_problem()
+    if problem is None:
+        return
+    skip = pytest.mark.skip(reason=f"needs a GPU: {problem}")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)

@@ -1,0 +1,134 @@
+"""Test doubles (never inside the product): a stepping clock and a scripted backend whose workloads
+advance that clock by scripted amounts, so the sampling loop, stopping rules, runner and worker run on
+a machine with no GPU."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from launchbench.backend.base import CaseRefused, OutputCheck
+from launchbench.measure.clock import ClockReading
+from launchbench.measure.sampler import BatchTiming
+from launchbench.results.schema import GraphLifecycle
+from launchbench.scenario.expand import Case
+
+
+class SteppingClock:
+    """Time moves only when told to."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.cpu = 0.0
+
+    def wall(self) -> float:
+        return self.now
+
+    def thread(self) -> float:
+        return self.cpu
+
+    def advance(self, wall: float, cpu: float | None = None) -> None:
+        self.now += wall
+        self.cpu += wall if cpu is None else cpu
+
+
+@dataclass
+class ScriptedWorkload:
+    """Per-iteration times drawn from a seeded distribution: `per_iter` × (1 + noise·N(0,1))."""
+
+    clock: SteppingClock
+    launches_per_iter: int
+    per_iter: float
+    noise: float = 0.0
+    cpu_share: float = 1.0
+    latency_extra: float = 5e-6
+    seed: int = 0
+    drift: float = 0.0  # relative change of per_iter per second of clock time (to test interleaving)
+    batches: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def _one(self) -> float:
+        base = self.per_iter * (1 + self.drift * self.clock.now)
+        return max(base * (1 + self.noise * self.rng.standard_normal()), base * 0.1)
+
+    def run_batch(self, iters: int) -> BatchTiming:
+        self.batches.append(iters)
+        total = sum(self._one() for _ in range(min(iters, 50))) * (iters / min(iters, 50))
+        self.clock.advance(total, total * self.cpu_share)
+        return BatchTiming(iters, total, total * self.cpu_share, total)
+
+    def run_latency(self) -> float:
+        value = self._one() + self.latency_extra
+        self.clock.advance(value)
+        return value
+
+
+class ScriptedMonitor:
+    def __init__(self, readings: list[ClockReading]):
+        self.readings = readings
+        self.index = 0
+
+    def read(self) -> ClockReading:
+        reading = self.readings[min(self.index, len(self.readings) - 1)]
+        self.index += 1
+        return reading
+
+
+class ScriptedPreparedCase:
+    def __init__(self, case: Case, clock: SteppingClock, eager_per_launch: float, graph_per_launch: float, noise: float):
+        self.case = case
+        n = case.launches_per_iter
+        self.workloads: dict[str, Any] = {"eager": ScriptedWorkload(clock, n, eager_per_launch * n, noise, seed=1)}
+        self.lifecycle: GraphLifecycle | None = None
+        self.graph_failure: str | None = None
+        kinds = {step.kind for step in case.steps}
+        functions = {getattr(step, "function", "") for step in case.steps}
+        if "crash" in functions:
+            os._exit(7)  # a worker dying mid-case, as a CUDA fault can make it
+        if "oob" in functions:
+            raise RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+        if "reduction" in kinds:
+            self.graph_failure = "NotImplementedError: scripted capture refusal"
+        else:
+            self.workloads["graph"] = ScriptedWorkload(clock, n, graph_per_launch * n + 1.5e-6, noise / 5, cpu_share=0.01, seed=2)
+            self.lifecycle = GraphLifecycle(
+                split=True, capture_s=3e-6 * n, instantiate_s=4e-6 * n, upload_s=1e-6 * n, first_launch_s=1e-5, nodes=n, mem_bytes=0
+            )
+
+    def check_outputs(self) -> OutputCheck:
+        if self.graph_failure:
+            return OutputCheck(None, "no graph")
+        return OutputCheck(True, "scripted: identical")
+
+    def harness_cost(self) -> float:
+        return 5e-8
+
+    def close(self) -> None:
+        return None
+
+
+class ScriptedBackend:
+    def __init__(self, clock: SteppingClock | None = None, eager_per_launch: float = 6.5e-6, graph_per_launch: float = 0.5e-6, noise: float = 0.02):
+        self.clock = clock or SteppingClock()
+        self.monitor = None
+        self.eager_per_launch = eager_per_launch
+        self.graph_per_launch = graph_per_launch
+        self.noise = noise
+
+    def environment(self) -> dict[str, Any]:
+        return {"gpu": {"name": "Scripted GPU", "uuid": "GPU-scripted", "index": 0}, "driver": "0", "cupy": "none", "cuda_runtime": "0"}
+
+    def prepare(self, case: Case) -> ScriptedPreparedCase:
+        if any(getattr(step, "size", 0) > 10**12 for step in case.steps):
+            raise CaseRefused("case needs 4000.00 GiB of GPU memory for its buffers; 140.00 GiB of 140.00 GiB is free")
+        return ScriptedPreparedCase(case, self.clock, self.eager_per_launch, self.graph_per_launch, self.noise)
+
+
+def scripted_backend(device: int) -> ScriptedBackend:
+    """A picklable backend factory for worker-process tests."""
+    return ScriptedBackend()

@@ -1,0 +1,191 @@
+"""GPU tests: run on a machine with CuPy and a CUDA device (`pytest -m gpu`); skipped elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from launchbench.measure.clock import SystemClock
+from launchbench.results.store import load_run
+from launchbench.scenario.expand import expand_scenario
+
+pytestmark = pytest.mark.gpu
+DATA = Path(__file__).parent / "data" / "gpu"
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from launchbench.backend.cupy_backend import CupyBackend
+
+    return CupyBackend(0, SystemClock())
+
+
+def _cases(name: str):
+    return {c.chain: c for c in expand_scenario(DATA / name)}
+
+
+@pytest.mark.parametrize(
+    "chain", ["empty", "scale_f16", "scale_f32", "scale_f64", "add_f32", "fma_f64", "fma_f16", "reduction", "copy", "memset", "raw", "mixed"]
+)
+def test_graph_output_equals_eager_for_every_step_kind(backend, chain):
+    from launchbench.execute import execute_case
+
+    case = _cases("every_kind.yaml")[chain]
+    result = execute_case(backend, case, backend.clock)
+    assert result.error is None, result.error
+    assert result.outputs_match is True, result.check_detail
+    graph = result.modes["graph"]
+    assert graph.status in ("ok", "budget")
+    assert graph.lifecycle is not None and graph.lifecycle.nodes is not None
+    if chain != "reduction" and chain != "mixed":
+        assert graph.lifecycle.nodes == case.launches_per_iter
+    for mode in ("eager", "graph"):
+        assert len(result.modes[mode].samples["wall_s_per_iter"]) >= 5
+        assert min(result.modes[mode].samples["gpu_s_per_iter"]) > 0
+
+
+def test_check_catches_a_graph_that_computes_something_else(backend):
+    """Corrupt the captured graph's input after capture: the graph reads a buffer eager never sees."""
+    import cupy
+
+    from launchbench.backend.check import compare_outputs
+
+    case = _cases("every_kind.yaml")["scale_f32"]
+    prepared = backend.prepare(case)
+    try:
+        prepared._reset()
+        initial = prepared._snapshot()
+        prepared.eager.run_batch(1)
+        eager = prepared._snapshot()
+        prepared._reset()
+        prepared.steps[0].outputs["step0.scale.x"] += cupy.float32(1.0)  # what a stale address would do
+        prepared.workloads["graph"].run_batch(1)
+        graph = prepared._snapshot()
+    finally:
+        prepared.close()
+    check = compare_outputs(initial, eager, graph)
+    assert check.match is False and "differ" in check.detail
+
+
+def test_capture_refusal_is_a_reason_not_a_crash(backend):
+    import cupy
+
+    from launchbench.backend.graph import CaptureFailed, capture
+
+    a = cupy.ones((64, 64), dtype=cupy.float32)
+    out = cupy.empty_like(a)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with pytest.raises(CaptureFailed, match="cuBLAS|NotImplemented"):
+        capture(stream, [lambda: cupy.matmul(a, a, out=out)], SystemClock())
+    with stream:  # the stream is usable afterwards
+        out.fill(1)
+    stream.synchronize()
+
+
+def test_lifecycle_is_split_with_cuda_bindings(backend):
+    pytest.importorskip("cuda.bindings")
+    from launchbench.execute import execute_case
+
+    case = _cases("every_kind.yaml")["empty"]
+    life = execute_case(backend, case, backend.clock).modes["graph"].lifecycle
+    assert life.split and life.instantiate_s > 0 and life.capture_s > 0 and life.upload_s > 0
+
+
+def test_ten_thousand_eager_launches_keep_the_queue_bounded(backend):
+    """A 10,000-launch chain of a slow kernel measures (bounded queue), and the CPU time per launch stays
+    a launch cost instead of becoming GPU time."""
+    import cupy
+
+    from launchbench.backend.workload import LaunchLoop
+    from launchbench.kernels.steps import StepBuilder
+    from launchbench.scenario.model import RawStep
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    step = RawStep.model_validate(
+        {
+            "kind": "raw",
+            "source": 'extern "C" __global__ void spin(long long n) { long long t = clock64(); while (clock64() - t < n) {} }',
+            "function": "spin",
+            "grid": 1,
+            "block": 1,
+            "args": [{"scalar": 20000, "dtype": "int64"}],
+            "repeat": 10_000,
+        }
+    )
+    built = StepBuilder(stream).build(step, 0)
+    loop = LaunchLoop(built.calls, 10_000, stream, SystemClock(), max_in_flight=512)
+    loop.run_batch(1)
+    timing = loop.run_batch(1)
+    per_launch_gpu = timing.gpu_s / 10_000
+    per_launch_cpu = timing.cpu_s / 10_000
+    assert per_launch_gpu > 5e-6  # the kernel spins ~10 µs: GPU-bound
+    assert per_launch_cpu < 0.5 * per_launch_gpu  # waiting is not counted as launch CPU time
+
+
+def test_quickstart_run_through_the_cli(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--quick", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = load_run(out)
+    assert run.status == "complete" and len(run.cases) == 8
+    assert all(c.outputs_match for c in run.cases)
+    assert "NVIDIA" in run.gpu_name
+
+
+def test_a_faulting_case_fails_alone(tmp_path):
+    out = tmp_path / "faults"
+    proc = subprocess.run(
+        [sys.executable, "-m", "launchbench", "run", str(DATA / "faults.yaml"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    run = load_run(out)
+    by_chain = {c.chain: c for c in run.cases}
+    assert set(by_chain) == {"a_before", "b_out_of_bounds", "c_after"}
+    assert by_chain["a_before"].error is None and by_chain["c_after"].error is None
+    assert by_chain["c_after"].outputs_match is True
+    assert by_chain["b_out_of_bounds"].error
+    print("fault:", by_chain["b_out_of_bounds"].error)
+
+
+def test_sigint_keeps_completed_cases_and_resume_completes(tmp_path):
+    out = tmp_path / "interrupted"
+    cmd = [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--quick", "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        try:
+            if len(json.loads((out / "results.json").read_text())["cases"]) >= 2:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stdout + stderr
+    partial = load_run(out)
+    assert partial.status == "interrupted" and 2 <= len(partial.cases) < 8
+    print(f"interrupted after {len(partial.cases)} cases")
+    done = subprocess.run([sys.executable, "-m", "launchbench", "run", "--resume", str(out), "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    final = load_run(out)
+    assert final.status == "complete" and len(final.cases) == 8
+    assert {c.case_id for c in partial.cases} <= {c.case_id for c in final.cases}
