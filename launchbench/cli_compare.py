@@ -1,3 +1,357 @@
-"""compare and check commands (being written)."""
+"""compare and check commands: parse, make the library call (compare.py, gate.py), render, map to an exit code.
 
-COMMANDS: list = []
+Exit codes: 0 pass; 1 a regression under a --fail-on rule (or a failed expectation); 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from launchbench.cli_common import EXIT_FAIL, EXIT_OK, handle_errors
+from launchbench.compare import (
+    DEFAULT_ALPHA,
+    DEFAULT_METRICS,
+    DEFAULT_THRESHOLD,
+    CompareSettings,
+    CompareSettingsError,
+    Comparison,
+    MetricComparison,
+    compare_runs,
+    parse_threshold,
+)
+from launchbench.export.junit import comparison_junit, report_junit
+from launchbench.export.markdown import check_markdown, comparison_markdown
+from launchbench.export.tables import comparison_csv, comparison_json, report_json
+from launchbench.gate import (
+    GateReport,
+    GateRule,
+    GateRuleError,
+    check_run,
+    evaluate_rules,
+    parse_rule,
+    run_expectations,
+)
+from launchbench.results.schema import METRIC_BY_NAME
+from launchbench.results.store import atomic_write_text, load_run
+
+SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+VERDICT_STYLE = {
+    "slower": "bold red",
+    "faster": "bold green",
+    "same": "dim",
+    "uncertain": "yellow",
+    "missing": "magenta",
+    "failed": "magenta",
+}
+STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
+TABLE_WIDTH = 160  # when stdout is not a terminal (CI logs, files)
+
+
+# ------------------------------------------------------------------------------------------ parsing
+
+
+def _parse_many(parse: Callable[[str], Any], error: type[Exception]) -> Callable[..., list[Any]]:
+    def callback(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[Any]:
+        try:
+            return [parse(v) for v in values]
+        except error as err:
+            raise click.BadParameter(str(err), ctx=ctx, param=param) from None
+
+    return callback
+
+
+def _settings(metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]) -> CompareSettings:
+    chosen = tuple(dict.fromkeys([*(metrics or DEFAULT_METRICS), *(r.metric for r in rules)]))
+    default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
+    per_metric = {m: v for m, v in thresholds if m is not None}
+    return CompareSettings(metrics=chosen, default_threshold=default, thresholds=per_metric, alpha=alpha)
+
+
+# ----------------------------------------------------------------------------------------- rendering
+
+
+def _console(file: Any = None) -> Console:
+    console = Console(file=file, highlight=False, soft_wrap=False)
+    if not console.is_terminal:
+        console = Console(file=file, highlight=False, soft_wrap=False, width=TABLE_WIDTH, color_system=None)
+    return console
+
+
+def _num(x: float) -> str:
+    return "—" if math.isnan(x) else f"{x:.4g}"
+
+
+def _pct(x: float) -> str:
+    return "—" if math.isnan(x) else f"{x * 100:+.1f}%"
+
+
+def _ci(mc: MetricComparison) -> str:
+    low, high = mc.change_ci
+    return "—" if math.isnan(low) else f"{_pct(low)} … {_pct(high)}"
+
+
+def _gate_cell(report: GateReport | None, key: tuple[str, str, str], metric: str) -> str:
+    if report is None:
+        return ""
+    checks = [c for c in report.checks if (c.scenario, c.case, c.mode) == key and c.metric in (metric, "")]
+    if not checks:
+        return ""
+    return "[bold red]FAIL[/]" if any(not c.passed for c in checks) else "[green]pass[/]"
+
+
+def render_comparison(console: Console, comparison: Comparison, report: GateReport | None) -> None:
+    """The comparison as rich text: environment, verdict table, rows on one side only, gate outcome."""
+    diffs = comparison.env_differences
+    if diffs:
+        body = "\n".join(f"[bold]{escape(d.item)}[/]: {escape(d.baseline)} → {escape(d.current)}" for d in diffs)
+        style = "red" if comparison.different_gpu else "yellow"
+        console.print(Panel(body, title="The environments differ", border_style=style, expand=False))
+    else:
+        env = comparison.current_env
+        console.print(
+            f"[dim]Same environment: {escape(env['gpu'])}, driver {escape(env['driver'])}, "
+            f"CUDA {escape(env['cuda_runtime'])}, CuPy {escape(env['cupy'])}[/]"
+        )
+    table = Table(title=f"{escape(comparison.baseline_label)} → {escape(comparison.current_label)}", title_justify="left")
+    for name, justify in [
+        ("scenario/case", "left"),
+        ("mode", "left"),
+        ("metric", "left"),
+        ("baseline µs", "right"),
+        ("current µs", "right"),
+        ("change", "right"),
+        ("95% CI", "right"),
+        ("p", "right"),
+        ("verdict", "left"),
+    ]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    if report is not None:
+        table.add_column("gate")
+    for row in comparison.rows:
+        for i, mc in enumerate(row.metrics):
+            label = escape(f"{row.scenario}/{row.case}") if i == 0 else ""
+            mode = row.mode if i == 0 else ""
+            verdict = f"[{VERDICT_STYLE[mc.verdict]}]{mc.verdict}[/]"
+            if not mc.compared and i == 0:
+                verdict += f" [dim]{escape(mc.detail)}[/]"
+            cells = [
+                label,
+                mode,
+                mc.metric,
+                _num(mc.baseline_median),
+                _num(mc.current_median),
+                _pct(mc.change),
+                _ci(mc),
+                "—" if math.isnan(mc.p_value) else f"{mc.p_value:.2g}",
+                verdict,
+            ]
+            if report is not None:
+                cells.append(_gate_cell(report, row.key, mc.metric))
+            table.add_row(*cells)
+        if len(row.metrics) > 1:
+            table.add_section()
+    console.print(table)
+    for side in ("baseline", "current"):
+        only = comparison.only_in(side)  # type: ignore[arg-type]
+        if only:
+            names = ", ".join(escape(r.label) for r in only)
+            console.print(f"[magenta]Only in the {side} ({len(only)}):[/] {names}")
+    counts = comparison.counts()
+    console.print(
+        "Verdicts: " + ", ".join(f"[{VERDICT_STYLE[v]}]{v} {n}[/]" for v, n in counts.items() if n)
+        + f"  [dim](significant: Mann–Whitney p < {comparison.settings.alpha:g}; and |change| ≥ threshold)[/]"
+    )
+    if report is not None:
+        render_report(console, report, "regression")
+
+
+def render_report(console: Console, report: GateReport, what: str, list_checks: bool = True) -> None:
+    """Notes, improvements and failures (unless a table showed them already), then PASS or FAIL."""
+    for note in report.notes:
+        console.print(f"[dim]note: {escape(note)}[/]")
+    if list_checks:
+        for check in report.improvements:
+            console.print(f"[green]improved[/] {escape(check.subject)} ({escape(check.rule)}): {escape(check.message)}")
+        for check in report.failures:
+            console.print(f"[bold red]FAIL[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}")
+    if report.passed:
+        console.print(f"[bold green]PASS[/]: no {what} ({len(report.checks)} checks)")
+    else:
+        console.print(f"[bold red]FAIL[/]: {len(report.failures)} of {len(report.checks)} checks failed")
+
+
+def render_checks(console: Console, report: GateReport) -> None:
+    table = Table(title="expectations", title_justify="left")
+    for name in ("", "row", "expectation", "result"):
+        table.add_column(name)
+    for check in report.checks:
+        mark = "[green]pass[/]" if check.passed else "[bold red]FAIL[/]"
+        table.add_row(mark, escape(check.subject), escape(check.rule), escape(check.message))
+    console.print(table)
+    render_report(console, report, "failed expectation", list_checks=False)
+
+
+def _render_text(render: Callable[[Console], None]) -> str:
+    from io import StringIO
+
+    buffer = StringIO()
+    render(Console(file=buffer, width=TABLE_WIDTH, color_system=None, highlight=False, soft_wrap=False))
+    return buffer.getvalue()
+
+
+# ------------------------------------------------------------------------------------------- outputs
+
+
+def _write(path: str, text: str) -> None:
+    atomic_write_text(Path(path), text)
+
+
+def _append_step_summary(markdown: str) -> None:
+    target = os.environ.get(SUMMARY_ENV)
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as handle:
+            handle.write(markdown + "\n")
+    except OSError as err:
+        click.echo(f"launchbench: warning: cannot append to ${SUMMARY_ENV} ({err})", err=True)
+
+
+def _outcome_line(report: GateReport | None, what: str) -> str:
+    if report is None:
+        return "no gate rules given (--fail-on): exit 0"
+    if report.passed:
+        return f"PASS: no {what} ({len(report.checks)} checks)"
+    return f"FAIL: {len(report.failures)} {what}(s) of {len(report.checks)} checks"
+
+
+FORMATS = ("table", "markdown", "csv", "json")
+
+
+@click.command()
+@click.argument("baseline", type=click.Path())
+@click.argument("current", type=click.Path())
+@click.option("-m", "--metric", "metrics", multiple=True, type=click.Choice(list(METRIC_BY_NAME)),
+              help=f"Metric to compare (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
+@click.option("--threshold", "thresholds", multiple=True, metavar="[METRIC:]N%",
+              callback=_parse_many(parse_threshold, CompareSettingsError),
+              help="Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_ALPHA, show_default=True,
+              help="Significance level of the Mann–Whitney U test on the raw samples.")
+@click.option("--fail-on", "rules", multiple=True, metavar="METRIC:N%|METRIC:Nus", callback=_parse_many(parse_rule, GateRuleError),
+              help="Exit 1 when a row is significantly slower by at least this much (repeatable), e.g. wall_us_per_launch:5%.")
+@click.option("--fail-on-missing", is_flag=True, help="Also exit 1 when a row that was ok in the baseline is missing or failed in the current run.")
+@click.option("--allow-different-gpu", is_flag=True, help="Compare runs taken on different GPU models (refused otherwise).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML: one testcase per row and metric.")
+@handle_errors
+def compare(
+    baseline: str,
+    current: str,
+    metrics: tuple[str, ...],
+    thresholds: list[tuple[str | None, float]],
+    alpha: float,
+    rules: list[GateRule],
+    fail_on_missing: bool,
+    allow_different_gpu: bool,
+    fmt: str,
+    output: str | None,
+    junit: str | None,
+) -> None:
+    """Compare two runs (run directories or results files): BASELINE → CURRENT.
+
+    Rows are matched on (scenario, case, mode). For each metric: the ratio of medians with a 95%
+    bootstrap confidence interval, a Mann–Whitney U test, and a verdict: faster, slower (significant
+    and beyond the threshold), same, uncertain (more samples needed), missing or failed. Improvements
+    never fail the gate. $GITHUB_STEP_SUMMARY, when set, gets a markdown summary.
+
+    Exit 0 when no --fail-on rule finds a regression, 1 when one does, 2 on a usage or input error
+    (including runs taken on different GPU models without --allow-different-gpu).
+    """
+    try:
+        settings = _settings(metrics, thresholds, alpha, rules)
+    except CompareSettingsError as err:
+        raise click.UsageError(str(err)) from None
+    comparison = compare_runs(
+        load_run(baseline),
+        load_run(current),
+        settings,
+        allow_different_gpu=allow_different_gpu,
+        baseline_label=baseline,
+        current_label=current,
+    )
+    report = evaluate_rules(comparison, rules, fail_on_missing) if rules or fail_on_missing else None
+    renderers: dict[str, Callable[[], str]] = {
+        "markdown": lambda: comparison_markdown(comparison, report),
+        "csv": lambda: comparison_csv(comparison, report),
+        "json": lambda: comparison_json(comparison, report),
+        "table": lambda: _render_text(lambda c: render_comparison(c, comparison, report)),
+    }
+    if output:
+        _write(output, renderers[fmt]())
+        click.echo(f"wrote {output}; {_outcome_line(report, 'regression')}")
+    elif fmt == "table":
+        render_comparison(_console(), comparison, report)
+    else:
+        click.echo(renderers[fmt](), nl=False)
+        click.echo(_outcome_line(report, "regression"), err=True)
+    if junit:
+        _write(junit, comparison_junit(comparison, report))
+    _append_step_summary(comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS))
+    sys.exit(EXIT_FAIL if report is not None and not report.passed else EXIT_OK)
+
+
+@click.command()
+@click.argument("run", type=click.Path())
+@click.option("-s", "--scenario", "scenarios", multiple=True, type=click.Path(dir_okay=False),
+              help="Scenario file whose 'expect:' entries to check (repeatable). Default: the files recorded in the run.")
+@click.option("--format", "fmt", type=click.Choice(("table", "markdown", "json")), default="table", show_default=True,
+              help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML: one testcase per expectation and row.")
+@handle_errors
+def check(run: str, scenarios: tuple[str, ...], fmt: str, output: str | None, junit: str | None) -> None:
+    """Check a run against the expectations of its scenario files (no baseline needed).
+
+    Each 'expect:' entry names a case pattern, a mode, a results.csv column and a max and/or min; the
+    median of the matching rows must lie within.
+
+    Exit 0 when every expectation holds, 1 when one fails or matches no row, 2 on a usage or input error.
+    """
+    record = load_run(run)
+    expectations, notes = run_expectations(record, scenarios)
+    report = check_run(record, expectations)
+    report = replace(report, notes=(*notes, *report.notes))
+    renderers: dict[str, Callable[[], str]] = {
+        "markdown": lambda: check_markdown(report),
+        "json": lambda: report_json(report),
+        "table": lambda: _render_text(lambda c: render_checks(c, report)),
+    }
+    if output:
+        _write(output, renderers[fmt]())
+        click.echo(f"wrote {output}; {_outcome_line(report, 'failed expectation')}")
+    elif fmt == "table":
+        render_checks(_console(), report)
+    else:
+        click.echo(renderers[fmt](), nl=False)
+        click.echo(_outcome_line(report, "failed expectation"), err=True)
+    if junit:
+        _write(junit, report_junit(report))
+    _append_step_summary(check_markdown(report))
+    sys.exit(EXIT_OK if report.passed else EXIT_FAIL)
+
+
+COMMANDS: list[click.Command] = [compare, check]

@@ -1,0 +1,443 @@
+"""Compare two runs: rows aligned on (scenario, case, mode), per metric the ratio of medians with a
+bootstrap confidence interval, a Mann–Whitney U test on the raw samples, and a verdict.
+
+Verdict of one metric of one row (``threshold`` is a relative change, 5% unless configured):
+
+=====================================================  ===========================
+significant (Mann–Whitney p < alpha) and |change| ≥ thr  ``faster`` / ``slower``
+significant and |change| < thr                          ``same`` (real but too small)
+not significant, change CI inside ±thr                  ``same``
+not significant, change CI reaching beyond ±thr         ``uncertain`` (more samples)
+=====================================================  ===========================
+
+Rows present on one side only get ``missing``; rows whose status is neither ``ok`` nor ``budget`` on
+either side get ``failed``. Nothing here prints or exits; a different GPU model raises
+DifferentGpuError (a LaunchbenchError: exit 2 in the CLI).
+
+The confidence interval of the ratio of medians is a seeded percentile bootstrap. The bootstrap
+distribution of each side's median is drawn exactly from order statistics instead of by resampling
+(the median of a resample of n values is its ⌈n/2⌉-th order statistic, and the number of resampled
+values at or below the k-th smallest one is binomial(n, k/n); Efron & Tibshirani, *An Introduction to
+the Bootstrap*, 1993, §2 and problem 2.4). It costs O(n) per side instead of O(resamples × n), so
+comparing a run of thousands of samples per row stays well under a second. For an even n, the two
+middle order statistics are drawn with the same uniform (a slightly conservative approximation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats as sps
+
+from launchbench.errors import LaunchbenchError
+from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
+
+Verdict = Literal["faster", "slower", "same", "uncertain", "missing", "failed"]
+VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "uncertain", "same", "missing", "failed")
+
+DEFAULT_METRICS: tuple[str, ...] = (
+    "wall_us_per_launch",
+    "wall_us_per_iter",
+    "cpu_us_per_launch",
+    "gpu_us_per_iter",
+    "latency_us",
+)
+DEFAULT_THRESHOLD = 0.05
+DEFAULT_ALPHA = 0.05
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_RESAMPLES = 4000
+COMPARABLE_STATUSES = frozenset({"ok", "budget"})
+
+RowKey = tuple[str, str, str]  # (scenario, case, mode)
+
+
+class DifferentGpuError(LaunchbenchError):
+    """The two runs were taken on different GPU models."""
+
+
+class CompareSettingsError(LaunchbenchError):
+    """A metric name or threshold that cannot be used."""
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """What to compare and how strict to be. Thresholds are relative changes (0.05 = 5%)."""
+
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    default_threshold: float = DEFAULT_THRESHOLD
+    thresholds: Mapping[str, float] = field(default_factory=dict)
+    alpha: float = DEFAULT_ALPHA
+    confidence: float = DEFAULT_CONFIDENCE
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in (*self.metrics, *self.thresholds) if m not in METRIC_BY_NAME]
+        if unknown:
+            raise CompareSettingsError(f"unknown metric {unknown[0]!r}; metrics: {', '.join(METRIC_BY_NAME)}")
+        if not self.metrics:
+            raise CompareSettingsError("no metric to compare")
+        if not 0 < self.alpha < 1:
+            raise CompareSettingsError(f"alpha must be between 0 and 1, not {self.alpha}")
+        if not 0 < self.confidence < 1:
+            raise CompareSettingsError(f"confidence must be between 0 and 1, not {self.confidence}")
+        if any(t < 0 for t in (self.default_threshold, *self.thresholds.values())):
+            raise CompareSettingsError("thresholds must not be negative")
+        if self.resamples < 100:
+            raise CompareSettingsError("at least 100 bootstrap resamples are needed")
+
+    def threshold(self, metric: str) -> float:
+        return self.thresholds.get(metric, self.default_threshold)
+
+
+def parse_threshold(text: str) -> tuple[str | None, float]:
+    """``latency_us:10%`` → ("latency_us", 0.10); ``10%`` → (None, 0.10): the default for every metric."""
+    metric, sep, amount = text.rpartition(":")
+    amount = amount.strip()
+    if not amount.endswith("%"):
+        raise CompareSettingsError(f"threshold {text!r}: give a percentage, e.g. latency_us:10% or 10%")
+    try:
+        value = float(amount[:-1]) / 100
+    except ValueError:
+        raise CompareSettingsError(f"threshold {text!r}: {amount!r} is not a number followed by %") from None
+    if not math.isfinite(value) or value < 0:
+        raise CompareSettingsError(f"threshold {text!r}: must be a non-negative percentage")
+    name = metric.strip() if sep else None
+    if name is not None and name not in METRIC_BY_NAME:
+        raise CompareSettingsError(f"threshold {text!r}: unknown metric {name!r}; metrics: {', '.join(METRIC_BY_NAME)}")
+    return name, value
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    """One metric of one row. Medians in the metric's unit (µs); change = ratio − 1."""
+
+    metric: str
+    verdict: Verdict
+    baseline_median: float = math.nan
+    current_median: float = math.nan
+    ratio: float = math.nan
+    ratio_ci_low: float = math.nan
+    ratio_ci_high: float = math.nan
+    p_value: float = math.nan
+    significant: bool = False
+    threshold: float = DEFAULT_THRESHOLD
+    n_baseline: int = 0
+    n_current: int = 0
+    detail: str = ""
+
+    @property
+    def change(self) -> float:
+        return self.ratio - 1
+
+    @property
+    def change_ci(self) -> tuple[float, float]:
+        return (self.ratio_ci_low - 1, self.ratio_ci_high - 1)
+
+    @property
+    def delta(self) -> float:
+        """current − baseline median, in the metric's unit (µs)."""
+        return self.current_median - self.baseline_median
+
+    @property
+    def compared(self) -> bool:
+        return self.verdict not in ("missing", "failed")
+
+
+@dataclass(frozen=True)
+class RowComparison:
+    scenario: str
+    case: str
+    mode: str
+    baseline_status: str | None
+    current_status: str | None
+    metrics: tuple[MetricComparison, ...]
+    detail: str = ""
+
+    @property
+    def key(self) -> RowKey:
+        return (self.scenario, self.case, self.mode)
+
+    @property
+    def label(self) -> str:
+        return f"{self.scenario}/{self.case} [{self.mode}]"
+
+    @property
+    def comparable(self) -> bool:
+        return self.baseline_status in COMPARABLE_STATUSES and self.current_status in COMPARABLE_STATUSES
+
+    @property
+    def only_in(self) -> Literal["baseline", "current"] | None:
+        if self.current_status is None:
+            return "baseline"
+        if self.baseline_status is None:
+            return "current"
+        return None
+
+    def metric(self, name: str) -> MetricComparison | None:
+        return next((m for m in self.metrics if m.metric == name), None)
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    item: str
+    baseline: str
+    current: str
+
+
+ENV_ITEMS: tuple[str, ...] = ("gpu", "driver", "cuda_runtime", "cupy")
+ENV_LABELS: dict[str, str] = {"gpu": "GPU", "driver": "driver", "cuda_runtime": "CUDA runtime", "cupy": "CuPy"}
+_ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "gpu": (("gpu", "name"), ("gpu_name",)),
+    "driver": (("driver",), ("gpu", "driver"), ("driver_version",), ("gpu", "driver_version")),
+    "cuda_runtime": (("cuda_runtime",), ("cuda", "runtime"), ("cuda_runtime_version",)),
+    "cupy": (("cupy",), ("cupy_version",), ("cupy", "version")),
+}
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline_label: str
+    current_label: str
+    baseline_env: Mapping[str, str]
+    current_env: Mapping[str, str]
+    settings: CompareSettings
+    rows: tuple[RowComparison, ...]
+
+    @property
+    def env_differences(self) -> tuple[EnvDifference, ...]:
+        return tuple(
+            EnvDifference(ENV_LABELS[item], self.baseline_env[item], self.current_env[item])
+            for item in ENV_ITEMS
+            if self.baseline_env[item] != self.current_env[item]
+        )
+
+    @property
+    def different_gpu(self) -> bool:
+        return gpu_models_differ(self.baseline_env["gpu"], self.current_env["gpu"])
+
+    def counts(self, metric: str | None = None) -> dict[Verdict, int]:
+        """How many (row, metric) pairs got each verdict (of one metric, or of all)."""
+        out: dict[Verdict, int] = dict.fromkeys(VERDICTS, 0)
+        for row in self.rows:
+            for m in row.metrics:
+                if metric is None or m.metric == metric:
+                    out[m.verdict] += 1
+        return out
+
+    def only_in(self, side: Literal["baseline", "current"]) -> tuple[RowComparison, ...]:
+        return tuple(r for r in self.rows if r.only_in == side)
+
+
+# ---------------------------------------------------------------------------------------------- stats
+
+
+def bootstrap_medians(samples: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Draws from the bootstrap distribution of the sample median (exact, from order statistics)."""
+    values = np.sort(np.asarray(samples, dtype=float))
+    n = len(values)
+    u = rng.random(resamples)
+    probs = np.arange(1, n + 1) / n
+
+    def order_statistic(rank: int) -> np.ndarray:
+        cdf = sps.binom.sf(rank - 1, n, probs)  # P(resample's rank-th smallest ≤ values[k])
+        cdf[-1] = 1.0
+        return values[np.minimum(np.searchsorted(cdf, u, side="left"), n - 1)]
+
+    if n % 2:
+        return order_statistic((n + 1) // 2)
+    return 0.5 * (order_statistic(n // 2) + order_statistic(n // 2 + 1))
+
+
+def ratio_of_medians_ci(
+    baseline: np.ndarray,
+    current: np.ndarray,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of median(current) / median(baseline); the two sides are independent."""
+    rng = np.random.default_rng(seed)
+    base = bootstrap_medians(baseline, resamples, rng)
+    cur = bootstrap_medians(current, resamples, rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = cur / base
+    if not np.all(np.isfinite(ratios)):
+        return (math.nan, math.nan)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return (float(low), float(high))
+
+
+def mann_whitney_p(baseline: np.ndarray, current: np.ndarray) -> float:
+    """Two-sided Mann–Whitney U p-value; 1.0 where the test is undefined (e.g. every value equal)."""
+    if len(baseline) == 0 or len(current) == 0:
+        return math.nan
+    if np.array_equal(np.sort(baseline), np.sort(current)):
+        return 1.0
+    p = float(sps.mannwhitneyu(baseline, current, alternative="two-sided").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def decide(significant: bool, change: float, change_ci: tuple[float, float], threshold: float) -> Verdict:
+    """The verdict rules (see the module docstring). ``change`` and its CI are relative (0.1 = +10%)."""
+    if math.isnan(change):
+        return "uncertain"
+    if significant:
+        if abs(change) >= threshold:
+            return "slower" if change > 0 else "faster"
+        return "same"
+    low, high = change_ci
+    if not math.isnan(low) and -threshold <= low and high <= threshold:
+        return "same"
+    return "uncertain"
+
+
+# ------------------------------------------------------------------------------------------ alignment
+
+
+def compare_samples(
+    metric: str, baseline: np.ndarray, current: np.ndarray, settings: CompareSettings
+) -> MetricComparison:
+    """Compare the raw samples of one metric (in its unit) of one row."""
+    threshold = settings.threshold(metric)
+    nb, nc = len(baseline), len(current)
+    if nb == 0 or nc == 0:
+        side = "baseline" if nb == 0 else "current"
+        return MetricComparison(metric, "missing", threshold=threshold, n_baseline=nb, n_current=nc, detail=f"no samples in {side}")
+    b_med, c_med = float(np.median(baseline)), float(np.median(current))
+    ratio = c_med / b_med if b_med > 0 else math.nan
+    low, high = ratio_of_medians_ci(baseline, current, settings.confidence, settings.resamples, settings.seed)
+    p = mann_whitney_p(baseline, current)
+    significant = p < settings.alpha
+    verdict = decide(significant, ratio - 1, (low - 1, high - 1), threshold)
+    detail = "" if b_med > 0 else "baseline median is not positive; no ratio"
+    return MetricComparison(
+        metric=metric,
+        verdict=verdict,
+        baseline_median=b_med,
+        current_median=c_med,
+        ratio=ratio,
+        ratio_ci_low=low,
+        ratio_ci_high=high,
+        p_value=p,
+        significant=significant,
+        threshold=threshold,
+        n_baseline=nb,
+        n_current=nc,
+        detail=detail,
+    )
+
+
+def _describe(status: str | None, result: ModeResult | None, case: CaseResult | None) -> str:
+    if status is None:
+        return "absent"
+    reason = (result.reason if result else None) or (case.error if case else None)
+    return f"{status} ({reason})" if reason else status
+
+
+def _rows(run: RunRecord) -> dict[RowKey, tuple[CaseResult, ModeResult]]:
+    return {(case.scenario, case.case_id, mode): (case, result) for case in run.cases for mode, result in case.modes.items()}
+
+
+def compare_row(
+    key: RowKey,
+    baseline: tuple[CaseResult, ModeResult] | None,
+    current: tuple[CaseResult, ModeResult] | None,
+    settings: CompareSettings,
+) -> RowComparison:
+    scenario, case_id, mode = key
+    b_case, b_result = baseline if baseline else (None, None)
+    c_case, c_result = current if current else (None, None)
+    b_status = b_result.status if b_result else None
+    c_status = c_result.status if c_result else None
+
+    def same_verdict(verdict: Verdict, detail: str) -> RowComparison:
+        metrics = tuple(
+            MetricComparison(m, verdict, threshold=settings.threshold(m), detail=detail) for m in settings.metrics
+        )
+        return RowComparison(scenario, case_id, mode, b_status, c_status, metrics, detail)
+
+    if b_case is None or c_case is None:
+        return same_verdict("missing", f"only in {'current' if b_case is None else 'baseline'}")
+    if b_status not in COMPARABLE_STATUSES or c_status not in COMPARABLE_STATUSES:
+        detail = f"baseline: {_describe(b_status, b_result, b_case)}; current: {_describe(c_status, c_result, c_case)}"
+        return same_verdict("failed", detail)
+    metrics = tuple(
+        compare_samples(m, b_case.metric_samples(mode, m), c_case.metric_samples(mode, m), settings)
+        for m in settings.metrics
+    )
+    detail = ""
+    if b_case.launches_per_iter != c_case.launches_per_iter:
+        detail = f"launches per iteration differ: {b_case.launches_per_iter} → {c_case.launches_per_iter}"
+    return RowComparison(scenario, case_id, mode, b_status, c_status, metrics, detail)
+
+
+def align(baseline: RunRecord, current: RunRecord) -> list[RowKey]:
+    """Row keys in baseline order, then the rows only the current run has (in its order)."""
+    keys = list(_rows(baseline))
+    seen = set(keys)
+    keys += [k for k in _rows(current) if k not in seen]
+    return keys
+
+
+# ---------------------------------------------------------------------------------------- environment
+
+
+def _lookup(env: Mapping[str, Any], path: Sequence[str]) -> Any:
+    node: Any = env
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, Mapping):
+        node = node.get("version")
+    return node
+
+
+def environment_summary(run: RunRecord) -> dict[str, str]:
+    """GPU model, driver, CUDA runtime and CuPy version of a run ('unknown' where not recorded)."""
+    out: dict[str, str] = {}
+    for item in ENV_ITEMS:
+        value = next((v for p in _ENV_PATHS[item] if (v := _lookup(run.environment, p)) not in (None, "")), None)
+        out[item] = UNKNOWN if value is None else str(value)
+    return out
+
+
+def gpu_models_differ(baseline: str, current: str) -> bool:
+    """True when both GPU names are known and name different models (case and spacing ignored)."""
+    if UNKNOWN in (baseline, current):
+        return False
+    return " ".join(baseline.lower().split()) != " ".join(current.lower().split())
+
+
+# ----------------------------------------------------------------------------------------------- entry
+
+
+def compare_runs(
+    baseline: RunRecord,
+    current: RunRecord,
+    settings: CompareSettings | None = None,
+    *,
+    allow_different_gpu: bool = False,
+    baseline_label: str = "baseline",
+    current_label: str = "current",
+) -> Comparison:
+    """Align two runs and compare every metric of every row. Raises DifferentGpuError when the GPU
+    models differ and ``allow_different_gpu`` is false."""
+    settings = settings or CompareSettings()
+    b_env, c_env = environment_summary(baseline), environment_summary(current)
+    if gpu_models_differ(b_env["gpu"], c_env["gpu"]) and not allow_different_gpu:
+        raise DifferentGpuError(
+            f"the runs were taken on different GPU models: {baseline_label} on {b_env['gpu']!r}, "
+            f"{current_label} on {c_env['gpu']!r}; their timings are not comparable "
+            "(pass --allow-different-gpu to compare them anyway)"
+        )
+    b_rows, c_rows = _rows(baseline), _rows(current)
+    rows = tuple(compare_row(key, b_rows.get(key), c_rows.get(key), settings) for key in align(baseline, current))
+    return Comparison(baseline_label, current_label, b_env, c_env, settings, rows)

@@ -1,0 +1,85 @@
+"""JUnit XML, which CI systems show as test results: one testcase per row and metric of a comparison
+(a failure element where a --fail-on rule finds a regression, skipped where the row was not compared),
+or one per expectation check."""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+from launchbench.compare import Comparison, MetricComparison, RowComparison
+from launchbench.gate import GateReport
+
+
+def _summary(row: RowComparison, mc: MetricComparison) -> str:
+    if not mc.compared:
+        return f"{mc.verdict}: {mc.detail or row.detail}"
+    low, high = mc.change_ci
+    ci = "" if math.isnan(low) else f", 95% CI {low * 100:+.1f}% to {high * 100:+.1f}%"
+    return (
+        f"{mc.verdict}: {mc.baseline_median:.4g} → {mc.current_median:.4g} µs ({mc.change * 100:+.1f}%{ci}, "
+        f"p={mc.p_value:.2g}, n={mc.n_baseline}/{mc.n_current}, threshold {mc.threshold * 100:g}%)"
+    )
+
+
+def _document(suite: ET.Element) -> str:
+    root = ET.Element("testsuites", {k: suite.get(k, "0") for k in ("tests", "failures", "errors", "skipped")})
+    root.set("name", "launchbench")
+    root.append(suite)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def comparison_junit(comparison: Comparison, report: GateReport | None = None) -> str:
+    """One testcase per (row, metric); failures are the report's failed checks of that row and metric.
+    A row failed under --fail-on-missing fails every one of its testcases."""
+    suite = ET.Element("testsuite", {"name": "launchbench compare"})
+    tests = failures = skipped = 0
+    failed = report.failures if report else ()
+    for row in comparison.rows:
+        for mc in row.metrics:
+            tests += 1
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                {"classname": f"launchbench.compare.{row.scenario}", "name": f"{row.case} [{row.mode}] {mc.metric}"},
+            )
+            hits = [
+                c
+                for c in failed
+                if (c.scenario, c.case, c.mode) == row.key and (c.metric == mc.metric or c.kind == "missing")
+            ]
+            if hits:
+                failures += 1
+                message = "; ".join(f"{c.rule}: {c.message}" for c in hits)
+                ET.SubElement(case, "failure", {"message": message, "type": "regression"}).text = _summary(row, mc)
+            elif not mc.compared:
+                skipped += 1
+                ET.SubElement(case, "skipped", {"message": _summary(row, mc)})
+            else:
+                ET.SubElement(case, "system-out").text = _summary(row, mc)
+    suite.set("tests", str(tests))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
+    return _document(suite)
+
+
+def report_junit(report: GateReport, name: str = "launchbench check") -> str:
+    """One testcase per check of a gate report (e.g. expectations)."""
+    suite = ET.Element("testsuite", {"name": name})
+    for check in report.checks:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {"classname": f"launchbench.check.{check.scenario or 'any'}", "name": f"{check.case} [{check.mode}] {check.rule}"},
+        )
+        if check.passed:
+            ET.SubElement(case, "system-out").text = check.message
+        else:
+            ET.SubElement(case, "failure", {"message": check.message, "type": check.kind})
+    suite.set("tests", str(len(report.checks)))
+    suite.set("failures", str(len(report.failures)))
+    suite.set("errors", "0")
+    suite.set("skipped", "0")
+    return _document(suite)

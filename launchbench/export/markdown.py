@@ -1,0 +1,123 @@
+"""Markdown of a comparison or a check report: for pull-request comments and $GITHUB_STEP_SUMMARY."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from launchbench.compare import Comparison, MetricComparison, RowComparison
+from launchbench.gate import GateCheck, GateReport
+
+VERDICT_MARK = {
+    "slower": "🔴 slower",
+    "faster": "🟢 faster",
+    "same": "same",
+    "uncertain": "🟡 uncertain",
+    "missing": "⚪ missing",
+    "failed": "⚫ failed",
+}
+
+
+def _cell(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _num(x: float) -> str:
+    return "" if math.isnan(x) else f"{x:.4g}"
+
+
+def _pct(x: float) -> str:
+    return "" if math.isnan(x) else f"{x * 100:+.1f}%"
+
+
+def _ci(mc: MetricComparison) -> str:
+    low, high = mc.change_ci
+    return "" if math.isnan(low) else f"{_pct(low)} … {_pct(high)}"
+
+
+def _p(mc: MetricComparison) -> str:
+    return "" if math.isnan(mc.p_value) else f"{mc.p_value:.2g}"
+
+
+def _table(pairs: Iterable[tuple[RowComparison, MetricComparison]]) -> list[str]:
+    lines = [
+        "| scenario/case | mode | metric | baseline µs | current µs | change | 95% CI | p | verdict |",
+        "|---|---|---|---:|---:|---:|---|---:|---|",
+    ]
+    for row, mc in pairs:
+        note = f" ({_cell(mc.detail or row.detail)})" if mc.verdict in ("missing", "failed") else ""
+        lines.append(
+            f"| {_cell(row.scenario + '/' + row.case)} | {row.mode} | {mc.metric} | {_num(mc.baseline_median)} | "
+            f"{_num(mc.current_median)} | {_pct(mc.change)} | {_ci(mc)} | {_p(mc)} | {VERDICT_MARK[mc.verdict]}{note} |"
+        )
+    return lines
+
+
+def _check_lines(checks: Iterable[GateCheck], mark: str) -> list[str]:
+    return [f"- {mark} `{_cell(c.subject)}` `{c.rule}`: {_cell(c.message)}" for c in checks]
+
+
+def _capped(pairs: list[tuple[RowComparison, MetricComparison]], max_rows: int | None) -> list[str]:
+    if max_rows is None or len(pairs) <= max_rows:
+        return _table(pairs)
+    return [*_table(pairs[:max_rows]), "", f"… and {len(pairs) - max_rows} more (see the csv or json output)"]
+
+
+def comparison_markdown(comparison: Comparison, report: GateReport | None = None, max_rows: int | None = None) -> str:
+    """Headline, environment differences, verdict counts, gate results, changed rows, then all rows.
+    ``max_rows`` caps each table (a GitHub step summary holds at most 1 MiB)."""
+    counts = comparison.counts()
+    if report is None:
+        headline = "## launchbench compare"
+    elif report.passed:
+        headline = "## launchbench compare: ✅ no regression"
+    else:
+        headline = f"## launchbench compare: ❌ {len(report.failures)} regression(s)"
+    lines = [headline, "", f"Baseline `{comparison.baseline_label}` → current `{comparison.current_label}`", ""]
+    diffs = comparison.env_differences
+    if diffs:
+        lines += ["> [!WARNING]", "> The environments differ:"]
+        lines += [f"> - **{d.item}**: `{d.baseline}` → `{d.current}`" for d in diffs]
+        lines.append("")
+    else:
+        env = comparison.current_env
+        lines += [f"Same environment: {env['gpu']}, driver {env['driver']}, CUDA {env['cuda_runtime']}, CuPy {env['cupy']}", ""]
+    thresholds = ", ".join(f"{m} {comparison.settings.threshold(m) * 100:g}%" for m in comparison.settings.metrics)
+    lines += [
+        "Verdicts (row × metric): " + " · ".join(f"{VERDICT_MARK[v]} {n}" for v, n in counts.items() if n),
+        "",
+        f"<sub>A change counts when Mann–Whitney p < {comparison.settings.alpha:g} and it is at least the threshold "
+        f"({thresholds}).</sub>",
+        "",
+    ]
+    for side in ("baseline", "current"):
+        only = comparison.only_in(side)
+        if only:
+            lines.append(f"Only in the {side} ({len(only)}): " + ", ".join(f"`{_cell(r.label)}`" for r in only))
+            lines.append("")
+    if report is not None:
+        if report.failures:
+            lines += ["### Regressions", "", *_check_lines(report.failures, "❌"), ""]
+        if report.improvements:
+            lines += ["### Improvements", "", *_check_lines(report.improvements, "✅"), ""]
+        if report.notes:
+            lines += [f"- {_cell(n)}" for n in report.notes] + [""]
+    pairs = [(row, mc) for row in comparison.rows for mc in row.metrics]
+    changed = [(row, mc) for row, mc in pairs if mc.verdict != "same"]
+    if changed:
+        lines += ["### Not the same", "", *_capped(changed, max_rows), ""]
+    lines += ["<details><summary>All rows</summary>", "", *_capped(pairs, max_rows), "", "</details>", ""]
+    return "\n".join(lines)
+
+
+def check_markdown(report: GateReport) -> str:
+    """One line per expectation and row it matched."""
+    total, failed = len(report.checks), len(report.failures)
+    head = "✅ every expectation holds" if report.passed else f"❌ {failed} of {total} checks failed"
+    lines = [f"## launchbench check: {head}", ""]
+    lines += ["| | row | expectation | result |", "|---|---|---|---|"]
+    for c in report.checks:
+        lines.append(f"| {'✅' if c.passed else '❌'} | `{_cell(c.subject)}` | `{_cell(c.rule)}` | {_cell(c.message)} |")
+    lines.append("")
+    lines += [f"- {_cell(n)}" for n in report.notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,150 @@
+"""A comparison as a long table (one record per row and metric): CSV and JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from launchbench.compare import Comparison
+from launchbench.gate import GateCheck, GateReport
+
+COMPARISON_COLUMNS: tuple[str, ...] = (
+    "scenario",
+    "case",
+    "mode",
+    "metric",
+    "verdict",
+    "baseline_median_us",
+    "current_median_us",
+    "delta_us",
+    "ratio",
+    "change_pct",
+    "change_ci_low_pct",
+    "change_ci_high_pct",
+    "p_value",
+    "significant",
+    "threshold_pct",
+    "n_baseline",
+    "n_current",
+    "baseline_status",
+    "current_status",
+    "gate",
+    "detail",
+)
+
+
+def _pct(x: float) -> float:
+    return x * 100
+
+
+def comparison_records(comparison: Comparison, report: GateReport | None = None) -> list[dict[str, Any]]:
+    """One record per (row, metric), in COMPARISON_COLUMNS order. ``gate`` is fail/pass/'' (no rule)."""
+    records = []
+    for row in comparison.rows:
+        for mc in row.metrics:
+            gate = ""
+            if report is not None:
+                rules = [c for c in report.checks if (c.scenario, c.case, c.mode, c.metric) == (*row.key, mc.metric)]
+                gate = "" if not rules else ("pass" if all(c.passed for c in rules) else "fail")
+            low, high = mc.change_ci
+            records.append(
+                {
+                    "scenario": row.scenario,
+                    "case": row.case,
+                    "mode": row.mode,
+                    "metric": mc.metric,
+                    "verdict": mc.verdict,
+                    "baseline_median_us": mc.baseline_median,
+                    "current_median_us": mc.current_median,
+                    "delta_us": mc.delta,
+                    "ratio": mc.ratio,
+                    "change_pct": _pct(mc.change),
+                    "change_ci_low_pct": _pct(low),
+                    "change_ci_high_pct": _pct(high),
+                    "p_value": mc.p_value,
+                    "significant": mc.significant,
+                    "threshold_pct": _pct(mc.threshold),
+                    "n_baseline": mc.n_baseline,
+                    "n_current": mc.n_current,
+                    "baseline_status": row.baseline_status or "",
+                    "current_status": row.current_status or "",
+                    "gate": gate,
+                    "detail": mc.detail or row.detail,
+                }
+            )
+    return records
+
+
+def comparison_frame(comparison: Comparison, report: GateReport | None = None) -> pd.DataFrame:
+    return pd.DataFrame(comparison_records(comparison, report), columns=list(COMPARISON_COLUMNS))
+
+
+def comparison_csv(comparison: Comparison, report: GateReport | None = None) -> str:
+    return comparison_frame(comparison, report).to_csv(index=False)
+
+
+def _clean(value: Any) -> Any:
+    """NaN and infinities → null, so the JSON is valid for every parser."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def check_record(check: GateCheck) -> dict[str, Any]:
+    return {
+        "kind": check.kind,
+        "scenario": check.scenario,
+        "case": check.case,
+        "mode": check.mode,
+        "metric": check.metric,
+        "rule": check.rule,
+        "passed": check.passed,
+        "improved": check.improved,
+        "value": check.value,
+        "message": check.message,
+    }
+
+
+def report_record(report: GateReport) -> dict[str, Any]:
+    return {
+        "passed": report.passed,
+        "failures": len(report.failures),
+        "improvements": len(report.improvements),
+        "notes": list(report.notes),
+        "checks": [check_record(c) for c in report.checks],
+    }
+
+
+def comparison_json(comparison: Comparison, report: GateReport | None = None) -> str:
+    s = comparison.settings
+    document = {
+        "baseline": {"source": comparison.baseline_label, "environment": dict(comparison.baseline_env)},
+        "current": {"source": comparison.current_label, "environment": dict(comparison.current_env)},
+        "environment_differences": [
+            {"item": d.item, "baseline": d.baseline, "current": d.current} for d in comparison.env_differences
+        ],
+        "different_gpu": comparison.different_gpu,
+        "settings": {
+            "metrics": list(s.metrics),
+            "thresholds_pct": {m: _pct(s.threshold(m)) for m in s.metrics},
+            "alpha": s.alpha,
+            "confidence": s.confidence,
+            "resamples": s.resamples,
+            "seed": s.seed,
+        },
+        "counts": comparison.counts(),
+        "rows": comparison_records(comparison, report),
+        "gate": None if report is None else report_record(report),
+    }
+    return json.dumps(_clean(document), indent=1, ensure_ascii=False) + "\n"
+
+
+def report_json(report: GateReport) -> str:
+    return json.dumps(_clean(report_record(report)), indent=1, ensure_ascii=False) + "\n"

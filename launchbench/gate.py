@@ -1,0 +1,298 @@
+"""CI gates: regression rules over a comparison, and expectations over a single run → a GateReport.
+
+Nothing here prints or exits: the CLI (or ``launchbench run --check``) maps ``GateReport.passed`` to
+an exit code.
+
+Regression rules use pytest-benchmark's syntax: ``metric:N%`` (relative change of the median) or
+``metric:Nus`` (absolute change of the median, µs). A row regresses under a rule when the change is
+statistically significant (Mann–Whitney, the comparison's alpha) and at least the rule's amount
+slower. Improvements by as much are reported, never failed.
+
+Expectations come from a scenario file's ``expect:`` entries: a case pattern (fnmatch), a mode, a
+results.csv column and a max and/or min, checked against the run table's value (the median for
+timing columns). An expectation that matches no row fails.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from launchbench.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
+from launchbench.errors import LaunchbenchError
+from launchbench.results.schema import METRIC_BY_NAME, RunRecord
+from launchbench.results.table import COLUMNS, run_table
+from launchbench.scenario.load import load_scenario
+from launchbench.scenario.model import Expectation, Scenario
+
+CheckKind = Literal["regression", "missing", "expectation"]
+
+
+class GateRuleError(LaunchbenchError):
+    """A --fail-on rule that cannot be parsed."""
+
+
+class NoExpectationsError(LaunchbenchError):
+    """check was asked to check a run but found no expectation to check."""
+
+
+@dataclass(frozen=True)
+class GateRule:
+    """``metric:N%`` (amount is relative, 0.05) or ``metric:Nus`` (amount in µs)."""
+
+    metric: str
+    amount: float
+    unit: Literal["%", "us"]
+
+    @property
+    def spec(self) -> str:
+        return f"{self.metric}:{self.amount * 100:g}%" if self.unit == "%" else f"{self.metric}:{self.amount:g}us"
+
+    def size(self, mc: MetricComparison) -> float:
+        """The change this rule measures: relative (ratio − 1) or absolute (µs)."""
+        return mc.change if self.unit == "%" else mc.delta
+
+    def regressed(self, mc: MetricComparison) -> bool:
+        return mc.compared and mc.significant and self.size(mc) >= self.amount
+
+    def improved(self, mc: MetricComparison) -> bool:
+        return mc.compared and mc.significant and -self.size(mc) >= self.amount
+
+
+_RULE = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<amount>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>%|us|µs)\s*$")
+
+
+def parse_rule(text: str) -> GateRule:
+    """``wall_us_per_launch:5%`` or ``latency_us:2us`` → GateRule; GateRuleError otherwise."""
+    match = _RULE.match(text)
+    if not match:
+        raise GateRuleError(f"--fail-on {text!r}: expected METRIC:N% or METRIC:Nus, e.g. wall_us_per_launch:5%")
+    metric = match["metric"]
+    if metric not in METRIC_BY_NAME:
+        raise GateRuleError(f"--fail-on {text!r}: unknown metric {metric!r}; metrics: {', '.join(METRIC_BY_NAME)}")
+    amount = float(match["amount"])
+    unit: Literal["%", "us"] = "%" if match["unit"] == "%" else "us"
+    return GateRule(metric, amount / 100 if unit == "%" else amount, unit)
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One rule applied to one row (or one expectation that matched no row)."""
+
+    kind: CheckKind
+    scenario: str | None
+    case: str
+    mode: str
+    metric: str
+    rule: str
+    passed: bool
+    message: str
+    value: float | None = None
+    improved: bool = False
+
+    @property
+    def subject(self) -> str:
+        prefix = f"{self.scenario}/" if self.scenario else ""
+        return f"{prefix}{self.case} [{self.mode}]"
+
+
+@dataclass(frozen=True)
+class GateReport:
+    checks: tuple[GateCheck, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failures(self) -> tuple[GateCheck, ...]:
+        return tuple(c for c in self.checks if not c.passed)
+
+    @property
+    def improvements(self) -> tuple[GateCheck, ...]:
+        return tuple(c for c in self.checks if c.improved)
+
+    def failures_for(self, scenario: str | None, case: str, mode: str, metric: str) -> tuple[GateCheck, ...]:
+        return tuple(
+            c for c in self.failures if (c.scenario, c.case, c.mode, c.metric) == (scenario, case, mode, metric)
+        )
+
+
+# ------------------------------------------------------------------------------------- regression gate
+
+
+def _percent(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison) -> GateCheck:
+    regressed, improved = rule.regressed(mc), rule.improved(mc)
+    low, high = mc.change_ci
+    numbers = (
+        f"{mc.baseline_median:.4g} → {mc.current_median:.4g} µs ({_percent(mc.change)}, "
+        f"95% CI {_percent(low)} to {_percent(high)}, p={mc.p_value:.2g})"
+    )
+    amount = rule.spec.partition(":")[2]
+    if regressed:
+        message = f"slower by at least {amount}: {numbers}"
+    elif improved:
+        message = f"faster by at least {amount}: {numbers}"
+    elif not mc.significant and mc.compared and abs(rule.size(mc)) >= rule.amount:
+        message = f"not significant: {numbers}"
+    else:
+        message = numbers
+    return GateCheck("regression", scenario, case, mode, mc.metric, rule.spec, not regressed, message, mc.current_median, improved)
+
+
+def evaluate_rules(comparison: Comparison, rules: Sequence[GateRule], fail_on_missing: bool = False) -> GateReport:
+    """Apply every rule to every compared row. With ``fail_on_missing``, a row that was ok (or budget)
+    in the baseline and is absent or not ok in the current run fails too."""
+    checks: list[GateCheck] = []
+    notes: list[str] = []
+    for rule in rules:
+        if rule.metric not in comparison.settings.metrics:
+            notes.append(f"rule {rule.spec}: metric {rule.metric} was not compared")
+    for row in comparison.rows:
+        for rule in rules:
+            mc = row.metric(rule.metric)
+            if mc is not None and mc.compared:
+                checks.append(_rule_check(rule, row.scenario, row.case, row.mode, mc))
+        lost = row.baseline_status in COMPARABLE_STATUSES and row.current_status not in COMPARABLE_STATUSES
+        if fail_on_missing and lost:
+            message = "missing from the current run" if row.current_status is None else f"current run: {row.detail}"
+            checks.append(GateCheck("missing", row.scenario, row.case, row.mode, "", "--fail-on-missing", False, message))
+    return GateReport(tuple(checks), tuple(notes))
+
+
+# -------------------------------------------------------------------------------------- expectations
+
+
+@dataclass(frozen=True)
+class ScopedExpectation:
+    """An expectation restricted to the rows of one scenario (None: rows of every scenario)."""
+
+    expectation: Expectation
+    scenario: str | None = None
+
+
+def expectations_of(scenario: Scenario) -> list[ScopedExpectation]:
+    return [ScopedExpectation(e, scenario.name) for e in scenario.expect]
+
+
+def _bounds(exp: Expectation) -> str:
+    parts = []
+    if exp.min is not None:
+        parts.append(f"≥ {exp.min:g}")
+    if exp.max is not None:
+        parts.append(f"≤ {exp.max:g}")
+    return " and ".join(parts)
+
+
+def _numeric(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _expectation_checks(table: pd.DataFrame, scoped: ScopedExpectation) -> list[GateCheck]:
+    exp, scenario = scoped.expectation, scoped.scenario
+    rule = f"{exp.metric} {_bounds(exp)}"
+    if exp.metric not in COLUMNS:
+        message = f"{exp.metric!r} is not a results.csv column (e.g. wall_us_per_launch, speedup)"
+        return [GateCheck("expectation", scenario, exp.case, exp.mode, exp.metric, rule, False, message)]
+    in_scope = table if scenario is None else table[table["scenario"] == scenario]
+    mask = [mode == exp.mode and fnmatch.fnmatchcase(str(case), exp.case) for mode, case in zip(in_scope["mode"], in_scope["case"])]
+    matched = in_scope[pd.Series(mask, index=in_scope.index, dtype=bool)]
+    if matched.empty:
+        where = f" of scenario {scenario!r}" if scenario else ""
+        message = f"no {exp.mode} row{where} matches case pattern {exp.case!r}"
+        return [GateCheck("expectation", scenario, exp.case, exp.mode, exp.metric, rule, False, message)]
+    checks = []
+    for _, row in matched.iterrows():
+        value = _numeric(row[exp.metric])
+        if value is None:
+            passed, message = False, f"no value for {exp.metric} (status {row['status']}{': ' + row['reason'] if row['reason'] else ''})"
+        else:
+            too_low = exp.min is not None and value < exp.min
+            too_high = exp.max is not None and value > exp.max
+            passed = not (too_low or too_high)
+            message = f"{exp.metric} = {value:.4g}" + ("" if passed else f", expected {_bounds(exp)}")
+        checks.append(GateCheck("expectation", row["scenario"], row["case"], exp.mode, exp.metric, rule, passed, message, value))
+    return checks
+
+
+def check_run(run: RunRecord, expectations: Iterable[Expectation | ScopedExpectation]) -> GateReport:
+    """Evaluate expectations on one run. A bare Expectation applies to rows of every scenario."""
+    table = run_table(run)
+    checks: list[GateCheck] = []
+    for item in expectations:
+        scoped = item if isinstance(item, ScopedExpectation) else ScopedExpectation(item)
+        checks.extend(_expectation_checks(table, scoped))
+    return GateReport(tuple(checks))
+
+
+def run_expectations(run: RunRecord, scenario_files: Sequence[str | Path] = ()) -> tuple[list[ScopedExpectation], list[str]]:
+    """The expectations to check on a run, and notes on where they came from.
+
+    From the given scenario files when there are any, else from the scenario files recorded in the run
+    (those that still exist). Raises NoExpectationsError when there is nothing to check.
+    """
+    notes: list[str] = []
+    if scenario_files:
+        paths = [Path(p) for p in scenario_files]
+    else:
+        paths = []
+        for info in run.scenarios:
+            path = Path(info.file)
+            if path.is_file():
+                paths.append(path)
+            else:
+                notes.append(f"scenario file {info.file} recorded for {info.name!r} is not found")
+        if not paths:
+            recorded = ", ".join(s.file for s in run.scenarios) or "none recorded"
+            raise NoExpectationsError(f"no scenario file to take expectations from ({recorded}); give one with --scenario")
+    expectations: list[ScopedExpectation] = []
+    for path in paths:
+        scenario = load_scenario(path)
+        expectations.extend(expectations_of(scenario))
+        notes.append(f"{path}: {len(scenario.expect)} expectation(s) for scenario {scenario.name!r}")
+    if not expectations:
+        raise NoExpectationsError(f"{', '.join(map(str, paths))}: no 'expect:' entries; nothing to check")
+    return expectations, notes
+
+
+def describe(report: GateReport, markup: bool = True) -> list[str]:
+    """The report as lines of text, one per check then a verdict line; nothing is printed.
+
+    With ``markup`` the lines are rich console markup (user text escaped, PASS/FAIL coloured), ready for
+    ``Console.print``; without, plain text.
+    """
+    from rich.markup import escape
+
+    def fmt(text: str) -> str:
+        return escape(text) if markup else text
+
+    def tag(word: str, style: str) -> str:
+        return f"[{style}]{word}[/]" if markup else word
+
+    lines = [fmt(f"note: {note}") for note in report.notes]
+    for check in report.checks:
+        mark = tag("pass", "green") if check.passed else tag("FAIL", "bold red")
+        lines.append(f"{mark} {fmt(check.subject)}: {fmt(check.rule)}: {fmt(check.message)}")
+    if report.passed:
+        lines.append(f"{tag('PASS', 'bold green')}: {len(report.checks)} check(s), none failed")
+    else:
+        lines.append(f"{tag('FAIL', 'bold red')}: {len(report.failures)} of {len(report.checks)} check(s) failed")
+    return lines

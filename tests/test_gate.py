@@ -1,0 +1,200 @@
+"""gate.py: --fail-on rules over a comparison, and scenario expectations over a single run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import test_compare
+from test_compare import chosen_keys, comparable_keys, scale_rows
+
+from launchbench.compare import CompareSettings, compare_runs
+from launchbench.gate import (
+    GateReport,
+    GateRule,
+    GateRuleError,
+    NoExpectationsError,
+    ScopedExpectation,
+    check_run,
+    describe,
+    evaluate_rules,
+    parse_rule,
+    run_expectations,
+)
+from launchbench.results.schema import RunRecord
+from launchbench.results.table import run_table
+from launchbench.scenario.model import Expectation
+
+baseline_run = test_compare.baseline_run
+
+
+# --------------------------------------------------------------------------------------------- rules
+
+
+@pytest.mark.parametrize(
+    "text, rule",
+    [
+        ("wall_us_per_launch:5%", GateRule("wall_us_per_launch", 0.05, "%")),
+        ("latency_us:2us", GateRule("latency_us", 2.0, "us")),
+        ("latency_us:0.5µs", GateRule("latency_us", 0.5, "us")),
+        (" gpu_us_per_iter : 12.5% ", GateRule("gpu_us_per_iter", 0.125, "%")),
+    ],
+)
+def test_parse_rule(text: str, rule: GateRule) -> None:
+    parsed = parse_rule(text)
+    assert parsed.metric == rule.metric and parsed.unit == rule.unit
+    assert parsed.amount == pytest.approx(rule.amount)
+    assert parse_rule(parsed.spec) == parsed
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["wall_us_per_launch", "wall_us_per_launch:5", "speed:5%", "wall_us_per_launch:-5%", "wall_us_per_launch:5ms", ":5%", ""],
+)
+def test_parse_rule_errors(text: str) -> None:
+    with pytest.raises(GateRuleError):
+        parse_rule(text)
+
+
+def test_regressions_are_exactly_the_slower_rows(baseline_run: RunRecord) -> None:
+    chosen = chosen_keys(baseline_run)
+    comparison = compare_runs(baseline_run, scale_rows(baseline_run, chosen, 1.10))
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")])
+    assert not report.passed
+    assert {(c.scenario, c.case, c.mode) for c in report.failures} == chosen
+    assert len(report.checks) == len(comparable_keys(baseline_run))
+    assert report.improvements == ()
+    assert all("slower" in c.message for c in report.failures)
+    # a looser rule lets the same change pass
+    assert evaluate_rules(comparison, [parse_rule("wall_us_per_launch:15%")]).passed
+
+
+def test_improvements_never_fail(baseline_run: RunRecord) -> None:
+    chosen = chosen_keys(baseline_run)
+    comparison = compare_runs(baseline_run, scale_rows(baseline_run, chosen, 0.90))
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")])
+    assert report.passed
+    assert {(c.scenario, c.case, c.mode) for c in report.improvements} == chosen
+
+
+def test_absolute_rule(baseline_run: RunRecord) -> None:
+    chosen = chosen_keys(baseline_run)
+    comparison = compare_runs(baseline_run, scale_rows(baseline_run, chosen, 1.10))
+    deltas = {r.key: r.metric("wall_us_per_iter").delta for r in comparison.rows if r.key in chosen}
+    smallest = min(deltas.values())
+    loose = evaluate_rules(comparison, [GateRule("wall_us_per_iter", max(deltas.values()) * 1.01, "us")])
+    assert loose.passed
+    tight = evaluate_rules(comparison, [GateRule("wall_us_per_iter", smallest * 0.99, "us")])
+    assert {(c.scenario, c.case, c.mode) for c in tight.failures} == chosen
+
+
+def test_self_comparison_passes_every_rule(baseline_run: RunRecord) -> None:
+    settings = CompareSettings(metrics=("wall_us_per_launch", "latency_us"))
+    comparison = compare_runs(baseline_run, baseline_run, settings)
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:1%"), parse_rule("latency_us:0.1us")])
+    assert report.passed and report.checks
+
+
+def test_rule_on_a_metric_not_compared_is_noted(baseline_run: RunRecord) -> None:
+    comparison = compare_runs(baseline_run, baseline_run, CompareSettings(metrics=("wall_us_per_launch",)))
+    report = evaluate_rules(comparison, [parse_rule("latency_us:5%")])
+    assert report.checks == () and "not compared" in report.notes[0]
+
+
+def test_fail_on_missing(baseline_run: RunRecord) -> None:
+    dropped, *kept = baseline_run.cases
+    comparison = compare_runs(baseline_run, baseline_run.model_copy(update={"cases": kept}))
+    rule = parse_rule("wall_us_per_launch:5%")
+    assert evaluate_rules(comparison, [rule]).passed
+    report = evaluate_rules(comparison, [rule], fail_on_missing=True)
+    assert {(c.case, c.mode) for c in report.failures} == {(dropped.case_id, m) for m in dropped.modes}
+    assert all(c.kind == "missing" for c in report.failures)
+
+
+# -------------------------------------------------------------------------------------- expectations
+
+
+def _first_graph_row(run: RunRecord) -> tuple[str, str, float]:
+    table = run_table(run)
+    row = table[(table["mode"] == "graph") & table["wall_us_per_launch"].notna()].iloc[0]
+    return row["scenario"], row["case"], float(row["wall_us_per_launch"])
+
+
+def test_check_run_passes_and_fails(baseline_run: RunRecord) -> None:
+    scenario, case, median = _first_graph_row(baseline_run)
+    passing = Expectation(case=case, mode="graph", metric="wall_us_per_launch", max=median * 1.5, min=median * 0.5)
+    failing = Expectation(case=case, mode="graph", metric="wall_us_per_launch", max=median * 0.5)
+    report = check_run(baseline_run, [passing])
+    assert report.passed and len(report.checks) == 1
+    assert report.checks[0].value == pytest.approx(median)
+    report = check_run(baseline_run, [ScopedExpectation(passing, scenario), ScopedExpectation(failing, scenario)])
+    assert not report.passed and len(report.failures) == 1
+    assert "expected ≤" in report.failures[0].message
+
+
+def test_pattern_matches_several_rows(baseline_run: RunRecord) -> None:
+    table = run_table(baseline_run)
+    graph = table[(table["mode"] == "graph") & table["wall_us_per_launch"].notna()]
+    report = check_run(baseline_run, [Expectation(case="*", mode="graph", metric="wall_us_per_launch", min=0.0)])
+    assert report.passed and len(report.checks) == len(graph)
+
+
+def test_expectation_matching_no_row_fails(baseline_run: RunRecord) -> None:
+    report = check_run(baseline_run, [Expectation(case="no-such-case/*", metric="wall_us_per_launch", max=1)])
+    assert not report.passed and "matches" in report.failures[0].message
+    other_scenario = ScopedExpectation(Expectation(case="*", metric="wall_us_per_launch", max=1e9), "other")
+    assert not check_run(baseline_run, [other_scenario]).passed
+
+
+def test_speedup_and_unknown_columns(baseline_run: RunRecord) -> None:
+    assert check_run(baseline_run, [Expectation(case="*", mode="graph", metric="speedup", min=0.0)]).passed
+    no_value = check_run(baseline_run, [Expectation(case="*", mode="eager", metric="speedup", min=1.0)])
+    assert not no_value.passed and "no value" in no_value.failures[0].message
+    unknown = check_run(baseline_run, [Expectation(case="*", metric="speed", min=1.0)])
+    assert not unknown.passed and "not a results.csv column" in unknown.failures[0].message
+
+
+def test_empty_expectations_pass() -> None:
+    assert GateReport().passed
+
+
+def _scenario_file(path: Path, name: str, expect: str) -> Path:
+    path.write_text(
+        f"name: {name}\ndescription: test\nchains:\n  empty:\n    - kind: empty\nexpect:\n{expect}", encoding="utf-8"
+    )
+    return path
+
+
+def test_run_expectations_from_given_and_recorded_files(baseline_run: RunRecord, tmp_path: Path) -> None:
+    scenario, case, median = _first_graph_row(baseline_run)
+    file = _scenario_file(
+        tmp_path / "s.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n"
+    )
+    expectations, _ = run_expectations(baseline_run, [file])
+    assert [e.scenario for e in expectations] == [scenario]
+    assert check_run(baseline_run, expectations).passed
+
+    infos = [s.model_copy(update={"file": str(file)}) for s in baseline_run.scenarios]
+    recorded = baseline_run.model_copy(update={"scenarios": infos})
+    expectations, notes = run_expectations(recorded)
+    assert len(expectations) == len(infos) and notes
+
+
+def test_run_expectations_errors(baseline_run: RunRecord, tmp_path: Path) -> None:
+    infos = [s.model_copy(update={"file": str(tmp_path / "gone.yaml")}) for s in baseline_run.scenarios]
+    with pytest.raises(NoExpectationsError, match="--scenario"):
+        run_expectations(baseline_run.model_copy(update={"scenarios": infos}))
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("name: x\ndescription: d\nchains:\n  c:\n    - kind: empty\n", encoding="utf-8")
+    with pytest.raises(NoExpectationsError, match="no 'expect:'"):
+        run_expectations(baseline_run, [empty])
+
+
+def test_describe_lines(baseline_run: RunRecord) -> None:
+    _, case, median = _first_graph_row(baseline_run)
+    report = check_run(baseline_run, [Expectation(case=case, mode="graph", metric="wall_us_per_launch", max=median / 2)])
+    plain = describe(report, markup=False)
+    assert plain[-1].startswith("FAIL: 1 of 1") and f"{case} [graph]" in plain[0]
+    rich_lines = describe(report)
+    assert "\\[graph]" in rich_lines[0] and rich_lines[-1].startswith("[bold red]FAIL[/]")
+    assert describe(GateReport(), markup=False) == ["PASS: 0 check(s), none failed"]
