@@ -1,0 +1,1 @@
+"""Human-facing output: console tables (console.py) and figures (plots.py, matplotlib with Agg)."""

@@ -1,0 +1,803 @@
+"""Figures drawn from result files alone (no GPU): matplotlib with the Agg backend.
+
+Each ``figure_*`` function builds one matplotlib Figure from a RunRecord (or two, for the comparison);
+``write_all_plots`` saves them under names that say what they show (see FIGURES and docs/plots.md).
+Figures are made with ``matplotlib.figure.Figure`` rather than pyplot, so nothing is kept in a global
+figure registry and nothing has to be closed.
+
+Every figure: a title, the GPU and versions in a subtitle, axes with units, a legend above the panels
+(never over the data), Okabe–Ito colours (safe for colour-blind readers), about 800 px wide at 100 dpi.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+
+from launchbench.results.schema import MODES, CaseResult, RunRecord  # noqa: E402
+from launchbench.results.table import run_table  # noqa: E402
+from launchbench.stats import MAD_SCALE, OUTLIER_MADS  # noqa: E402
+
+FORMATS = ("png", "svg")
+
+# Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
+BLACK, ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
+    "#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
+)  # fmt: skip
+GREY = "#8C8C8C"
+MODE_COLOURS = {"eager": VERMILLION, "graph": BLUE}
+MODE_MARKERS = {"eager": "o", "graph": "s"}
+MODE_LABELS = {"eager": "eager (kernel by kernel)", "graph": "CUDA Graph replay"}
+SERIES_COLOURS = (BLUE, ORANGE, GREEN, PURPLE, SKY_BLUE, VERMILLION, BLACK, YELLOW)
+STAGE_COLOURS = {"capture": ORANGE, "instantiate": SKY_BLUE, "upload": GREEN}
+
+WIDTH_IN = 8.0
+DPI = 100
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.labelsize": 9,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 8.5,
+    "axes.grid": True,
+    "axes.grid.which": "major",
+    "grid.color": "#DDDDDD",
+    "grid.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.hashsalt": "launchbench",
+    "svg.fonttype": "none",
+}
+LENGTH_LABEL = "chain length (launches per iteration)"
+REGRESSION_THRESHOLD = 0.05  # a ratio beyond ±5% with a CI clear of 1 is a regression / an improvement
+
+
+# ---------------------------------------------------------------------------------------------- panels
+
+
+@dataclass(frozen=True)
+class Panel:
+    """The rows (both modes) of one chain of one scenario, at one value of the non-length parameters."""
+
+    scenario: str
+    chain: str
+    variant: str  # the parameters that do not set the chain length, as "size=1000, dtype=float32"
+    title: str
+    rows: pd.DataFrame
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.scenario, self.chain, self.variant)
+
+    @property
+    def varying_length(self) -> bool:
+        return self.rows["launches_per_iter"].nunique() > 1
+
+    def mode_rows(self, mode: str, column: str | None = None) -> pd.DataFrame:
+        """Rows of one mode by chain length; only those with a finite ``column`` when one is named."""
+        rows = self.rows[self.rows["mode"] == mode].sort_values("launches_per_iter")
+        if column is not None:
+            rows = rows[np.isfinite(_num(rows, column))]
+        return rows
+
+
+def _num(rows: pd.DataFrame, column: str) -> np.ndarray:
+    """A column as floats, missing values (None, empty) as NaN."""
+    if column not in rows:
+        return np.full(len(rows), math.nan)
+    return pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
+
+
+def _length_keys(params: pd.Series, launches: pd.Series) -> set[str]:
+    """Parameters that set the chain length: each value gives one launch count, and distinct values distinct ones."""
+    keys = {k for p in params for k in p}
+    out: set[str] = set()
+    for key in keys:
+        values = params.map(lambda p, k=key: json.dumps(p.get(k)))
+        per_value = launches.groupby(values).nunique()
+        if (per_value == 1).all() and launches.groupby(values).first().nunique() == len(per_value) > 1:
+            out.add(key)
+    return out
+
+
+def _variant_text(params: dict, keys: Sequence[str]) -> str:
+    return ", ".join(f"{k}={params[k]}" for k in keys if k in params)
+
+
+def panels(table: pd.DataFrame) -> list[Panel]:
+    """Group a results table by (scenario, chain), then by the parameters that do not set the length."""
+    if table.empty:
+        return []
+    table = table.assign(_params=table["params"].map(lambda s: json.loads(s) if isinstance(s, str) and s else {}))
+    several_scenarios = table["scenario"].nunique() > 1
+    out: list[Panel] = []
+    for (scenario, chain), group in table.groupby(["scenario", "chain"], sort=False):
+        length_keys = _length_keys(group["_params"], group["launches_per_iter"])
+        varying = sorted(
+            k for k in {k for p in group["_params"] for k in p} - length_keys
+            if group["_params"].map(lambda p, k=k: json.dumps(p.get(k))).nunique() > 1
+        )
+        variants = group["_params"].map(lambda p, v=varying: _variant_text(p, v))
+        for variant, rows in group.groupby(variants, sort=False):
+            kinds = str(rows["kinds"].iloc[0])
+            title = chain if kinds == chain else f"{chain} ({kinds})"
+            if several_scenarios:
+                title = f"{scenario}: {title}"
+            if variant:
+                title = f"{title}, {variant}"
+            out.append(Panel(str(scenario), str(chain), str(variant), title, rows.drop(columns="_params")))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- layout
+
+
+def _environment_line(run: RunRecord, prefix: str = "") -> str:
+    env = run.environment
+    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
+    parts = [str(gpu.get("name") or "unknown GPU")]
+    for key, label in (("driver", "driver"), ("cuda_runtime", "CUDA runtime"), ("cupy", "CuPy")):
+        if env.get(key):
+            parts.append(f"{label} {env[key]}")
+    parts.append(f"launchbench {run.launchbench_version}")
+    return prefix + " · ".join(parts)
+
+
+def _grid(n_panels: int, panel_height: float | None = None) -> tuple[Figure, list[Axes]]:
+    """A figure of ``n_panels`` panels, two per row (one when there is only one)."""
+    n = max(n_panels, 1)
+    ncols = 1 if n == 1 else 2
+    nrows = math.ceil(n / ncols)
+    height = panel_height or (3.4 if ncols == 1 else 2.9)
+    fig = Figure(figsize=(WIDTH_IN, height * nrows), dpi=DPI)
+    axes = list(np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel())
+    for ax in axes[n:]:
+        fig.delaxes(ax)
+    for ax in axes[:n]:
+        ax.set_label("panel")
+    return fig, axes[:n]
+
+
+def _finish(
+    fig: Figure, title: str, subtitle: str, handles: Sequence[object], labels: Sequence[str], ncol: int = 4
+) -> Figure:
+    """Title, subtitle and legend in a header above the panels; the panels laid out below it."""
+    body_height = fig.get_figheight()
+    subtitle_lines = subtitle.count("\n") + 1
+    legend_rows = math.ceil(len(labels) / ncol) if labels else 0
+    header = 0.42 + 0.17 * subtitle_lines + 0.2 * legend_rows + (0.08 if legend_rows else 0)
+    height = body_height + header
+    fig.set_size_inches(WIDTH_IN, height)
+    fig.text(0.5, 1 - 0.1 / height, title, ha="center", va="top", fontsize=12, fontweight="bold")
+    fig.text(0.5, 1 - 0.36 / height, subtitle, ha="center", va="top", fontsize=8, color="#444444")
+    if labels:
+        top = 1 - (0.42 + 0.17 * subtitle_lines) / height
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, top), ncol=min(ncol, len(labels)),
+                   frameon=False, handlelength=2.2, columnspacing=1.6)  # fmt: skip
+    fig.tight_layout(rect=(0, 0, 1, 1 - header / height), h_pad=1.2, w_pad=1.5)
+    return fig
+
+
+def _collect_legend(axes: Sequence[Axes]) -> tuple[list[object], list[str]]:
+    """Legend entries of all panels, each label once, in order of first appearance."""
+    seen: dict[str, object] = {}
+    for ax in axes:
+        handles, labels = ax.get_legend_handles_labels()
+        for handle, label in zip(handles, labels, strict=True):
+            if not label.startswith("_"):
+                seen.setdefault(label, handle)
+    return list(seen.values()), list(seen)
+
+
+def _fmt_number(value: float) -> str:
+    if value >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:g}"
+
+
+def _log_axis(ax: Axes, which: str, suffix: str = "") -> None:
+    """Log scale with plain numbers (0.5, 10, 1,000) and labelled minor ticks when the range is narrow."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
+    axis.set_major_formatter(FuncFormatter(lambda v, _: _fmt_number(v) + suffix))
+    span = hi / lo if lo > 0 else math.inf
+    if span < 4:
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: _fmt_number(v) + suffix))
+    elif span < 1000:
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: _fmt_number(v) + suffix if _leading(v) in (2, 5) else ""))
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def _single_x(ax: Axes, x: np.ndarray) -> None:
+    """A panel with one chain length: centre it in a factor-of-two range instead of matplotlib's decade."""
+    values = np.unique(x[np.isfinite(x) & (x > 0)])
+    if values.size == 1:
+        ax.set_xlim(values[0] / 2, values[0] * 2)
+
+
+def _leading(value: float) -> int:
+    return int(round(value / 10 ** math.floor(math.log10(value)))) if value > 0 else 0
+
+
+def _no_data(ax: Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555555")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _styled(build: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Build the figure under the house style (fonts, grid, spines)."""
+
+    @functools.wraps(build)
+    def wrapper(*args: Any, **kwargs: Any) -> Figure:
+        with matplotlib.rc_context(STYLE):
+            return build(*args, **kwargs)
+
+    return wrapper
+
+
+# ---------------------------------------------------------------------------------------- 1, 3: modes
+
+
+def _missing_note(panel: Panel, column: str) -> str:
+    notes = []
+    for mode in MODES:
+        rows = panel.rows[panel.rows["mode"] == mode]
+        if len(rows) and not np.isfinite(_num(rows, column)).any():
+            status = str(rows["status"].iloc[0])
+            notes.append(f"{mode}: {status.replace('_', ' ')}")
+    return "; ".join(notes)
+
+
+def _mode_panel(ax: Axes, panel: Panel, column: str) -> None:
+    """Median of ``column`` per chain length, eager and graph, with the median's 95% CI as error bars."""
+    for mode in MODES:
+        rows = panel.mode_rows(mode, column)
+        if rows.empty:
+            continue
+        x = _num(rows, "launches_per_iter")
+        y = _num(rows, column)
+        low = np.nan_to_num(y - _num(rows, f"{column}_ci_low")).clip(0)
+        high = np.nan_to_num(_num(rows, f"{column}_ci_high") - y).clip(0)
+        ax.errorbar(
+            x, y, yerr=np.vstack([low, high]), label=MODE_LABELS[mode], color=MODE_COLOURS[mode],
+            marker=MODE_MARKERS[mode], markersize=4.5, linestyle="-" if panel.varying_length else "none",
+            linewidth=1.4, capsize=3, elinewidth=1,
+        )  # fmt: skip
+    note = _missing_note(panel, column)
+    if note:
+        ax.text(0.98, 0.04, note, ha="right", va="bottom", transform=ax.transAxes, fontsize=7.5, color="#555555")
+    ax.set_title(panel.title)
+    ax.margins(x=0.08, y=0.12)
+    if np.isfinite(_num(panel.rows, column)).any():
+        _single_x(ax, _num(panel.rows, "launches_per_iter"))
+        _log_axis(ax, "x")
+        _log_axis(ax, "y")
+
+
+def _mode_figure(run: RunRecord, column: str, title: str, ylabel: str) -> Figure:
+    groups = panels(run_table(run))
+    fig, axes = _grid(len(groups))
+    for ax, panel in zip(axes, groups, strict=False):
+        _mode_panel(ax, panel, column)
+    if not groups:
+        _no_data(axes[0], "no cases in this run")
+    for ax in axes:
+        ax.set_xlabel(LENGTH_LABEL)
+        ax.set_ylabel(ylabel)
+    handles, labels = _collect_legend(axes)
+    if labels:
+        handles.append(Line2D([], [], color=GREY, marker="|", linestyle="none", markersize=9))
+        labels.append("bars: median's 95% CI")
+    return _finish(fig, title, _environment_line(run), handles, labels)
+
+
+@_styled
+def figure_wall_per_launch(run: RunRecord) -> Figure:
+    """Headline: wall time per launch against chain length, eager vs graph, one panel per chain."""
+    return _mode_figure(
+        run, "wall_us_per_launch", "Wall time per launch vs chain length", "wall time per launch (µs)"
+    )
+
+
+@_styled
+def figure_cpu_per_launch(run: RunRecord) -> Figure:
+    """The launching thread's CPU time per launch, eager vs graph: the CPU a graph frees."""
+    return _mode_figure(
+        run, "cpu_us_per_launch", "CPU time per launch: what a CUDA Graph frees", "launching CPU time per launch (µs)"
+    )
+
+
+# ------------------------------------------------------------------------------------------ 2: speedup
+
+
+def _fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
+    """(fixed, per_launch) of y = fixed + per_launch·x, least squares relative to y (so 1 and 1000 count alike)."""
+    ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
+    if len(np.unique(x[ok])) < 2:
+        return None
+    per_launch, fixed = np.polyfit(x[ok], y[ok], 1, w=1 / y[ok])
+    return float(fixed), float(per_launch)
+
+
+def _fallback_crossover(panel: Panel) -> float | None:
+    """Chain length above which the graph wins, from a line fit per mode: inf if it never wins, None
+    without a fit (fewer than two lengths in a mode)."""
+    fits = {}
+    for mode in MODES:
+        rows = panel.mode_rows(mode, "wall_us_per_iter")
+        fits[mode] = _fit_line(_num(rows, "launches_per_iter"), _num(rows, "wall_us_per_iter"))
+    eager, graph = fits["eager"], fits["graph"]
+    if eager is None or graph is None:
+        return None
+    if eager[1] <= graph[1]:
+        return math.inf
+    return max((graph[0] - eager[0]) / (eager[1] - graph[1]), 0.0)
+
+
+@dataclass(frozen=True)
+class _ModelCrossover:
+    scenario: str
+    chain: str
+    group: dict[str, Any]  # the non-length sweep values the fit is for ({} without a group column)
+    crossover: float | None
+
+    def fits(self, panel: Panel) -> bool:
+        if (self.scenario, self.chain) != (panel.scenario, panel.chain):
+            return False
+        if not self.group:
+            return not panel.variant
+        params = [json.loads(p) for p in panel.rows["params"]]
+        return all(p.get(k) == v for p in params for k, v in self.group.items())
+
+
+def _model_crossovers(table: pd.DataFrame) -> list[_ModelCrossover] | None:
+    """Crossovers from launchbench.costmodel.fit_cost_model, or None when that module is not there."""
+    try:
+        from launchbench.costmodel import fit_cost_model
+    except ImportError:
+        return None
+    try:
+        model = fit_cost_model(table)
+        if "group" not in model:
+            model = model.assign(group="{}")
+        out = []
+        for (scenario, chain, group), rows in model.groupby(["scenario", "chain", "group"], sort=False):
+            values = _num(rows, "crossover_launches")
+            known = values[~np.isnan(values)]  # inf (graph never wins) is kept
+            crossover = float(known[0]) if known.size else None
+            out.append(_ModelCrossover(str(scenario), str(chain), json.loads(group or "{}"), crossover))
+        return out
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def crossovers(run: RunRecord) -> dict[tuple[str, str, str], float | None]:
+    """Fitted crossover chain length per panel key (scenario, chain, variant): the cost model's where it
+    has the panel, else a line fit here. inf: the graph never wins; None: no fit."""
+    table = run_table(run)
+    model = _model_crossovers(table)
+    out: dict[tuple[str, str, str], float | None] = {}
+    for panel in panels(table):
+        matches = [m for m in model or [] if m.fits(panel)]
+        out[panel.key] = matches[0].crossover if len(matches) == 1 else _fallback_crossover(panel)
+    return out
+
+
+def _crossover_text(cross: float | None, lengths: np.ndarray) -> str:
+    if np.unique(lengths).size < 2:
+        return "one length, no fit"
+    if cross is None:
+        return "no crossover fitted"
+    if math.isinf(cross):
+        return "graph never wins (fit)"
+    if cross < max(1.0, float(lengths.min())):
+        return f"graph wins at every length (fitted crossover ≈{cross:.2g} launches)"
+    return f"graph wins above ≈{cross:.3g} launches (fit)"
+
+
+@_styled
+def figure_speedup(run: RunRecord) -> Figure:
+    """Graph speedup (eager / graph wall time per iteration) against chain length, crossovers marked."""
+    groups = panels(run_table(run))
+    cross = crossovers(run)
+    fig, (ax,) = _grid(1, 3.6)
+    drawn = 0
+    marked = False
+    without = []
+    for panel in groups:
+        rows = panel.mode_rows("graph", "speedup")
+        if rows.empty:
+            without.append(panel.title)
+            continue
+        i = drawn
+        colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
+        x = _num(rows, "launches_per_iter")
+        c = cross.get(panel.key)
+        ax.plot(x, _num(rows, "speedup"), color=colour, marker="os^Dv<>p"[i % 8], markersize=5, linewidth=1.5,
+                linestyle="-" if panel.varying_length else "none",
+                label=f"{panel.title}: {_crossover_text(c, x)}")  # fmt: skip
+        if c is not None and max(1.0, x.min()) <= c <= 10 * x.max():  # inf never passes
+            ax.axvline(c, color=colour, linestyle=":", linewidth=1.2)
+            ax.plot([c], [1.0], marker="D", markersize=7, color=colour, markeredgecolor=BLACK, linestyle="none",
+                    label="_crossover")  # fmt: skip
+            marked = True
+        drawn += 1
+    if without and drawn:
+        ax.text(0.99, 0.03, "no graph result: " + ", ".join(without), ha="right", va="bottom",
+                transform=ax.transAxes, fontsize=7.5, color="#555555")  # fmt: skip
+    if drawn:
+        ax.axhline(1.0, color=BLACK, linewidth=0.9, linestyle="--", label="speedup 1× (no gain)")
+        ax.margins(x=0.08, y=0.15)
+        _log_axis(ax, "x")
+        _log_axis(ax, "y", "×")
+    else:
+        _no_data(ax, "no graph results in this run (not capturable or failed)")
+    ax.set_xlabel(LENGTH_LABEL)
+    ax.set_ylabel("speedup: eager / graph wall time per iteration (×)")
+    handles, labels = _collect_legend([ax])
+    if marked:
+        handles.append(Line2D([], [], marker="D", markersize=7, color="white", markeredgecolor=BLACK, linestyle=":"))
+        labels.append("fitted crossover: graph = eager (dotted line, chain's colour)")
+    return _finish(fig, "CUDA Graph speedup vs chain length", _environment_line(run), handles, labels, ncol=1)
+
+
+# ---------------------------------------------------------------------------------------- 4: lifecycle
+
+STAGES = (("capture_us", "capture"), ("instantiate_us", "instantiate"), ("upload_us", "upload"))
+
+
+def _no_graph_text(panel: Panel) -> str:
+    rows = panel.mode_rows("graph")
+    if rows.empty:
+        return "no graph measured"
+    status = str(rows["status"].iloc[0]).replace("_", " ")
+    reason = str(rows["reason"].iloc[0] or "")
+    reason = reason if len(reason) <= 40 else reason[:39] + "…"
+    return f"graph {status}" + (f":\n{reason}" if reason else "")
+
+
+def _lifecycle_panel(ax: Axes, panel: Panel) -> Axes | None:
+    """Capture, instantiate, upload (µs) against graph nodes; break-even replays on a second axis."""
+    rows = panel.mode_rows("graph", "setup_us")
+    ax.set_title(panel.title)
+    if rows.empty:
+        _no_data(ax, _no_graph_text(panel))
+        return None
+    nodes = _num(rows, "graph_nodes")
+    x = nodes if np.isfinite(nodes).all() else _num(rows, "launches_per_iter")
+    ax.set_xlabel("graph nodes" if x is nodes else "launches per iteration (node count not recorded)")
+    style = "-" if len(np.unique(x)) > 1 else "none"
+    split = bool(np.isfinite(_num(rows, "instantiate_us")).any())
+    for column, stage in STAGES:
+        y = _num(rows, column)
+        if not np.isfinite(y).any():
+            continue
+        label = stage if split or stage != "capture" else "capture + instantiate (not split)"
+        ax.plot(x, y, color=STAGE_COLOURS[stage], marker="o", markersize=4, linestyle=style, label=label)
+    ax.set_ylabel("time (µs)")
+    ax.margins(x=0.08, y=0.12)
+    _single_x(ax, x)
+    _log_axis(ax, "x")
+    _log_axis(ax, "y")
+    return _break_even_axis(ax, x, _num(rows, "break_even_iters"), style)
+
+
+def _break_even_axis(ax: Axes, x: np.ndarray, iters: np.ndarray, style: str) -> Axes | None:
+    ok = np.isfinite(iters) & (iters > 0)
+    if not ok.any():
+        ax.text(0.98, 0.04, "graph not faster: no break-even", ha="right", va="bottom", transform=ax.transAxes,
+                fontsize=7.5, color="#555555")  # fmt: skip
+        return None
+    twin = ax.twinx()
+    twin.set_label("break-even")
+    twin.grid(False)
+    twin.spines["right"].set_visible(True)
+    twin.plot(x[ok], iters[ok], color=BLACK, marker="x", markersize=5, linestyle="--" if style == "-" else "none",
+              linewidth=1.1, label="break-even replays (right axis)")  # fmt: skip
+    twin.set_ylabel("break-even replays (iterations)")
+    twin.margins(y=0.15)
+    _log_axis(twin, "y")
+    return twin
+
+
+@_styled
+def figure_graph_lifecycle(run: RunRecord) -> Figure:
+    """What a graph costs before it pays off, and how many replays it takes to pay it back."""
+    groups = panels(run_table(run))
+    fig, axes = _grid(len(groups))
+    twins = [t for ax, panel in zip(axes, groups, strict=False) if (t := _lifecycle_panel(ax, panel)) is not None]
+    if not groups:
+        _no_data(axes[0], "no cases in this run")
+    handles, labels = _collect_legend([*axes, *twins])
+    return _finish(fig, "CUDA Graph life cycle: setup cost and break-even", _environment_line(run), handles, labels)
+
+
+# ------------------------------------------------------------------------------------ 5: distributions
+
+
+def _box_stats(values: np.ndarray, position: float) -> dict[str, object]:
+    """Box of samples as % deviation from their median; whiskers and outliers by the rule results.csv
+    uses (``_outliers``: beyond OUTLIER_MADS scaled MADs from the median)."""
+    median = float(np.median(values))
+    pct = (values / median - 1) * 100
+    mad = float(np.median(np.abs(pct)))
+    reach = OUTLIER_MADS * MAD_SCALE * mad
+    far = np.abs(pct) > reach if mad > 0 else np.zeros(pct.size, dtype=bool)
+    inside = pct[~far]
+    q1, q3 = np.percentile(pct, [25, 75])
+    return {"med": 0.0, "q1": q1, "q3": q3, "whislo": inside.min(), "whishi": inside.max(), "fliers": pct[far],
+            "position": position, "median_us": median}  # fmt: skip
+
+
+def _outlier_reach(boxes: list[dict[str, object]]) -> float:
+    """Half-height of the y axis (%): a little beyond the longest whisker, at least ±2%."""
+    return max(2.0, *(max(abs(float(b["whislo"])), abs(float(b["whishi"]))) for b in boxes)) * 1.6
+
+
+def _clip_outliers(ax: Axes, box: dict[str, object], reach: float, colour: str) -> dict[str, object]:
+    """Keep the boxes readable: outliers beyond ±reach are not drawn but counted at the edge ('3↑')."""
+    fliers = np.asarray(box["fliers"])
+    for count, y, va, arrow in ((int((fliers > reach).sum()), reach, "top", "↑"),
+                                (int((fliers < -reach).sum()), -reach, "bottom", "↓")):  # fmt: skip
+        if count:
+            ax.text(float(box["position"]), y, f"{count}{arrow}", ha="center", va=va, fontsize=7, color=colour)
+    return {**box, "fliers": fliers[np.abs(fliers) <= reach]}
+
+
+def _distribution_panel(ax: Axes, panel: Panel, cases: dict[tuple[str, str], CaseResult]) -> None:
+    """A box per case and mode of the raw wall-time-per-launch samples, relative to the case's median."""
+    ax.set_title(panel.title)
+    order = panel.rows.drop_duplicates("case").sort_values("launches_per_iter")
+    boxes: list[dict[str, object]] = []
+    colours: list[str] = []
+    for mode, offset in (("eager", -0.2), ("graph", 0.2)):
+        for i, case_id in enumerate(order["case"]):
+            values = cases[(panel.scenario, case_id)].metric_samples(mode, "wall_us_per_launch")
+            values = values[np.isfinite(values) & (values > 0)]
+            if values.size:
+                boxes.append(_box_stats(values, i + offset))
+                colours.append(MODE_COLOURS[mode])
+    reach = _outlier_reach(boxes) if boxes else 10.0
+    for box, colour in zip(boxes, colours, strict=True):
+        ax.bxp([_clip_outliers(ax, box, reach, colour)], positions=[box["position"]], widths=0.34, patch_artist=True, manage_ticks=False,
+                   boxprops={"facecolor": colour + "55", "edgecolor": colour},
+                   medianprops={"color": colour, "linewidth": 1.8}, whiskerprops={"color": colour},
+                   capprops={"color": colour},
+                   flierprops={"marker": ".", "markersize": 3.5, "markerfacecolor": colour,
+                               "markeredgecolor": "none", "alpha": 0.7})  # fmt: skip
+    labels = [_fmt_number(v) for v in order["launches_per_iter"]]
+    if order["case"].size > len(set(labels)):
+        labels = list(order["case"])
+    ax.set_xticks(range(len(order)), labels, rotation=0 if len(order) <= 6 else 45)
+    ax.set_xlim(-0.6, len(order) - 0.4)
+    ax.grid(False, axis="x")
+    ax.axhline(0, color=BLACK, linewidth=0.6)
+    ax.set_xlabel(LENGTH_LABEL)
+    ax.set_ylabel("deviation from the case's median (%)")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:+g}%" if v else "0"))
+    label_medians = bool(boxes) and len(order) <= 6
+    ax.set_ylim(-reach * (1.25 if label_medians else 1.0), reach)  # a band at the bottom for the medians
+    if label_medians:
+        _label_medians(ax, boxes, colours)
+    note = _missing_note(panel, "wall_us_per_launch")
+    if note:
+        ax.text(0.98, 0.96, note, ha="right", va="top", transform=ax.transAxes, fontsize=7.5, color="#555555")
+
+
+def _label_medians(ax: Axes, boxes: list[dict[str, object]], colours: list[str]) -> None:
+    """Each box's median in µs, written under it, so the relative axis keeps its absolute scale."""
+    for box, colour in zip(boxes, colours, strict=True):
+        ax.annotate(f"{float(box['median_us']):.3g}", (float(box["position"]), 0), xycoords=("data", "axes fraction"),
+                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=6.5, color=colour)  # fmt: skip
+
+
+@_styled
+def figure_sample_distributions(run: RunRecord) -> Figure:
+    """Every raw sample of wall time per launch, per case and mode, as box plots: noise and outliers."""
+    groups = panels(run_table(run))
+    cases = {(c.scenario, c.case_id): c for c in run.cases}
+    fig, axes = _grid(len(groups))
+    for ax, panel in zip(axes, groups, strict=False):
+        _distribution_panel(ax, panel, cases)
+    if not groups:
+        _no_data(axes[0], "no cases in this run")
+    handles: list[object] = [Patch(facecolor=MODE_COLOURS[m] + "55", edgecolor=MODE_COLOURS[m]) for m in MODES]
+    handles.append(Line2D([], [], color=GREY, marker=".", linestyle="none", markersize=6))
+    labels = [*(MODE_LABELS[m] for m in MODES), f"outlier (> {OUTLIER_MADS:g} scaled MADs)"]
+    subtitle = (
+        _environment_line(run)
+        + "\nbox: quartiles · whiskers: furthest samples that are not outliers · numbers: median (µs per launch)"
+    )
+    return _finish(fig, "Spread of wall time per launch, sample by sample", subtitle, handles, labels, ncol=3)
+
+
+# ------------------------------------------------------------------------------------- 6: comparison
+
+VERDICTS = (
+    ("slower", f"slower (>{REGRESSION_THRESHOLD:.0%}, CI above 1)", VERMILLION),
+    ("faster", f"faster (>{REGRESSION_THRESHOLD:.0%}, CI below 1)", GREEN),
+    ("same", f"within ±{REGRESSION_THRESHOLD:.0%}", GREY),
+    ("uncertain", "uncertain (CI spans 1)", ORANGE),
+)
+
+
+def ratio_ci(
+    base: np.ndarray, cur: np.ndarray, *, confidence: float = 0.95, seed: int = 0, max_draws: int = 2_000_000
+) -> tuple[float, float, float]:
+    """Ratio of medians (cur / base) and its percentile-bootstrap CI (seeded: the same files give the same CI).
+
+    Resamples: 1000, fewer when the samples are many (at most ``max_draws`` draws per run), at least 200.
+    """
+    base = np.asarray(base, dtype=float)
+    cur = np.asarray(cur, dtype=float)
+    if base.size == 0 or cur.size == 0 or np.median(base) <= 0:
+        return (math.nan, math.nan, math.nan)
+    rng = np.random.default_rng(seed)
+    resamples = max(200, min(1000, max_draws // max(base.size, cur.size)))
+    boot_base = np.median(rng.choice(base, (resamples, base.size)), axis=1)
+    boot_cur = np.median(rng.choice(cur, (resamples, cur.size)), axis=1)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(boot_cur / boot_base, [alpha, 1 - alpha])
+    return (float(np.median(cur) / np.median(base)), float(low), float(high))
+
+
+def verdict(ratio: float, low: float, high: float, threshold: float = REGRESSION_THRESHOLD) -> str:
+    """slower / faster: beyond the threshold with the CI clear of 1; same: within it; else uncertain."""
+    if ratio > 1 + threshold and low > 1:
+        return "slower"
+    if ratio < 1 - threshold and high < 1:
+        return "faster"
+    if abs(ratio - 1) <= threshold:
+        return "same"
+    return "uncertain"
+
+
+def comparison_table(base: RunRecord, cur: RunRecord, metric: str = "wall_us_per_launch") -> pd.DataFrame:
+    """One row per case and mode measured in both runs: ratio (cur / base median), its CI, and a verdict."""
+    base_cases = {(c.scenario, c.case_id): c for c in base.cases}
+    rows = []
+    several = len({c.scenario for c in cur.cases}) > 1
+    for case in cur.cases:
+        old = base_cases.get((case.scenario, case.case_id))
+        if old is None:
+            continue
+        for mode in MODES:
+            ratio, low, high = ratio_ci(old.metric_samples(mode, metric), case.metric_samples(mode, metric))
+            if math.isnan(ratio):
+                continue
+            label = f"{case.scenario}/{case.case_id}" if several else case.case_id
+            rows.append({"scenario": case.scenario, "case": case.case_id, "label": label, "mode": mode,
+                         "ratio": ratio, "ci_low": low, "ci_high": high, "verdict": verdict(ratio, low, high)})  # fmt: skip
+    return pd.DataFrame(rows, columns=["scenario", "case", "label", "mode", "ratio", "ci_low", "ci_high", "verdict"])
+
+
+def _ratio_panel(ax: Axes, rows: pd.DataFrame, positions: dict[str, int], mode: str) -> None:
+    ax.axvspan(1 - REGRESSION_THRESHOLD, 1 + REGRESSION_THRESHOLD, color=GREY, alpha=0.15, linewidth=0)
+    ax.axvline(1.0, color=BLACK, linewidth=0.9)
+    for key, label, colour in VERDICTS:
+        sub = rows[rows["verdict"] == key]
+        if sub.empty:
+            continue
+        y = sub["label"].map(positions).to_numpy(dtype=float)
+        ratio = sub["ratio"].to_numpy(dtype=float)
+        xerr = np.vstack([(ratio - sub["ci_low"]).clip(lower=0), (sub["ci_high"] - ratio).clip(lower=0)])
+        ax.errorbar(ratio, y, xerr=xerr, fmt="o", color=colour, markersize=5, capsize=3, elinewidth=1.2, label=label)
+    ax.set_title(MODE_LABELS[mode])
+    ax.set_xlabel("current / baseline (ratio of medians)")
+    ax.grid(False, axis="y")
+    lo = min(0.9, float(rows["ci_low"].min()) * 0.98)
+    hi = max(1.1, float(rows["ci_high"].max()) * 1.02)
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.2f}×" if hi - lo < 0.5 else f"{v:g}×"))
+
+
+@_styled
+def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
+    """Per case and mode: current / baseline median wall time per launch with its bootstrap 95% CI."""
+    table = comparison_table(base, cur)
+    labels = list(dict.fromkeys(table["label"]))
+    positions = {label: len(labels) - 1 - i for i, label in enumerate(labels)}  # first case on top
+    modes = [m for m in MODES if (table["mode"] == m).any()] or ["eager"]
+    fig = Figure(figsize=(WIDTH_IN, max(1.8, 0.6 + 0.24 * len(labels))), dpi=DPI)
+    axes = list(np.atleast_1d(fig.subplots(1, len(modes), sharey=True, squeeze=False)).ravel())
+    for ax, mode in zip(axes, modes, strict=True):
+        ax.set_label("panel")
+        rows = table[table["mode"] == mode]
+        if rows.empty:
+            _no_data(ax, "no case measured in both runs")
+            continue
+        _ratio_panel(ax, rows, positions, mode)
+    if labels:
+        axes[0].set_yticks(range(len(labels)), labels[::-1])
+        axes[0].set_ylim(-0.7, len(labels) - 0.3)
+    present = set(table["verdict"])
+    handles: list[object] = [Line2D([], [], color=c, marker="o", linestyle="none") for k, _, c in VERDICTS if k in present]
+    names = [label for k, label, _ in VERDICTS if k in present]
+    handles.append(Patch(facecolor=GREY, alpha=0.15))
+    names.append(f"±{REGRESSION_THRESHOLD:.0%} band")
+    unmatched = len({c.case_id for c in base.cases} ^ {c.case_id for c in cur.cases})
+    subtitle = f"{_environment_line(base, 'baseline: ')}\n{_environment_line(cur, 'current: ')}"
+    subtitle += "\nbars: 95% bootstrap CI of the ratio of medians" + (
+        f" · {unmatched} cases in only one run not shown" if unmatched else ""
+    )
+    return _finish(fig, "Current vs baseline: wall time per launch", subtitle, handles, names, ncol=4)
+
+
+# ------------------------------------------------------------------------------------------- writing
+
+FIGURES: dict[str, Callable[[RunRecord], Figure]] = {
+    "wall_per_launch_vs_chain_length": figure_wall_per_launch,
+    "speedup_vs_chain_length": figure_speedup,
+    "cpu_per_launch": figure_cpu_per_launch,
+    "graph_lifecycle": figure_graph_lifecycle,
+    "sample_distributions": figure_sample_distributions,
+}
+COMPARISON_FIGURE = "comparison_ratio"
+
+
+def save_figure(fig: Figure, out_dir: Path, stem: str, fmt: str = "png") -> Path:
+    """Save as ``out_dir/stem.fmt`` (png or svg; svg without a date, so reruns give the same file)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{stem}.{fmt}"
+    metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+    with matplotlib.rc_context(STYLE):
+        fig.savefig(path, format=fmt, dpi=DPI, metadata=metadata)
+    return path
+
+
+def write_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png") -> list[Path]:
+    """The five single-run figures of ``run`` in ``out_dir``."""
+    return [save_figure(build(run), Path(out_dir), stem, fmt) for stem, build in FIGURES.items()]
+
+
+def plot_comparison(base: RunRecord, cur: RunRecord, out_dir: Path, fmt: str = "png") -> Path:
+    """The ratio figure of two runs (current / baseline) as ``out_dir/comparison_ratio.fmt``."""
+    return save_figure(figure_comparison(base, cur), Path(out_dir), COMPARISON_FIGURE, fmt)
+
+
+def _safe_name(label: str) -> str:
+    name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in label).strip("._")
+    return name or "run"
+
+
+def write_all_plots(
+    runs: Sequence[RunRecord], out_dir: Path, fmt: str = "png", labels: Sequence[str] | None = None
+) -> list[Path]:
+    """Every figure: one run's in ``out_dir``; several runs' each in a subfolder (named by ``labels``,
+    else run1, run2, ...), plus ``comparison_ratio`` (second run / first) in ``out_dir`` when there are two."""
+    out_dir = Path(out_dir)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if len(runs) == 1:
+        return write_run_plots(runs[0], out_dir, fmt)
+    names = [_safe_name(s) for s in labels] if labels else [f"run{i + 1}" for i in range(len(runs))]
+    if len(names) != len(runs) or len(set(names)) != len(names):
+        names = [f"run{i + 1}_{name}" for i, name in enumerate(names[: len(runs)])]
+        names += [f"run{i + 1}" for i in range(len(names), len(runs))]
+    paths = [p for run, name in zip(runs, names, strict=True) for p in write_run_plots(run, out_dir / name, fmt)]
+    if len(runs) == 2:
+        paths.append(plot_comparison(runs[0], runs[1], out_dir, fmt))
+    return paths
