@@ -54,6 +54,7 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--target-noise", type=click.FloatRange(min=0, min_open=True, max=1), help="Stop when the median's 95% CI is within this fraction (default 0.01).")
 @click.option("--max-time", type=click.FloatRange(min=0, min_open=True), help="Time budget per case in seconds (default 4).")
 @click.option("--min-samples", type=click.IntRange(min=3), help="Fewest samples per mode (default 10).")
+@click.option("--passes", type=click.IntRange(min=1, max=100), help="Passes over all cases; each case's budget is split among them (default 3).")
 @click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case, 5 samples minimum.")
 @click.option("--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases.")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), help="Finish an interrupted run: measure only its missing cases.")
@@ -70,6 +71,7 @@ def run(
     target_noise: float | None,
     max_time: float | None,
     min_samples: int | None,
+    passes: int | None,
     quick: bool,
     max_cases: int | None,
     resume_dir: Path | None,
@@ -92,6 +94,8 @@ def run(
     if not scenarios:
         raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
     overrides = _overrides(quick, target_noise, max_time, min_samples)
+    if passes is not None:
+        overrides["passes"] = passes
     the_plan = runner.plan(scenarios, overrides, max_cases)
     run_dir = out or runner.default_run_dir(results_root, the_plan.scenarios)
     options = runner.RunOptions(device=device, overrides=overrides, isolate=not no_isolate, max_cases=max_cases)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import hashlib
+import math
 import multiprocessing
 import re
 import sys
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 from launchbench import __version__
 from launchbench.errors import LaunchbenchError, NoGpuError
 from launchbench.execute import execute_case, failed_case
+from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
 from launchbench.results.store import create_run_dir, load_run, write_run
 from launchbench.scenario.expand import Case, expand_loaded
@@ -118,6 +120,7 @@ class _Worker:
         self.process = ctx.Process(target=serve, args=(child, factory, device), daemon=True)
         self.process.start()
         child.close()
+        self.timed_out = False
 
     def start(self) -> dict[str, Any]:
         if not self.conn.poll(WORKER_START_TIMEOUT):
@@ -134,14 +137,16 @@ class _Worker:
             raise NoGpuError(payload)
         return payload
 
-    def run(self, case: Case, events: RunEvents, timeout: float) -> CaseResult | None:
-        """The case's result, or None when the worker died or timed out (it is then stopped)."""
+    def run(self, case: Case, events: RunEvents, timeout: float) -> tuple[CaseResult, bool] | None:
+        """The case's result and whether the worker is ending, or None when it died or timed out."""
         self.conn.send(case)
+        self.timed_out = False
         waited = 0.0
         while True:
             if not self.conn.poll(1.0):
                 waited += 1.0
                 if not self.process.is_alive() or waited > timeout:
+                    self.timed_out = waited > timeout
                     self.stop()
                     return None
                 continue
@@ -172,6 +177,34 @@ class _Worker:
         self.conn.close()
 
 
+def pass_settings(case: Case) -> Case:
+    """The case as one pass measures it: its time budget and sample counts split among its passes."""
+    m = case.measure
+    if m.passes == 1:
+        return case
+    share = m.model_copy(
+        update={
+            "max_time": m.max_time / m.passes,
+            "min_samples": max(3, math.ceil(m.min_samples / m.passes)),
+            "max_samples": max(3, math.ceil(m.max_samples / m.passes)),
+            "passes": 1,
+        }
+    )
+    return dataclasses.replace(case, measure=share)
+
+
+def pass_schedule(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, int]]:
+    """(case, pass index) in run order: pass 1 over every case, then pass 2, …; done passes left out."""
+    done = {(c.scenario, c.case_id): (c.passes_done, bool(c.error)) for c in record.cases}
+    schedule = []
+    for pass_index in range(max((c.measure.passes for c in cases), default=0)):
+        for case in cases:
+            passes_done, failed = done.get((case.scenario, case.case_id), (0, False))
+            if pass_index < case.measure.passes and pass_index >= passes_done and not failed:
+                schedule.append((case, pass_index))
+    return schedule
+
+
 def _case_timeout(case: Case) -> float:
     return max(CASE_TIMEOUT_FLOOR, 5 * case.measure.max_time + 60)
 
@@ -186,8 +219,6 @@ def run(
 ) -> RunRecord:
     """Measure every case of the plan that the resumed record lacks; write results after every case."""
     events = events or SilentEvents()
-    done = {(c.scenario, c.case_id) for c in resume.cases} if resume else set()
-    todo = [c for c in the_plan.cases if (c.scenario, c.case_id) not in done]
     if resume is None and (run_dir / "results.json").exists():
         create_run_dir(run_dir)  # raises: runs are never overwritten
     worker: _Worker | None = None
@@ -217,24 +248,38 @@ def run(
     if resume and resume.environment.get("gpu", {}).get("uuid") != environment.get("gpu", {}).get("uuid"):
         events.note("resuming on a different GPU than the run started on")
     write_run(run_dir, record)
-    events.run_started(run_dir, todo, environment)
+    schedule = pass_schedule(the_plan.cases, record)
+    events.run_started(run_dir, [case for case, _ in schedule], environment)
     try:
-        for index, case in enumerate(todo):
-            events.case_started(case, index, len(todo))
+        for index, (case, pass_index) in enumerate(schedule):
+            events.case_started(case, index, len(schedule))
+            one_pass = pass_settings(case)
             if options.isolate:
                 if worker is None or not worker.alive():
                     worker = _Worker(options.backend_factory, options.device)
                     worker.start()
-                result = worker.run(case, events, _case_timeout(case))
-                if result is None:
-                    code = worker.process.exitcode
-                    result = failed_case(case, f"the worker process died (exit code {code}) while running this case")
+                answer = worker.run(one_pass, events, _case_timeout(one_pass))
+                if answer is None:
+                    if worker.timed_out:
+                        why = f"the case did not finish within {_case_timeout(one_pass):.0f} s; its worker was stopped"
+                    else:
+                        why = f"the worker process died (exit code {worker.process.exitcode}) while running this case"
+                    result = failed_case(case, why)
                     worker = None
+                else:
+                    result, ending = answer
+                    if ending:
+                        worker.stop()
+                        worker = None
             else:
-                result = execute_case(backend, case, backend.clock, events.case_progress)
-            record = record.with_case(result)
+                result = execute_case(backend, one_pass, backend.clock, events.case_progress)
+            previous = record.case(case.scenario, case.case_id)
+            if previous is not None and previous.error:
+                continue  # a case that failed in an earlier pass is not measured again
+            merged = merge_pass(previous, result)
+            record = record.with_case(merged)
             write_run(run_dir, record)
-            events.case_finished(result)
+            events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
     except BaseException:
         record = record.model_copy(update={"status": "interrupted", "finished": _now()})
         write_run(run_dir, record)

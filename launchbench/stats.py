@@ -87,7 +87,22 @@ def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     return (float(values[lower_rank - 1]), float(values[upper_rank - 1]))
 
 
-def summarize(samples: Sequence[float] | np.ndarray) -> Summary:
+def pass_medians(values: np.ndarray, pass_sizes: Sequence[int]) -> list[float]:
+    """Median of each pass's slice of the pooled samples (slices in order)."""
+    medians = []
+    start = 0
+    for size in pass_sizes:
+        chunk = values[start : start + size]
+        start += size
+        if len(chunk):
+            medians.append(float(np.median(chunk)))
+    return medians
+
+
+def summarize(samples: Sequence[float] | np.ndarray, pass_sizes: Sequence[int] | None = None) -> Summary:
+    """Summary of pooled samples. With several passes, the median's CI is widened to cover every
+    pass's median too, so drift between passes (another process on the host, a clock change) shows
+    as uncertainty instead of hiding behind many samples of one moment."""
     values = np.asarray(samples, dtype=float)
     n = len(values)
     if n == 0:
@@ -95,6 +110,10 @@ def summarize(samples: Sequence[float] | np.ndarray) -> Summary:
         return Summary(nan, nan, nan, nan, nan, nan, nan, nan, 0, 0)
     median = float(np.median(values))
     low, high = median_ci(values)
+    if pass_sizes is not None and len(pass_sizes) > 1:
+        medians = pass_medians(values, pass_sizes)
+        if medians:
+            low, high = min(low, *medians), max(high, *medians)
     mad = float(np.median(np.abs(values - median)))
     outliers = int(np.sum(np.abs(values - median) > OUTLIER_MADS * MAD_SCALE * mad)) if mad > 0 else 0
     return Summary(

@@ -2,11 +2,13 @@
 (an out-of-bounds raw kernel, say) fails that case only; the parent starts a fresh worker for the rest.
 
 Messages to the parent: ("ready", environment) | ("error", message) once at start, then per case any
-number of ("progress", fraction) and one ("result", CaseResult).
+number of ("progress", fraction) and one ("result", (CaseResult, restart)); with restart true the
+worker ends after sending it.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -28,6 +30,14 @@ def cupy_backend(device: int) -> Any:
     from launchbench.backend.cupy_backend import CupyBackend
 
     return CupyBackend(device, SystemClock())
+
+
+def _exit_now() -> None:
+    """Leave without running destructors: after a CUDA fault they would only report the same error
+    again (CuPy's Event.__del__ fails on a poisoned context and prints a traceback)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(3)
 
 
 class _ProgressSender:
@@ -65,8 +75,10 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
         try:
             result = execute_case(backend, case, backend.clock, _ProgressSender(conn))
         except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
-            conn.send(("result", failed_case(case, f"{type(err).__name__}: {err}")))
-            sys.exit(3)
-        conn.send(("result", result))
-        if result.error and any(m.status == "failed" for m in result.modes.values()) and result.outputs_match is not False:
-            sys.exit(3)  # a failed case may have left the CUDA context unusable: start afresh
+            conn.send(("result", (failed_case(case, f"{type(err).__name__}: {err}"), True)))
+            _exit_now()
+        # a failed case may have left the CUDA context unusable: this worker ends, the parent starts afresh
+        restart = bool(result.error) and any(m.status == "failed" for m in result.modes.values()) and result.outputs_match is not False
+        conn.send(("result", (result, restart)))
+        if restart:
+            _exit_now()

@@ -124,7 +124,7 @@ class ScriptedBackend:
         return {"gpu": {"name": "Scripted GPU", "uuid": "GPU-scripted", "index": 0}, "driver": "0", "cupy": "none", "cuda_runtime": "0"}
 
     def prepare(self, case: Case) -> ScriptedPreparedCase:
-        if any(getattr(step, "size", 0) > 10**12 for step in case.steps):
+        if any(getattr(step, "size", 0) > 10**10 for step in case.steps):
             raise CaseRefused("case needs 4000.00 GiB of GPU memory for its buffers; 140.00 GiB of 140.00 GiB is free")
         return ScriptedPreparedCase(case, self.clock, self.eager_per_launch, self.graph_per_launch, self.noise)
 

@@ -4,8 +4,9 @@ Everything inside is in seconds and bytes; results.csv converts to the units its
 
 Schema changelog (bump SCHEMA_VERSION for every change and add a line here; store.py migrates older
 files forward and refuses newer ones):
-  1 — first version: environment, scenarios, settings, cases with per-mode raw samples, graph life cycle,
-      correctness check, clocks, harness cost.
+  1 — first version: environment, scenarios, settings, cases with per-mode raw samples (pooled over
+      passes, with the number each pass contributed), graph life cycle per pass, correctness check,
+      clocks, harness cost.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class ModeResult(_Frozen):
     throttled_samples: int = 0
     target_met: bool = False
     lifecycle: GraphLifecycle | None = None
+    pass_sizes: list[int] = Field(default_factory=list)  # samples per series contributed by each pass, in order
+    lifecycle_passes: list[GraphLifecycle] = Field(default_factory=list)
 
 
 class Clocks(_Frozen):
@@ -124,6 +127,11 @@ class CaseResult(_Frozen):
     harness_s_per_iter: float | None = None
     elapsed_s: float = 0.0
     error: str | None = None
+    passes_done: int = 1
+
+    def pass_sizes(self, mode: str) -> list[int] | None:
+        result = self.modes.get(mode)
+        return list(result.pass_sizes) if result is not None and len(result.pass_sizes) > 1 else None
 
     def samples(self, mode: str, key: str) -> np.ndarray:
         result = self.modes.get(mode)
@@ -157,9 +165,15 @@ class RunRecord(_Frozen):
     scenarios: list[ScenarioInfo] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
 
+    def case(self, scenario: str, case_id: str) -> CaseResult | None:
+        return next((c for c in self.cases if (c.scenario, c.case_id) == (scenario, case_id)), None)
+
     def with_case(self, case: CaseResult) -> RunRecord:
-        kept = [c for c in self.cases if (c.scenario, c.case_id) != (case.scenario, case.case_id)]
-        return self.model_copy(update={"cases": [*kept, case]})
+        """The record with this case added, or replaced in place where an earlier pass recorded it."""
+        key = (case.scenario, case.case_id)
+        if any((c.scenario, c.case_id) == key for c in self.cases):
+            return self.model_copy(update={"cases": [case if (c.scenario, c.case_id) == key else c for c in self.cases]})
+        return self.model_copy(update={"cases": [*self.cases, case]})
 
     @property
     def gpu_name(self) -> str:

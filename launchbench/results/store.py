@@ -70,9 +70,11 @@ def resolve_results_file(path: str | Path) -> Path:
 
 def _migrate(data: dict[str, Any], file: str) -> dict[str, Any]:
     """Bring an older schema version forward to SCHEMA_VERSION (one step per version)."""
-    version = data.get("schema_version")
-    if not isinstance(version, int):
+    if "schema_version" not in data:
         raise ResultsFileError(f"{file}: no schema_version; not a launchbench results file")
+    version = data["schema_version"]
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ResultsFileError(f"{file}: schema_version is {json.dumps(version)[:40]}, not a whole number; corrupt results file")
     if version > SCHEMA_VERSION:
         raise ResultsFileError(
             f"{file}: schema version {version} is newer than this launchbench understands ({SCHEMA_VERSION}); upgrade launchbench"
@@ -83,26 +85,43 @@ def _migrate(data: dict[str, Any], file: str) -> dict[str, Any]:
 
 
 def load_run(path: str | Path) -> RunRecord:
-    """Read a run (directory or results file), validating it and migrating older schemas."""
+    """Read a run (directory or results file), validating it and migrating older schemas.
+
+    Every failure is a ResultsFileError whose message starts with the file's path."""
     file = resolve_results_file(path)
     if not file.exists():
-        raise ResultsFileError(f"{path}: no {RESULTS_JSON} found")
+        if Path(path).is_dir():
+            raise ResultsFileError(f"{path}: no {RESULTS_JSON} in this directory; not a launchbench run")
+        raise ResultsFileError(f"{file}: no such file")
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ResultsFileError(f"{file}: cannot be read ({err})") from None
+        raw = file.read_bytes()
+    except OSError as err:
+        raise ResultsFileError(f"{file}: cannot be read ({err.strerror or err})") from None
+    if not raw.strip():
+        raise ResultsFileError(f"{file}: file is empty (truncated or corrupt?)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ResultsFileError(f"{file}: not UTF-8 text ({err.reason} at byte {err.start}); corrupt or not a results file") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise ResultsFileError(f"{file}: not valid JSON (truncated or corrupt?): {err.msg} at line {err.lineno}") from None
+    except (ValueError, RecursionError) as err:  # e.g. a number of more than 4300 digits, or [[[[... nested
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err).split(":")[0]
+        raise ResultsFileError(f"{file}: not valid JSON (truncated or corrupt?): {reason}") from None
     if not isinstance(data, dict):
         raise ResultsFileError(f"{file}: not a launchbench results file (top level is not an object)")
-    if data.get("tool") != TOOL_NAME:
-        raise ResultsFileError(f"{file}: written by {data.get('tool')!r}, not launchbench")
+    if "tool" not in data:
+        raise ResultsFileError(f"{file}: not a launchbench results file (no 'tool' field)")
+    if data["tool"] != TOOL_NAME:
+        raise ResultsFileError(f"{file}: written by {json.dumps(data['tool'])[:60]}, not launchbench")
     data = _migrate(data, str(file))
     try:
         return RunRecord.model_validate(data)
     except ValidationError as err:
-        first = err.errors(include_url=False)[0]
+        errors = err.errors(include_url=False)
+        first = errors[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise ResultsFileError(f"{file}: invalid results file at '{where}': {first['msg']}") from None
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise ResultsFileError(f"{file}: invalid results file at '{where}': {first['msg']}{more}") from None

@@ -86,7 +86,7 @@ def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
             "iters_per_sample": result.iters_per_sample or None,
         }
         for metric in METRICS:
-            summary = summarize(case.metric_samples(mode, metric))
+            summary = summarize(case.metric_samples(mode, metric), case.pass_sizes(mode))
             row[metric.name] = summary.median
             for suffix, value in summary.as_dict().items():
                 if suffix != "median":

@@ -6,9 +6,11 @@ so a sweep over ``size`` does not multiply a chain of empty kernels.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import re
+from collections import ChainMap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,12 +18,14 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from launchbench.errors import ScenarioError
+from launchbench.scenario.expr import ExpressionError, evaluate, names_in
 from launchbench.scenario.load import KeyPath, load_scenario_file, validation_error
 from launchbench.scenario.model import STEP_FIELDS, MeasureSettings, Scenario, Step, SweepRange
 
 _STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
 _REFERENCE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
-_INLINE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_INLINE = re.compile(r"\$\{([^{}]*)\}")  # ${name} or ${arithmetic over names}, see expr.py
+_WHOLE_EXPRESSION = re.compile(r"^\$\{([^{}]*)\}$")
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,19 @@ def expand_loaded(
 ) -> list[Case]:
     limit = max_cases if max_cases is not None else scenario.max_cases
     axes = {name: axis_values(name, spec) for name, spec in scenario.sweep.items()}
-    total = math.prod(len(v) for v in axes.values()) * len(scenario.chains) if axes else len(scenario.chains)
+    single = ("chains",) not in lines and ("chain",) in lines  # the file says `chain:`, validated as chains.chain
+
+    def chain_base(chain_name: str) -> KeyPath:
+        return ("chain",) if single else ("chains", chain_name)
+
+    known: dict[str, Any] = {**scenario.params, **axes}
+    _check_references(scenario.defaults, known, file, lines, ("defaults",))
+    chain_axes_of: dict[str, list[str]] = {}
+    for chain_name, raw_steps in scenario.chains.items():
+        _check_references(raw_steps, known, file, lines, chain_base(chain_name))
+        used = _referenced(raw_steps, scenario.defaults) & set(axes)
+        chain_axes_of[chain_name] = [a for a in axes if a in used]
+    total = sum(math.prod(len(axes[a]) for a in chain_axes) for chain_axes in chain_axes_of.values())
     if total > limit:
         raise ScenarioError(
             file,
@@ -87,20 +103,26 @@ def expand_loaded(
         )
     for name in axes:
         if name in scenario.params and not isinstance(scenario.params[name], (int, float)):
-            raise ScenarioError(file, f"sweep axis '{name}' overrides a non-numeric parameter", lines.get(("sweep", name)))
+            raise ScenarioError(
+                file, f"sweep axis '{name}' overrides a non-numeric parameter", lines.get(("sweep", name)), f"sweep.{name}"
+            )
     cases: list[Case] = []
     for chain_name, raw_steps in scenario.chains.items():
-        used = _referenced(raw_steps, scenario.defaults) & set(axes)
-        chain_axes = [a for a in axes if a in used]
+        chain_axes = chain_axes_of[chain_name]
         for combo in itertools.product(*(axes[a] for a in chain_axes)):
             params = dict(scenario.params)
             params.update(zip(chain_axes, combo))
-            steps = tuple(
-                _build_step(raw, scenario.defaults, params, file, lines, ("chains", chain_name, index))
-                for index, raw in enumerate(raw_steps)
-            )
             suffix = ",".join(f"{a}={_fmt(v)}" for a, v in zip(chain_axes, combo))
             case_id = f"{chain_name}/{suffix}" if suffix else chain_name
+            try:
+                steps = tuple(
+                    _build_step(raw, scenario.defaults, params, file, lines, chain_base(chain_name) + (index,))
+                    for index, raw in enumerate(raw_steps)
+                )
+            except ScenarioError as err:
+                if not chain_axes:
+                    raise
+                raise ScenarioError(err.file, f"{err.detail} (in case '{case_id}')", err.line, err.key_path) from None
             cases.append(
                 Case(
                     scenario=scenario.name,
@@ -128,7 +150,8 @@ def _referenced(raw_steps: list[dict[str, Any]], defaults: dict[str, Any]) -> se
             match = _REFERENCE.match(value)
             if match:
                 names.add(match.group(1))
-            names.update(_INLINE.findall(value))
+            for expression in _INLINE.findall(value):
+                names.update(names_in(expression))
         elif isinstance(value, dict):
             for item in value.values():
                 walk(item)
@@ -148,15 +171,23 @@ def _build_step(
         raise ScenarioError(file, f"a step must be a mapping with a 'kind', not {type(raw).__name__}", lines.get(base), _path(base))
     kind = raw.get("kind")
     merged = dict(raw)
+    from_defaults: list[str] = []
     if isinstance(kind, str) and kind in STEP_FIELDS:
         for key, value in defaults.items():
             if key in STEP_FIELDS[kind] and key not in merged:
                 merged[key] = value
-    resolved = _substitute(merged, params, file, lines, base)
+                from_defaults.append(key)
+    # a value taken from defaults is reported at its line in defaults
+    step_lines = ChainMap({base + (k,): lines[("defaults", k)] for k in from_defaults if ("defaults", k) in lines}, lines)
+    resolved = _substitute(merged, params, file, step_lines, base)  # type: ignore[arg-type]
     try:
         return _STEP_ADAPTER.validate_python(resolved)
     except ValidationError as err:
-        raise validation_error(err, file, lines, base, None) from None
+        error = validation_error(err, file, step_lines, base, None)  # type: ignore[arg-type]
+        key = error.key_path.rsplit(".", 1)[-1] if error.key_path else None
+        if key in from_defaults and error.key_path == _path(base + (key,)):
+            raise ScenarioError(file, f"{error.detail} (set in defaults)", error.line, error.key_path) from None
+        raise error from None
 
 
 def _path(base: KeyPath) -> str:
@@ -172,10 +203,12 @@ def _substitute(value: Any, params: dict[str, Any], file: str, lines: dict[KeyPa
                 raise _unknown(name, params, file, lines, path)
             return params[name]
 
+        whole = _WHOLE_EXPRESSION.match(value)
+        if whole:
+            return _evaluate(whole.group(1), params, file, lines, path)
+
         def inline(m: re.Match[str]) -> str:
-            if m.group(1) not in params:
-                raise _unknown(m.group(1), params, file, lines, path)
-            return _fmt(params[m.group(1)])
+            return _fmt(_evaluate(m.group(1), params, file, lines, path))
 
         return _INLINE.sub(inline, value)
     if isinstance(value, dict):
@@ -185,6 +218,21 @@ def _substitute(value: Any, params: dict[str, Any], file: str, lines: dict[KeyPa
     return value
 
 
+def _evaluate(expression: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> int | float:
+    try:
+        return evaluate(expression, params)
+    except ExpressionError as err:
+        raise ScenarioError(file, f"in '${{{expression}}}': {err}", _nearest_line(lines, path), _path(path)) from None
+
+
+def _nearest_line(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return None
+
+
 def _unknown(name: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> ScenarioError:
     line = None
     probe = path
@@ -192,4 +240,24 @@ def _unknown(name: str, params: dict[str, Any], file: str, lines: dict[KeyPath, 
         line = lines.get(probe)
         probe = probe[:-1]
     known = ", ".join(sorted(params)) or "none"
-    return ScenarioError(file, f"unknown parameter '${name}' (parameters: {known})", line, _path(path))
+    close = difflib.get_close_matches(name, list(params), n=1, cutoff=0.6)
+    hint = f"; did you mean '${close[0]}'?" if close else ""
+    return ScenarioError(file, f"unknown parameter '${name}'{hint} (parameters and sweep axes: {known})", line, _path(path))
+
+
+def _check_references(value: Any, known: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> None:
+    """Every ``$name`` and every name in a ``${expression}`` is a parameter or a sweep axis."""
+    if isinstance(value, str):
+        match = _REFERENCE.match(value)
+        names = [match.group(1)] if match else []
+        for expression in _INLINE.findall(value):
+            names.extend(sorted(names_in(expression)))
+        for name in names:
+            if name not in known:
+                raise _unknown(name, known, file, lines, path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_references(item, known, file, lines, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_references(item, known, file, lines, path + (index,))

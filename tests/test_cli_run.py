@@ -1,0 +1,60 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from launchbench.cli import cli
+
+ROOT = Path(__file__).parent.parent
+
+
+def cupy_missing() -> bool:
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(not cupy_missing(), reason="checks the message given where CuPy is not installed")
+def test_run_without_gpu_exits_2_with_one_sentence(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "CuPy is not installed" in proc.stderr and "pip install" in proc.stderr
+    assert not (tmp_path / "r").exists()  # nothing is created when nothing can be measured
+
+
+def test_validate_quickstart():
+    result = CliRunner().invoke(cli, ["validate", str(ROOT / "scenarios" / "quickstart.yaml")])
+    assert result.exit_code == 0
+    assert "8 cases" in result.output
+
+
+def test_every_scenario_in_the_repo_validates():
+    files = sorted((ROOT / "scenarios").glob("*.yaml"))
+    assert files
+    result = CliRunner().invoke(cli, ["validate", *map(str, files)])
+    assert result.exit_code == 0, result.output
+
+
+def test_every_command_has_help_and_is_documented_in_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    for name, command in cli.commands.items():
+        assert command.help, name
+        assert CliRunner().invoke(cli, [name, "--help"]).exit_code == 0
+        assert f"launchbench {name}" in readme, f"README does not document `launchbench {name}`"
+
+
+def test_version():
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and "launchbench" in result.output
+
+
+def test_run_requires_a_scenario():
+    assert CliRunner().invoke(cli, ["run"]).exit_code == 2

@@ -1,0 +1,20 @@
+import pytest
+
+from launchbench.scenario.expr import ExpressionError, evaluate, names_in
+
+
+def test_arithmetic_over_parameters():
+    assert evaluate("ceil(length * 11 / 10)", {"length": 1}) == 2
+    assert evaluate("n * 4", {"n": 250}) == 1000
+    assert evaluate("max(1, n // 3)", {"n": 2}) == 1
+    assert evaluate("2 ** 10", {}) == 1024
+    assert names_in("ceil(a * b) + c") == {"a", "b", "c"}
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["__import__('os')", "().__class__", "n.real", "[1, 2]", "lambda: 1", "open('x')", "1 / 0", "10 ** 1000", "n if n else 1"],
+)
+def test_anything_but_arithmetic_is_refused(expression):
+    with pytest.raises(ExpressionError):
+        evaluate(expression, {"n": 3})

@@ -1,0 +1,105 @@
+"""The runner end to end on a scripted backend: result files after every case, worker isolation,
+interruption and resume."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fakes import scripted_backend
+
+from launchbench import runner
+from launchbench.errors import ResultsFileError
+from launchbench.results.store import load_run
+
+DATA = Path(__file__).parent / "data" / "scripted"
+
+
+def options(isolate: bool) -> runner.RunOptions:
+    return runner.RunOptions(isolate=isolate, backend_factory=scripted_backend)
+
+
+def test_in_process_run_writes_every_case(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"])
+    assert [c.case_id for c in plan.cases] == ["empty/length=1", "empty/length=10", "scale/length=1", "scale/length=10", "sum"]
+    record = runner.run(plan, tmp_path / "run", options(isolate=False))
+    assert record.status == "complete"
+    table = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert len(table) == 10
+    sums = table[table["case"] == "sum"].set_index("mode")
+    assert sums.loc["graph", "status"] == "not_capturable"
+    assert "scripted capture refusal" in sums.loc["graph", "reason"]
+    assert sums.loc["eager", "wall_us_per_launch"] > 0
+    graph = table[(table["mode"] == "graph") & (table["case"] == "empty/length=10")].iloc[0]
+    assert graph["speedup"] > 1 and graph["graph_nodes"] == 10 and bool(graph["lifecycle_split"])
+    assert (tmp_path / "run" / "costmodel.csv").exists()
+
+
+def test_a_run_directory_is_never_overwritten(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"])
+    runner.run(plan, tmp_path / "run", options(isolate=False))
+    with pytest.raises(ResultsFileError, match="never overwritten"):
+        runner.run(plan, tmp_path / "run", options(isolate=False))
+
+
+def test_worker_isolation_fails_only_the_faulting_cases(tmp_path):
+    plan = runner.plan([DATA / "faults.yaml"])
+    record = runner.run(plan, tmp_path / "run", options(isolate=True))
+    by_chain = {c.chain: c for c in record.cases}
+    assert list(by_chain) == ["a_first", "b_crash", "c_oob", "d_last", "e_huge"]
+    assert by_chain["a_first"].error is None and by_chain["d_last"].error is None
+    assert "worker process died (exit code 7)" in by_chain["b_crash"].error
+    assert "illegal memory access" in by_chain["c_oob"].error
+    assert by_chain["e_huge"].modes["eager"].status == "skipped"
+    assert "GiB" in by_chain["e_huge"].error
+    assert load_run(tmp_path / "run").status == "complete"
+
+
+class InterruptAfter(runner.SilentEvents):
+    def __init__(self, cases: int):
+        self.left = cases
+
+    def case_finished(self, result):
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+
+def test_interrupted_run_keeps_completed_cases_and_resume_finishes(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"])
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(plan, tmp_path / "run", options(isolate=False), InterruptAfter(2))
+    partial = load_run(tmp_path / "run")
+    assert partial.status == "interrupted" and len(partial.cases) == 2
+    record = runner.run(plan, tmp_path / "run", options(isolate=False), resume=partial)
+    assert record.status == "complete"
+    assert [c.case_id for c in record.cases][:2] == [c.case_id for c in partial.cases]
+    assert len(record.cases) == 5
+
+
+def test_measure_overrides_reach_every_case():
+    plan = runner.plan([DATA / "three.yaml"], overrides={"target_noise": 0.05, "max_time": 2.0})
+    assert all(c.measure.target_noise == 0.05 and c.measure.max_time == 2.0 for c in plan.cases)
+
+
+def test_cases_are_measured_in_passes_and_pooled(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 3})
+    seen = []
+
+    class Recorder(runner.SilentEvents):
+        def case_started(self, case, index, total):
+            seen.append((case.case_id, total))
+
+    record = runner.run(plan, tmp_path / "run", options(isolate=False), Recorder())
+    assert [case for case, _ in seen[:5]] == [case for case, _ in seen[5:10]]  # pass 1 over all cases, then pass 2
+    assert len(seen) == 15 and seen[0][1] == 15
+    case = record.case("three", "empty/length=10")
+    assert case.passes_done == 3
+    eager = case.modes["eager"]
+    assert len(eager.pass_sizes) == 3 and sum(eager.pass_sizes) == len(eager.samples["wall_s_per_iter"])
+    assert len(case.modes["graph"].lifecycle_passes) == 3
+
+
+def test_pass_settings_split_the_budget():
+    case = runner.plan([DATA / "three.yaml"], overrides={"passes": 4, "max_time": 2.0, "min_samples": 10}).cases[0]
+    one = runner.pass_settings(case)
+    assert one.measure.passes == 1 and one.measure.max_time == 0.5 and one.measure.min_samples == 3
