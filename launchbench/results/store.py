@@ -32,6 +32,9 @@ def atomic_write_text(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -50,7 +53,7 @@ def create_run_dir(path: Path) -> Path:
 
 def write_run(run_dir: Path, run: RunRecord) -> None:
     """results.json, results.csv and (where a chain length varies) costmodel.csv, each atomically."""
-    atomic_write_text(run_dir / RESULTS_JSON, run.model_dump_json(indent=1))
+    atomic_write_text(run_dir / RESULTS_JSON, run.model_dump_json())
     table = run_table(run)
     atomic_write_text(run_dir / RESULTS_CSV, table.to_csv(index=False))
     model = fit_cost_model(table)
