@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from launchbench import __version__, cli_compare, cli_plot, cli_run
+from launchbench import __version__, cli_compare, cli_graph, cli_plot, cli_run
 from launchbench.cli_common import EXIT_INTERRUPTED
 
 
@@ -24,7 +24,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-for _module in (cli_run, cli_compare, cli_plot):
+for _module in (cli_run, cli_compare, cli_plot, cli_graph):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

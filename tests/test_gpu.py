@@ -190,3 +190,14 @@ def test_sigint_keeps_completed_cases_and_resume_completes(tmp_path):
     final = load_run(out)
     assert final.status == "complete" and len(final.cases) == 8
     assert {c.case_id for c in partial.cases} <= {c.case_id for c in final.cases}
+
+
+def test_graph_command_writes_dot(tmp_path):
+    out = tmp_path / "g.dot"
+    proc = subprocess.run(
+        [sys.executable, "-m", "launchbench", "graph", str(DATA / "every_kind.yaml"), "--case", "mixed", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = out.read_text()
+    assert text.startswith("digraph") and text.count("node_") >= 5

@@ -3,6 +3,8 @@ and checks the graph's outputs against eager ones."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import cupy
@@ -13,6 +15,7 @@ from launchbench.backend.check import compare_outputs
 from launchbench.backend.graph import CaptureFailed, capture
 from launchbench.backend.workload import LaunchLoop
 from launchbench.environment import NvmlMonitor, collect_environment
+from launchbench.errors import LaunchbenchError
 from launchbench.kernels.steps import BuiltStep, StepBuilder, step_bytes
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import GraphLifecycle
@@ -24,6 +27,22 @@ HARNESS_ITERS = 20_000
 
 def _noop() -> None:
     return None
+
+
+def fork_join(
+    main: cupy.cuda.Stream, aux: Sequence[cupy.cuda.Stream], calls: Sequence[Callable[[], Any]]
+) -> list[Callable[[], Any]]:
+    """One iteration over several streams: the main stream records a fork event that every auxiliary
+    stream waits on, the steps run in chain order (each bound to its stream), then every auxiliary
+    stream records a join event that the main stream waits on. Captured on the main stream, this gives
+    a graph with a branch per stream; eagerly, the main stream's timing events cover all the work."""
+    fork = cupy.cuda.Event(disable_timing=True)
+    joins = [cupy.cuda.Event(disable_timing=True) for _ in aux]
+    head: list[Callable[[], Any]] = [partial(fork.record, main)]
+    head += [partial(stream.wait_event, fork) for stream in aux]
+    tail: list[Callable[[], Any]] = [partial(join.record, stream) for join, stream in zip(joins, aux)]
+    tail += [partial(main.wait_event, join) for join in joins]
+    return head + list(calls) + tail
 
 
 class CupyPreparedCase:
@@ -38,10 +57,15 @@ class CupyPreparedCase:
                 f"{free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is free"
             )
         self.stream = cupy.cuda.Stream(non_blocking=True)
-        builder = StepBuilder(self.stream)
+        aux_ids = sorted({step.stream for step in case.steps if getattr(step, "stream", 0)})
+        self.aux_streams = {index: cupy.cuda.Stream(non_blocking=True) for index in aux_ids}
+        builder = StepBuilder(self.stream, streams=self.aux_streams, source=case.source)
         with self.stream:
             self.steps: list[BuiltStep] = [builder.build(step, i) for i, step in enumerate(case.steps)]
         self.calls = [call for built in self.steps for call in built.calls]
+        if self.aux_streams:
+            cupy.cuda.Device().synchronize()  # initial contents written on any stream are in place
+            self.calls = fork_join(self.stream, list(self.aux_streams.values()), self.calls)
         launches = case.launches_per_iter
         max_in_flight = case.measure.max_in_flight
         self.eager = LaunchLoop(self.calls, launches, self.stream, clock, max_in_flight)
@@ -67,7 +91,11 @@ class CupyPreparedCase:
 
     def _snapshot(self) -> dict[str, np.ndarray]:
         self.stream.synchronize()
-        return {name: cupy.asnumpy(array) for built in self.steps for name, array in built.outputs.items()}
+        return {
+            name: cupy.asnumpy(array) if isinstance(array, cupy.ndarray) else np.array(array, copy=True)  # host: a copy
+            for built in self.steps
+            for name, array in built.outputs.items()
+        }
 
     def check_outputs(self) -> OutputCheck:
         if self.captured is None:
@@ -83,6 +111,15 @@ class CupyPreparedCase:
         graph = self._snapshot()
         return compare_outputs(initial, eager, graph)
 
+    def graph_dot(self) -> str:
+        """The captured graph in Graphviz DOT (CuPy's debug_dot_str); LaunchbenchError where unavailable."""
+        if self.captured is None:
+            raise LaunchbenchError(f"case {self.case.case_id} could not be captured: {self.graph_failure}")
+        if not hasattr(self.captured.graph, "debug_dot_str"):
+            raise LaunchbenchError("this CuPy has no Graph.debug_dot_str (CuPy 14 or newer has it)")
+        text = self.captured.graph.debug_dot_str()
+        return text.decode() if isinstance(text, bytes) else text
+
     def harness_cost(self) -> float:
         loop = LaunchLoop([_noop], 1, self.stream, self.clock, self.case.measure.max_in_flight)
         costs = []
@@ -97,6 +134,7 @@ class CupyPreparedCase:
         self.captured = None
         self.steps = []
         self.calls = []
+        self.aux_streams = {}
         self.eager = None  # type: ignore[assignment]
         cupy.get_default_memory_pool().free_all_blocks()
 

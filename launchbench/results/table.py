@@ -16,14 +16,14 @@ from launchbench.stats import summarize
 
 # Column name → (unit, meaning). Timing metrics are followed by their spread columns (SPREAD_SUFFIXES).
 ID_COLUMNS: dict[str, tuple[str, str]] = {
-    "scenario": ("", "scenario name"),
-    "case": ("", "case id: chain name and the sweep values it was run with"),
-    "chain": ("", "chain name in the scenario"),
-    "kinds": ("", "step kinds in the chain"),
-    "params": ("", "sweep values of the case (JSON)"),
-    "mode": ("", "eager (kernel by kernel on a stream) or graph (CUDA Graph replay)"),
-    "status": ("", "ok; budget (time budget hit before the noise target); not_capturable; failed; skipped"),
-    "reason": ("", "why a mode is not ok (capture refused, error message)"),
+    "scenario": ("—", "scenario name"),
+    "case": ("—", "case id: chain name and the sweep values it was run with"),
+    "chain": ("—", "chain name in the scenario"),
+    "kinds": ("—", "step kinds in the chain"),
+    "params": ("—", "sweep values of the case (JSON)"),
+    "mode": ("—", "eager (kernel by kernel on a stream) or graph (CUDA Graph replay)"),
+    "status": ("—", "ok; budget (time budget hit before the noise target); not_capturable; failed; skipped"),
+    "reason": ("—", "why a mode is not ok (capture refused, error message)"),
     "launches_per_iter": ("launches", "kernel/copy/memset launches the chain issues per iteration"),
     "iters_per_sample": ("iterations", "chain iterations timed together in one throughput sample"),
 }
@@ -34,20 +34,21 @@ GRAPH_COLUMNS: dict[str, tuple[str, str]] = {
     "upload_us": ("µs", "cudaGraphUpload"),
     "first_launch_us": ("µs", "first replay, launch to completion"),
     "setup_us": ("µs", "capture + instantiate + upload"),
-    "lifecycle_split": ("", "true when capture and instantiate were timed separately (cuda.bindings)"),
+    "lifecycle_split": ("—", "true when capture and instantiate were timed separately (cuda.bindings)"),
     "graph_nodes": ("nodes", "nodes in the captured graph"),
     "graph_mem_bytes": ("bytes", "device memory taken by instantiating and uploading the graph (free-memory drop)"),
     "break_even_iters": ("iterations", "setup_us / (eager − graph wall µs per iteration); empty if the graph is not faster"),
 }
 CHECK_COLUMNS: dict[str, tuple[str, str]] = {
-    "outputs_match": ("", "graph-written buffers equal eager-written ones (empty for eager rows when no graph)"),
-    "target_met": ("", "the noise target was reached before the time budget"),
+    "outputs_match": ("—", "graph-written buffers equal eager-written ones (empty for eager rows when no graph)"),
+    "target_met": ("—", "the noise target was reached before the time budget"),
     "throttled_samples": ("samples", "samples taken while NVML reported a clock-throttle reason"),
     "sm_clock_mhz": ("MHz", "SM clock read through NVML during the case"),
     "mem_clock_mhz": ("MHz", "memory clock read through NVML during the case"),
-    "throttle_reasons": ("", "NVML clock-event reasons seen during the case (idle excluded)"),
+    "throttle_reasons": ("—", "NVML clock-event reasons seen during the case (idle excluded)"),
+    "passes": ("passes", "passes over the run in which the case was measured (samples pooled)"),
     "harness_us_per_iter": ("µs", "the timing loop's own cost per iteration around an empty call"),
-    "gpu_name": ("", "GPU the case ran on"),
+    "gpu_name": ("—", "GPU the case ran on"),
 }
 
 
@@ -56,7 +57,7 @@ def metric_columns() -> dict[str, tuple[str, str]]:
     for metric in METRICS:
         out[metric.name] = ("µs", f"median {metric.doc}")
         for suffix, meaning in SPREAD_SUFFIXES.items():
-            unit = "" if suffix in ("n", "outliers", "rel_ci", "rel_noise") else "µs"
+            unit = "—" if suffix in ("n", "outliers", "rel_ci", "rel_noise") else "µs"
             out[f"{metric.name}_{suffix}"] = (unit, meaning)
     return out
 
@@ -116,6 +117,7 @@ def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
             outputs_match=case.outputs_match,
             target_met=result.target_met,
             throttled_samples=result.throttled_samples,
+            passes=case.passes_done,
             sm_clock_mhz=case.clocks.sm_mhz,
             mem_clock_mhz=case.clocks.mem_mhz,
             throttle_reasons=";".join(case.clocks.throttle_reasons),

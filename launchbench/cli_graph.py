@@ -1,0 +1,51 @@
+"""graph command: the picture of what was captured."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from launchbench.cli_common import EXIT_OK, handle_errors
+from launchbench.errors import LaunchbenchError
+from launchbench.scenario.expand import expand_scenario
+
+
+@click.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--case", "case_id", help="Case id (see `launchbench validate`); default: the first case.")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Output file; .dot, .svg or .png.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True)
+@handle_errors
+def graph(scenario: str, case_id: str | None, out: Path, device: int) -> None:
+    """Capture one case and write its CUDA Graph as DOT (and SVG/PNG where Graphviz is installed)."""
+    cases = expand_scenario(scenario)
+    chosen = next((c for c in cases if c.case_id == case_id), None) if case_id else cases[0]
+    if chosen is None:
+        known = ", ".join(c.case_id for c in cases[:20])
+        raise LaunchbenchError(f"{scenario}: no case '{case_id}'; cases: {known}")
+    from launchbench.worker import cupy_backend
+
+    backend = cupy_backend(device)
+    prepared = backend.prepare(chosen)
+    try:
+        dot = prepared.graph_dot()
+    finally:
+        prepared.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    suffix = out.suffix.lower()
+    dot_path = out if suffix == ".dot" else out.with_suffix(".dot")
+    dot_path.write_text(dot)
+    click.echo(f"{chosen.scenario} {chosen.case_id}: graph written to {dot_path}")
+    if suffix in (".svg", ".png"):
+        if shutil.which("dot") is None:
+            raise LaunchbenchError(f"Graphviz 'dot' is not installed; the DOT file is at {dot_path} (apt-get install graphviz)")
+        subprocess.run(["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(out)], check=True, timeout=120)
+        click.echo(f"rendered with Graphviz: {out}")
+    sys.exit(EXIT_OK)
+
+
+COMMANDS: list[click.Command] = [graph]
