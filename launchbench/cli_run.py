@@ -112,7 +112,12 @@ def run(
         events.close()
         signal.signal(signal.SIGTERM, previous)
     print_summary(console, record, run_dir)
-    code = EXIT_FAIL if any(c.error for c in record.cases) else EXIT_OK
+    code = EXIT_FAIL if any(c.error and c.error_kind != "resources" for c in record.cases) else EXIT_OK
+    input_errors = [c for c in record.cases if c.error_kind == "input"]
+    for case in input_errors:
+        click.echo(f"launchbench: error: {case.error}", err=True)
+    if input_errors:
+        code = EXIT_USAGE
     if check:
         code = max(code, _check_expectations(record, the_plan, console))
     if plot:

@@ -12,7 +12,7 @@ from launchbench.measure.sampler import ModeSamples, Sampler
 from launchbench.results.schema import CPU, GPU, LATENCY, WALL, CaseResult, Clocks, ModeResult
 from launchbench.scenario.expand import Case
 
-NODES_PER_LAUNCH = {"empty": 1, "scale": 1, "add": 1, "fma": 1, "copy": 1, "memset": 1, "raw": 1}
+NODES_PER_LAUNCH = {"empty": 1, "scale": 1, "add": 1, "fma": 1, "copy": 1, "memset": 1, "raw": 1, "h2d": 1, "d2h": 1}
 
 
 def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult:
@@ -28,7 +28,10 @@ def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult
 
 
 def expected_nodes(case: Case) -> int | None:
-    """Graph nodes the chain must produce, where every step kind has a known node count."""
+    """Graph nodes the chain must produce, where every step kind has a known node count (and the chain
+    runs on one stream: the fork/join events of a multi-stream chain may add nodes)."""
+    if any(getattr(step, "stream", 0) for step in case.steps):
+        return None
     total = 0
     for step in case.steps:
         per = NODES_PER_LAUNCH.get(step.kind)
@@ -38,7 +41,7 @@ def expected_nodes(case: Case) -> int | None:
     return total
 
 
-def _failed(case: Case, message: str, status: str = "failed", elapsed: float = 0.0) -> CaseResult:
+def _failed(case: Case, message: str, status: str = "failed", elapsed: float = 0.0, kind: str = "runtime") -> CaseResult:
     modes = {
         mode: ModeResult(mode=mode, status=status, reason=message)  # type: ignore[arg-type]
         for mode in ("eager", "graph")
@@ -52,12 +55,13 @@ def _failed(case: Case, message: str, status: str = "failed", elapsed: float = 0
         launches_per_iter=case.launches_per_iter,
         modes=modes,
         error=message,
+        error_kind=kind,  # type: ignore[arg-type]
         elapsed_s=elapsed,
     )
 
 
 def failed_case(case: Case, message: str, status: str = "failed", elapsed: float = 0.0) -> CaseResult:
-    """A result that records why a case could not be measured."""
+    """A result that records why a case could not be measured (a runtime fault)."""
     return _failed(case, message, status, elapsed)
 
 
@@ -77,9 +81,10 @@ def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[
     try:
         prepared = backend.prepare(case)
     except CaseRefused as err:
-        return _failed(case, str(err), status="skipped", elapsed=clock.wall() - start)
-    except LaunchbenchError as err:
-        return _failed(case, str(err), elapsed=clock.wall() - start)
+        return _failed(case, str(err), status="skipped", elapsed=clock.wall() - start, kind="resources")
+    except LaunchbenchError as err:  # the scenario's fault: a kernel that does not compile, a bad callable
+        where = f"{case.source}: case {case.case_id}: " if case.source else ""
+        return _failed(case, f"{where}{err}", elapsed=clock.wall() - start, kind="input")
     try:
         harness = prepared.harness_cost()
         outcome = Sampler(case.measure, clock, backend.monitor).run(prepared.workloads, progress or (lambda _f: None))
@@ -117,4 +122,5 @@ def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[
         harness_s_per_iter=harness,
         elapsed_s=clock.wall() - start,
         error=check.detail if check.match is False else None,
+        error_kind="mismatch" if check.match is False else None,
     )

@@ -201,3 +201,14 @@ def test_graph_command_writes_dot(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = out.read_text()
     assert text.startswith("digraph") and text.count("node_") >= 5
+
+
+def test_a_raw_kernel_that_does_not_compile_shows_the_log_and_exits_2(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "launchbench", "run", str(DATA / "bad_kernel.yaml"), "--out", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "bad_kernel.yaml" in proc.stderr and "undeclared_name" in proc.stderr and "Traceback" not in proc.stderr
+    run = load_run(tmp_path / "r")
+    assert {c.chain: c.error is None for c in run.cases} == {"ok": True, "broken": False}

@@ -93,7 +93,10 @@ def summary_table(run: RunRecord) -> Table:
         "break-even iters",
         "match",
     ):
-        table.add_column(header, justify="left" if header == "case" else "right")
+        if header == "case":
+            table.add_column(header, justify="left", no_wrap=True, min_width=18)
+        else:
+            table.add_column(header, justify="right")
     for (scenario, case), group in frame.groupby(["scenario", "case"], sort=False):
         rows = {row["mode"]: row for _, row in group.iterrows()}
         eager = rows.get("eager", pd.Series(dtype=object))
@@ -115,8 +118,40 @@ def summary_table(run: RunRecord) -> Table:
     return table
 
 
+def cost_model_lines(run: RunRecord) -> list[str]:
+    """One line per chain whose length varies: the fitted per-launch and fixed costs and the crossover."""
+    from launchbench.costmodel import fit_cost_model
+
+    model = fit_cost_model(run_table(run))
+    lines = []
+    for (scenario, chain, group), rows in model.groupby(["scenario", "chain", "group"], sort=False):
+        fits = {r["mode"]: r for _, r in rows.iterrows()}
+        if "eager" not in fits or "graph" not in fits:
+            continue
+        e, g = fits["eager"], fits["graph"]
+        where = f"{chain}{'' if group == '{}' else ' ' + group}"
+        crossover = g["crossover_launches"]
+        if math.isinf(crossover) or math.isnan(crossover):
+            verdict = "the graph never wins per iteration"
+        elif crossover <= 1:
+            verdict = "the graph wins from the first launch"
+        else:
+            verdict = f"the graph wins above {crossover:.1f} launches per chain"
+        lines.append(
+            f"{where}: eager {e['per_launch_us']:.3f} ± {e['per_launch_us_se']:.3f} µs/launch + ({e['fixed_us']:.1f} ± {e['fixed_us_se']:.1f}) µs, "
+            f"graph {g['per_launch_us']:.3f} ± {g['per_launch_us_se']:.3f} µs/launch + ({g['fixed_us']:.1f} ± {g['fixed_us_se']:.1f}) µs; "
+            f"{verdict}, saving {g['saving_us_per_launch']:.2f} µs per launch ({g['asymptotic_speedup']:.1f}× asymptotically)"
+        )
+    return lines
+
+
 def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
     console.print(summary_table(run))
+    model = cost_model_lines(run)
+    if model:
+        console.print("[bold]cost model[/] (time per iteration = fixed + per-launch × launches):")
+        for line in model:
+            console.print(f"  {line}")
     failed = [c for c in run.cases if c.error]
     budget = [(c.case_id, m) for c in run.cases for m, r in c.modes.items() if r.status == "budget"]
     if budget:

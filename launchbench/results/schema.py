@@ -127,6 +127,7 @@ class CaseResult(_Frozen):
     harness_s_per_iter: float | None = None
     elapsed_s: float = 0.0
     error: str | None = None
+    error_kind: Literal["input", "runtime", "mismatch", "resources"] | None = None
     passes_done: int = 1
 
     def pass_sizes(self, mode: str) -> list[int] | None:
