@@ -129,7 +129,7 @@ def cost_model_lines(run: RunRecord) -> list[str]:
         if "eager" not in fits or "graph" not in fits:
             continue
         e, g = fits["eager"], fits["graph"]
-        where = f"{chain}{'' if group == '{}' else ' ' + group}"
+XX
         crossover = g["crossover_launches"]
         if math.isinf(crossover) or math.isnan(crossover):
             verdict = "the graph never wins per iteration"
