@@ -7,6 +7,7 @@ combination of values is one case (see expand.py).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -17,6 +18,8 @@ ScalarDType = Literal["float16", "float32", "float64", "int8", "int16", "int32",
 MAX_ELEMENTS = 1 << 34  # 16 Gi elements: more than any GPU holds in one buffer
 MAX_REPEAT = 100_000
 MAX_BYTES = 1 << 37  # 128 GiB
+MAX_STREAM = 7  # stream 0 is the case's main stream; 1..MAX_STREAM are auxiliary streams the backend creates
+MAX_LAUNCHES_PER_CALL = 100_000
 
 
 class _Strict(BaseModel):
@@ -26,6 +29,18 @@ class _Strict(BaseModel):
 class _StepBase(_Strict):
     repeat: int = Field(1, ge=1, le=MAX_REPEAT, description="how many times the step is launched in a row")
     label: str | None = Field(None, description="a name for the step in reports")
+    stream: int = Field(
+        0, description=f"0: the case's main stream; 1..{MAX_STREAM}: an auxiliary stream, forked from and joined to the main one"
+    )
+
+    @field_validator("stream")
+    @classmethod
+    def _check_stream(cls, stream: int) -> int:
+        if not 0 <= stream <= MAX_STREAM:
+            raise ValueError(
+                f"stream {stream} does not exist: 0 is the case's main stream, 1 to {MAX_STREAM} are auxiliary streams"
+            )
+        return stream
 
     def launches(self) -> int:
         """Launches this step issues per chain iteration (one per repeat)."""
@@ -71,6 +86,54 @@ class MemsetStep(_StepBase):
     kind: Literal["memset"]
     bytes: int = Field(..., ge=1, le=MAX_BYTES)
     value: int = Field(0, ge=0, le=255)
+
+
+class HostCopyStep(_StepBase):
+    """h2d: pinned host → device;  d2h: device → pinned host;  ``bytes`` bytes through cudaMemcpyAsync."""
+
+    kind: Literal["h2d", "d2h"]
+    bytes: int = Field(..., ge=1, le=MAX_BYTES)
+
+
+_CALLABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class PythonStep(_StepBase):
+    """The user's own Python function: imported at build time (the scenario file's folder is searched too)
+    and called as ``function(xp=cupy, stream=stream, **args)``; it allocates its buffers and returns what
+    launches one iteration (see docs/scenarios.md for the contract)."""
+
+    kind: Literal["python"]
+    callable: str = Field(..., description="'module:function', e.g. workloads.mlp:training_step")
+    args: dict[str, Any] = Field(default_factory=dict, description="keyword arguments for the function")
+    launches_per_call: int = Field(
+        1, alias="launches", ge=1, le=MAX_LAUNCHES_PER_CALL, description="launches one call of the returned run issues"
+    )
+
+    @field_validator("callable")
+    @classmethod
+    def _check_callable(cls, spec: str) -> str:
+        if not _CALLABLE.match(spec):
+            raise ValueError(
+                f"callable must be 'module:function' (a dotted module path, a colon, a function name), "
+                f"e.g. 'workloads.mlp:training_step'; got {spec!r}"
+            )
+        return spec
+
+    @field_validator("args")
+    @classmethod
+    def _check_args(cls, args: dict[str, Any]) -> dict[str, Any]:
+        for name in args:
+            if not isinstance(name, str) or not _IDENTIFIER.match(name):
+                raise ValueError(f"argument name {name!r} is not a Python identifier")
+            if name in ("xp", "stream"):
+                raise ValueError(f"argument '{name}' is passed by launchbench itself; choose another name")
+        return args
+
+    def launches(self) -> int:
+        """Launches per chain iteration: the declared launches of one call, times repeat."""
+        return self.repeat * self.launches_per_call
 
 
 class RawBuffer(_Strict):
@@ -131,11 +194,11 @@ class RawStep(_StepBase):
 
 
 Step = Annotated[
-    EmptyStep | ElementwiseStep | ReductionStep | CopyStep | MemsetStep | RawStep,
+    EmptyStep | ElementwiseStep | ReductionStep | CopyStep | MemsetStep | RawStep | HostCopyStep | PythonStep,
     Field(discriminator="kind"),
 ]
 
-STEP_KINDS: tuple[str, ...] = ("empty", "scale", "add", "fma", "reduction", "copy", "memset", "raw")
+STEP_KINDS: tuple[str, ...] = ("empty", "scale", "add", "fma", "reduction", "copy", "memset", "raw", "h2d", "d2h", "python")
 
 
 class SweepRange(_Strict):
@@ -229,10 +292,10 @@ class Scenario(_Strict):
 
 def _step_fields() -> dict[str, list[str]]:
     fields: dict[str, list[str]] = {}
-    for model in (EmptyStep, ElementwiseStep, ReductionStep, CopyStep, MemsetStep, RawStep):
+    for model in (EmptyStep, ElementwiseStep, ReductionStep, CopyStep, MemsetStep, RawStep, HostCopyStep, PythonStep):
         kinds = model.model_fields["kind"].annotation.__args__  # type: ignore[union-attr]
         for kind in kinds:
-            fields[kind] = list(model.model_fields)
+            fields[kind] = [info.alias or name for name, info in model.model_fields.items()]
     return fields
 
 
