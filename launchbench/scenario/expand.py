@@ -220,9 +220,12 @@ def _substitute(value: Any, params: dict[str, Any], file: str, lines: dict[KeyPa
 
 def _evaluate(expression: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> int | float:
     try:
-        return evaluate(expression, params)
+        value = evaluate(expression, params)
     except ExpressionError as err:
         raise ScenarioError(file, f"in '${{{expression}}}': {err}", _nearest_line(lines, path), _path(path)) from None
+    if isinstance(value, int) and value.bit_length() > 64:  # no field takes it, and str() refuses past 4300 digits
+        raise ScenarioError(file, f"in '${{{expression}}}': the result does not fit in 64 bits", _nearest_line(lines, path), _path(path))
+    return value
 
 
 def _nearest_line(lines: dict[KeyPath, int], path: KeyPath) -> int | None:

@@ -10,7 +10,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 FloatDType = Literal["float16", "float32", "float64"]
 ScalarDType = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
@@ -18,18 +28,52 @@ ScalarDType = Literal["float16", "float32", "float64", "int8", "int16", "int32",
 MAX_ELEMENTS = 1 << 34  # 16 Gi elements: more than any GPU holds in one buffer
 MAX_REPEAT = 100_000
 MAX_BYTES = 1 << 37  # 128 GiB
+MAX_SWEEP_MAGNITUDE = 1e18  # range ends beyond this are typos, and their arithmetic overflows
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_BLOCK_THREADS = 1024
 MAX_STREAM = 7  # stream 0 is the case's main stream; 1..MAX_STREAM are auxiliary streams the backend creates
 MAX_LAUNCHES_PER_CALL = 100_000
 
 
+def _number(value: Any) -> Any:
+    """Numbers must be written as numbers: no booleans (lax mode reads true as 1) and no strings."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("number_type", "expected a number, not the boolean {value}", {"value": str(value).lower()})
+    if isinstance(value, str):
+        hint = ""
+        if value.startswith("$"):
+            hint = " ($name references work only in chain steps and defaults)"
+        else:
+            try:
+                float(value)
+                hint = " (write it without quotes)"
+            except ValueError:
+                pass
+        raise PydanticCustomError("number_type", "expected a number, not the string {value}{hint}", {"value": repr(value), "hint": hint})
+    return value
+
+
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("value_type", "expected a number or a string, not the boolean {value}", {"value": str(value).lower()})
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_number)]
+Float = Annotated[float, BeforeValidator(_number)]
+Number = Annotated[float | int, BeforeValidator(_number)]
+ParamValue = Annotated[float | int | str, BeforeValidator(_not_bool)]
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class _StepBase(_Strict):
-    repeat: int = Field(1, ge=1, le=MAX_REPEAT, description="how many times the step is launched in a row")
+    repeat: Int = Field(1, ge=1, le=MAX_REPEAT, description="how many times the step is launched in a row")
     label: str | None = Field(None, description="a name for the step in reports")
-    stream: int = Field(
+    stream: Int = Field(
         0, description=f"0: the case's main stream; 1..{MAX_STREAM}: an auxiliary stream, forked from and joined to the main one"
     )
 
@@ -51,24 +95,24 @@ class EmptyStep(_StepBase):
     """A kernel that does nothing: the pure cost of a launch."""
 
     kind: Literal["empty"]
-    grid: int = Field(1, ge=1, le=2**31 - 1)
-    block: int = Field(1, ge=1, le=1024)
+    grid: Int = Field(1, ge=1, le=2**31 - 1)
+    block: Int = Field(1, ge=1, le=MAX_BLOCK_THREADS)
 
 
 class ElementwiseStep(_StepBase):
     """scale: x = alpha*x;  add: y = x + y;  fma: y = alpha*x + y  (in place, through CuPy)."""
 
     kind: Literal["scale", "add", "fma"]
-    size: int = Field(..., ge=1, le=MAX_ELEMENTS, description="elements per buffer")
+    size: Int = Field(..., ge=1, le=MAX_ELEMENTS, description="elements per buffer")
     dtype: FloatDType = "float32"
-    alpha: float = 0.999
+    alpha: Float = 0.999
 
 
 class ReductionStep(_StepBase):
     """out = sum(x) through CuPy (CUB where CuPy uses it)."""
 
     kind: Literal["reduction"]
-    size: int = Field(..., ge=1, le=MAX_ELEMENTS)
+    size: Int = Field(..., ge=1, le=MAX_ELEMENTS)
     dtype: FloatDType = "float32"
     op: Literal["sum"] = "sum"
 
@@ -77,22 +121,22 @@ class CopyStep(_StepBase):
     """Device-to-device copy of ``bytes`` bytes (cudaMemcpyAsync)."""
 
     kind: Literal["copy"]
-    bytes: int = Field(..., ge=1, le=MAX_BYTES)
+    bytes: Int = Field(..., ge=1, le=MAX_BYTES)
 
 
 class MemsetStep(_StepBase):
     """cudaMemsetAsync of ``bytes`` bytes to ``value``."""
 
     kind: Literal["memset"]
-    bytes: int = Field(..., ge=1, le=MAX_BYTES)
-    value: int = Field(0, ge=0, le=255)
+    bytes: Int = Field(..., ge=1, le=MAX_BYTES)
+    value: Int = Field(0, ge=0, le=255)
 
 
 class HostCopyStep(_StepBase):
     """h2d: pinned host → device;  d2h: device → pinned host;  ``bytes`` bytes through cudaMemcpyAsync."""
 
     kind: Literal["h2d", "d2h"]
-    bytes: int = Field(..., ge=1, le=MAX_BYTES)
+    bytes: Int = Field(..., ge=1, le=MAX_BYTES)
 
 
 _CALLABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
@@ -107,7 +151,7 @@ class PythonStep(_StepBase):
     kind: Literal["python"]
     callable: str = Field(..., description="'module:function', e.g. workloads.mlp:training_step")
     args: dict[str, Any] = Field(default_factory=dict, description="keyword arguments for the function")
-    launches_per_call: int = Field(
+    launches_per_call: Int = Field(
         1, alias="launches", ge=1, le=MAX_LAUNCHES_PER_CALL, description="launches one call of the returned run issues"
     )
 
@@ -137,7 +181,7 @@ class PythonStep(_StepBase):
 
 
 class RawBuffer(_Strict):
-    size: int = Field(..., ge=1, le=MAX_ELEMENTS)
+    size: Int = Field(..., ge=1, le=MAX_ELEMENTS)
     dtype: ScalarDType = "float32"
     init: Literal["random", "zeros", "ones", "arange"] = "random"
 
@@ -147,14 +191,14 @@ class BufferArg(_Strict):
 
 
 class ScalarArg(_Strict):
-    scalar: float | int
+    scalar: Number
     dtype: ScalarDType = "float32"
 
 
 def _dim3(value: Any) -> Any:
-    if isinstance(value, int):
-        return (value,)
-    return value
+    if isinstance(value, (list, tuple)):
+        return value
+    return (value,)
 
 
 class RawStep(_StepBase):
@@ -163,9 +207,9 @@ class RawStep(_StepBase):
     kind: Literal["raw"]
     source: str = Field(..., min_length=1)
     function: str = Field(..., min_length=1, description="the extern \"C\" kernel name")
-    grid: tuple[int, ...]
-    block: tuple[int, ...]
-    shared_mem: int = Field(0, ge=0, le=228 * 1024)
+    grid: tuple[Int, ...]
+    block: tuple[Int, ...]
+    shared_mem: Int = Field(0, ge=0, le=228 * 1024)
     options: tuple[str, ...] = ()
     buffers: dict[str, RawBuffer] = Field(default_factory=dict)
     args: tuple[BufferArg | ScalarArg, ...] = ()
@@ -174,23 +218,32 @@ class RawStep(_StepBase):
 
     @field_validator("grid", "block")
     @classmethod
-    def _check_dims(cls, dims: tuple[int, ...]) -> tuple[int, ...]:
+    def _check_dims(cls, dims: tuple[int, ...], info: ValidationInfo) -> tuple[int, ...]:
         if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
             raise ValueError("must be 1 to 3 positive integers")
+        limits = MAX_GRID if info.field_name == "grid" else MAX_BLOCK
+        for axis, (d, limit) in enumerate(zip(dims, limits)):
+            if d > limit:
+                raise ValueError(f"dimension {'xyz'[axis]} is {d}; CUDA allows at most {limit}")
+        if info.field_name == "block":
+            threads = 1
+            for d in dims:
+                threads *= d
+            if threads > MAX_BLOCK_THREADS:
+                raise ValueError(f"block has {threads} threads; CUDA allows at most {MAX_BLOCK_THREADS}")
         return dims
 
-    @model_validator(mode="after")
-    def _check_args(self) -> RawStep:
-        for arg in self.args:
-            if isinstance(arg, BufferArg) and arg.buffer not in self.buffers:
-                known = ", ".join(sorted(self.buffers)) or "none"
-                raise ValueError(f"argument names buffer '{arg.buffer}', which is not declared (buffers: {known})")
-        block_threads = 1
-        for d in self.block:
-            block_threads *= d
-        if block_threads > 1024:
-            raise ValueError(f"block has {block_threads} threads; CUDA allows at most 1024")
-        return self
+    @field_validator("args")
+    @classmethod
+    def _check_args(cls, args: tuple[BufferArg | ScalarArg, ...], info: ValidationInfo) -> tuple[BufferArg | ScalarArg, ...]:
+        buffers = info.data.get("buffers")
+        if buffers is None:  # the buffers themselves are invalid; that error is reported
+            return args
+        for index, arg in enumerate(args):
+            if isinstance(arg, BufferArg) and arg.buffer not in buffers:
+                known = ", ".join(sorted(buffers)) or "none"
+                raise ValueError(f"argument {index} names buffer '{arg.buffer}', which is not declared (buffers: {known})")
+        return args
 
 
 Step = Annotated[
@@ -204,9 +257,9 @@ STEP_KINDS: tuple[str, ...] = ("empty", "scale", "add", "fma", "reduction", "cop
 class SweepRange(_Strict):
     """A numeric axis given as a range: ``num`` values from ``start`` to ``stop``, linear or log spaced."""
 
-    start: float
-    stop: float
-    num: int = Field(..., ge=1, le=10_000)
+    start: Float = Field(..., ge=-MAX_SWEEP_MAGNITUDE, le=MAX_SWEEP_MAGNITUDE)
+    stop: Float = Field(..., ge=-MAX_SWEEP_MAGNITUDE, le=MAX_SWEEP_MAGNITUDE)
+    num: Int = Field(..., ge=1, le=10_000)
     scale: Literal["linear", "log"] = "log"
     integer: bool = True
 
@@ -220,16 +273,19 @@ class SweepRange(_Strict):
 class MeasureSettings(_Strict):
     """How long and how precisely to measure each case (all times in seconds)."""
 
-    target_noise: float = Field(0.01, gt=0, le=1, description="stop when the median's 95% CI half-width is within this fraction")
-    latency_target_noise: float = Field(
+    target_noise: Float = Field(0.01, gt=0, le=1, description="stop when the median's 95% CI half-width is within this fraction")
+    latency_target_noise: Float = Field(
         0.03, gt=0, le=1, description="the same target for launch-to-completion latency, whose samples are single iterations"
     )
-    min_samples: int = Field(10, ge=3, le=1_000_000)
-    max_samples: int = Field(2000, ge=3, le=10_000_000)
-    max_time: float = Field(4.0, gt=0, le=86_400, description="time budget per case, both modes together")
-    warmup_time: float = Field(0.2, ge=0, le=600)
-    sample_time: float = Field(0.005, gt=0, le=60, description="minimum duration of one throughput sample")
-    max_in_flight: int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
+    min_samples: Int = Field(10, ge=3, le=1_000_000)
+    max_samples: Int = Field(2000, ge=3, le=10_000_000)
+    max_time: Float = Field(4.0, gt=0, le=86_400, description="time budget per case, both modes together")
+    warmup_time: Float = Field(0.2, ge=0, le=600)
+    sample_time: Float = Field(0.005, gt=0, le=60, description="minimum duration of one throughput sample")
+    passes: Int = Field(
+        3, ge=1, le=100, description="passes over all cases; each case's budget is split among them so drift shows in its CI"
+    )
+    max_in_flight: Int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
 
 
 class Expectation(_Strict):
@@ -238,8 +294,8 @@ class Expectation(_Strict):
     case: str = Field("*", description="case id or fnmatch pattern")
     mode: Literal["eager", "graph"] = "graph"
     metric: str
-    max: float | None = None
-    min: float | None = None
+    max: Float | None = None
+    min: Float | None = None
 
     @model_validator(mode="after")
     def _bound(self) -> Expectation:
@@ -248,16 +304,28 @@ class Expectation(_Strict):
         return self
 
 
+def _chain_name(name: str) -> str:
+    if "/" in name or not name.strip() or not name.isprintable():
+        raise ValueError(f"chain name {name!r} must be non-empty, printable and hold no '/'")
+    return name
+
+
+ChainName = Annotated[str, AfterValidator(_chain_name)]
+ChainSteps = Annotated[list[dict[str, Any]], Field(min_length=1)]
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]  # what `$name` can reference
+SweepValues = Annotated[list[Number], Field(min_length=1)]
+
+
 class Scenario(_Strict):
     name: str = Field(..., min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = Field(..., min_length=1)
-    params: dict[str, float | int | str] = Field(default_factory=dict)
+    params: dict[Identifier, ParamValue] = Field(default_factory=dict)
     defaults: dict[str, Any] = Field(default_factory=dict, description="step fields applied to every step that takes them")
-    sweep: dict[str, list[float | int] | SweepRange] = Field(default_factory=dict)
-    chains: dict[str, list[dict[str, Any]]] = Field(..., min_length=1)
+    sweep: dict[Identifier, SweepValues | SweepRange] = Field(default_factory=dict)
+    chains: dict[ChainName, ChainSteps] = Field(..., min_length=1)
     measure: MeasureSettings = Field(default_factory=MeasureSettings)
     expect: list[Expectation] = Field(default_factory=list)
-    max_cases: int = Field(1000, ge=1)
+    max_cases: Int = Field(1000, ge=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -272,22 +340,10 @@ class Scenario(_Strict):
     @field_validator("chains")
     @classmethod
     def _non_empty_chains(cls, chains: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
-        for name, steps in chains.items():
+        for name, steps in chains.items():  # the types say so already; kept for model_construct users
             if not steps:
                 raise ValueError(f"chain '{name}' has no steps")
-            if "/" in name or not name.strip():
-                raise ValueError(f"chain name '{name}' must be non-empty and hold no '/'")
         return chains
-
-    @field_validator("sweep")
-    @classmethod
-    def _non_empty_axes(cls, sweep: dict[str, Any]) -> dict[str, Any]:
-        for axis, values in sweep.items():
-            if isinstance(values, list) and not values:
-                raise ValueError(f"sweep axis '{axis}' has no values")
-            if isinstance(values, list) and any(isinstance(v, bool) for v in values):
-                raise ValueError(f"sweep axis '{axis}' must hold numbers")
-        return sweep
 
 
 def _step_fields() -> dict[str, list[str]]:

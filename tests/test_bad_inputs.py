@@ -1,0 +1,344 @@
+"""Bad input (issue #7): every file under tests/data/bad/ gives one clear message that names the file (and
+the line and key where there is one), exit code 2, and no traceback unless `launchbench --debug`.
+
+Scenario files go through `launchbench validate` (in-process with CliRunner, a handful through a real
+subprocess); results files through `load_run`. tests/data/bad/EXPECTED.md says what is wrong with each file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from launchbench.cli import cli
+from launchbench.errors import ResultsFileError, ScenarioError
+from launchbench.results.store import load_run
+from launchbench.scenario.expand import expand_scenario
+from launchbench.scenario.load import MAX_FILE_BYTES, load_scenario_file
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD = Path(__file__).parent / "data" / "bad"
+PWNED = Path("/tmp/launchbench-pwned")  # what python-object-apply.yaml would create if its tag ran
+
+# Scenario file → (line the error is reported at, or None where the file has none; substrings of the message).
+SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
+    # not a scenario at all
+    "empty.yaml": (None, ("file is empty",)),
+    "only-comments.yaml": (None, ("file is empty",)),
+    "not-yaml.yaml": (3, ("not valid YAML", "expected ',' or ']'")),
+    "tab-indent.yaml": (4, ("not valid YAML", "'\\t'")),
+    "top-level-list.yaml": (1, ("must be a YAML mapping", "not a list")),
+    "top-level-scalar.yaml": (1, ("must be a YAML mapping", "single value")),
+    "multi-document.yaml": (6, ("not valid YAML", "single document")),
+    "binary-garbage.yaml": (2, ("not UTF-8 text", "binary")),
+    "latin1.yaml": (2, ("not UTF-8 text",)),
+    "utf16.yaml": (1, ("not UTF-8 text", "byte 0")),
+    "control-chars.yaml": (2, ("not valid YAML", "control character 0x07")),
+    # keys
+    "unknown-top-key.yaml": (3, ("unknown key 'chians'", "did you mean 'chains'?")),
+    "unknown-step-key.yaml": (6, ("chains.a[0].sise", "unknown key 'sise'", "did you mean 'size'?")),
+    "unknown-measure-key.yaml": (4, ("unknown key 'target_nosie'", "did you mean 'target_noise'?")),
+    "unknown-expect-key.yaml": (8, ("expect[0].metrc", "did you mean 'metric'?")),
+    "unknown-sweep-range-key.yaml": (7, ("sweep.n.nmu", "did you mean 'num'?")),
+    "unknown-buffer-key.yaml": (12, ("buffers.x.sise", "did you mean 'size'?")),
+    "unknown-defaults-key.yaml": (4, ("defaults.dtpye", "did you mean 'dtype'?")),
+    "kind-in-defaults.yaml": (4, ("defaults.kind", "defaults cannot set 'kind'")),
+    "unknown-step-kind.yaml": (6, ("chains.a[1].kind", "unknown step kind 'reduce'", "did you mean 'reduction'?")),
+    "step-kind-not-string.yaml": (5, ("chains.a[0].kind", "kind must be one of")),
+    "step-without-kind.yaml": (5, ("chains.a[0]", "a step needs a 'kind'")),
+    "step-not-mapping.yaml": (6, ("chains.a[1]", "a step must be a mapping")),
+    "chain-not-list.yaml": (4, ("chains.a", "a chain must be a list of steps")),
+    "chains-empty.yaml": (3, ("no chains",)),
+    "chain-no-steps.yaml": (6, ("chains.b", "chain 'b' has no steps")),
+    "single-chain-no-steps.yaml": (3, ("'chain'", "the chain has no steps")),
+    "chain-and-chains.yaml": (3, ("either 'chain'", "not both")),
+    "chains-missing.yaml": (1, ("missing required key 'chains'",)),
+    "description-missing.yaml": (1, ("missing required key 'description'",)),
+    "bad-name.yaml": (1, ("'name'", "letters, digits")),
+    "chain-name-slash.yaml": (4, ("chain name 'a/b'", "no '/'")),
+    "duplicate-key.yaml": (6, ("duplicate key 'name'",)),
+    "duplicate-step-key.yaml": (7, ("chains.a[0].size", "duplicate key 'size'")),
+    "unhashable-key.yaml": (4, ("a key must be a plain value",)),
+    "int-key.yaml": (6, ("chains.a[0][1]", "a key must be text, not 1")),
+    "newline-in-key.yaml": (6, ("unknown key 're\\npeat'", "did you mean 'repeat'?")),  # escaped: one line
+    "chain-name-control-char.yaml": (4, ("chain name 'a\\tb'", "printable")),
+    "param-name-not-identifier.yaml": (4, ("params.my size", "plain name")),
+    # types and values
+    "string-size.yaml": (6, ("chains.a[0].size", "expected a number", "'big'")),
+    "quoted-number.yaml": (6, ("chains.a[0].bytes", "expected a number", "without quotes")),
+    "bool-repeat.yaml": (6, ("chains.a[0].repeat", "not the boolean true")),
+    "bool-size.yaml": (6, ("chains.a[0].size", "not the boolean true")),
+    "float-size.yaml": (6, ("chains.a[0].size", "whole number", "1.5")),
+    "zero-size.yaml": (6, ("chains.a[0].size", "greater than or equal to 1", "got 0")),
+    "negative-repeat.yaml": (6, ("chains.a[0].repeat", "greater than or equal to 1", "got -3")),
+    "absurd-size.yaml": (6, ("chains.a[0].size", "less than or equal to 17179869184")),
+    "absurd-repeat.yaml": (6, ("chains.a[0].repeat", "less than or equal to 100000")),
+    "absurd-memset.yaml": (7, ("chains.a[0].value", "less than or equal to 255", "got 256")),
+    "huge-number.yaml": (6, ("chains.a[0].bytes", "finite number", "got inf")),
+    "huge-int-literal.yaml": (6, ("not valid YAML", "4300 digits")),
+    "nan-alpha.yaml": (7, ("chains.a[0].alpha", "finite number", "got nan")),
+    "inf-measure.yaml": (4, ("measure.max_time", "finite number")),
+    "negative-measure.yaml": (4, ("measure.max_time", "greater than 0")),
+    "bad-dtype.yaml": (7, ("chains.a[0].dtype", "'float32'", "got 'float8'")),
+    "bad-timestamp.yaml": (2, ("cannot read the value '2024-13-45'", "month")),
+    "bad-int-tag.yaml": (6, ("cannot read the value 'four'",)),
+    "max-cases-zero.yaml": (3, ("max_cases", "greater than or equal to 1")),
+    "expect-no-bound.yaml": (7, ("expect[0]", "needs max or min")),
+    "param-bool.yaml": (4, ("params.n", "not the boolean true")),
+    "defaults-bad-value.yaml": (4, ("dtype", "got 'float8'", "set in defaults")),
+    # sweeps and parameters
+    "sweep-millions.yaml": (3, ("106,457,547 cases", "limit of 1,000", "--max-cases")),
+    "sweep-over-limit.yaml": (3, ("1,200 cases", "limit of 1,000", "--max-cases")),
+    "sweep-negative.yaml": (8, ("chains.a[0].size", "greater than or equal to 1", "case 'a/size=-1'")),
+    "sweep-log-zero.yaml": (4, ("sweep.size", "log-scaled range needs start and stop above 0")),
+    "sweep-empty-axis.yaml": (4, ("sweep.size", "has no values")),
+    "sweep-not-list.yaml": (4, ("sweep.size", "list of numbers or a range")),
+    "sweep-bool-values.yaml": (4, ("sweep.n[0]", "not the boolean true")),
+    "sweep-string-values.yaml": (4, ("sweep.n[1]", "'two'")),
+    "sweep-nan.yaml": (4, ("sweep.n[1]", "finite number")),
+    "sweep-range-inf.yaml": (4, ("sweep.n.stop", "finite number")),
+    "sweep-range-overflow.yaml": (4, ("sweep.n.start", "greater than or equal to")),
+    "sweep-overrides-string-param.yaml": (6, ("sweep.dt", "non-numeric parameter")),
+    "unknown-param.yaml": (8, ("chains.a[0].repeat", "unknown parameter '$lenght'", "did you mean '$length'?")),
+    "unknown-param-single-chain.yaml": (6, ("chain[1].size", "unknown parameter '$size'")),
+    "string-param-as-number.yaml": (8, ("chains.a[0].repeat", "not the string '100'")),
+    "reference-outside-steps.yaml": (6, ("measure.max_time", "$name references work only in chain steps")),
+    "expression-too-large.yaml": (6, ("chains.a[0].repeat", "does not fit in 64 bits")),
+    # raw kernels (a kernel that does not compile needs a GPU: tests/test_gpu.py)
+    "raw-undeclared-buffer.yaml": (12, ("chains.a[0].args", "buffer 'y'", "not declared")),
+    "raw-block-too-big.yaml": (9, ("chains.a[0].block", "2048 threads", "at most 1024")),
+    "raw-grid-zero.yaml": (8, ("chains.a[0].grid", "positive integers")),
+    "raw-grid-4d.yaml": (8, ("chains.a[0].grid", "1 to 3")),
+    "raw-dims-too-big.yaml": (8, ("chains.a[0].grid", "dimension y is 70000", "at most 65535")),
+    "raw-scalar-bool.yaml": (11, ("chains.a[0].args[0].scalar", "not the boolean true")),
+    "empty-block-too-big.yaml": (7, ("chains.a[0].block", "less than or equal to 1024")),
+    # YAML features turned against the loader
+    "python-object-apply.yaml": (6, ("YAML tag '!!python/object/apply:os.system' is not allowed", "never run")),
+    "python-name.yaml": (6, ("YAML tag '!!python/name:os.system' is not allowed",)),
+    "python-object-new.yaml": (1, ("YAML tag '!!python/object/new:subprocess.Popen' is not allowed",)),
+    "unknown-tag.yaml": (3, ("YAML tag '!include' is not allowed",)),
+    "bad-merge-key.yaml": (3, ("not valid YAML", "merging")),
+    "undefined-alias.yaml": (5, ("not valid YAML", "undefined alias 'step'")),
+    "billion-laughs.yaml": (7, ("aliases expand the document to more than 100,000 values",)),
+    "billion-laughs-defaults.yaml": (7, ("aliases expand the document to more than 100,000 values",)),
+    "recursive-alias.yaml": (4, ("alias refers to the list or mapping that holds it",)),
+    "deep-nesting.yaml": (6, ("nested more than 40 levels deep",)),
+    "deep-nesting-moderate.yaml": (6, ("nested more than 40 levels deep",)),
+    "directory.yaml": (None, ("is a directory",)),
+}
+
+# Results file (or run directory) → substrings of the message.
+RESULTS: dict[str, tuple[str, ...]] = {
+    "results-truncated.json": ("not valid JSON", "truncated or corrupt"),
+    "results-empty.json": ("file is empty",),
+    "results-binary.json": ("not UTF-8 text",),
+    "results-not-json.json": ("not valid JSON",),
+    "results-yaml-scenario.json": ("not valid JSON",),
+    "results-newer-schema.json": ("schema version 99 is newer", "upgrade launchbench"),
+    "results-schema-zero.json": ("schema version 0 is not a known",),
+    "results-schema-string.json": ("schema_version is \"1\", not a whole number",),
+    "results-schema-bool.json": ("schema_version is true, not a whole number",),
+    "results-schema-missing.json": ("no schema_version",),
+    "results-other-tool.json": ("written by \"pytest-benchmark\", not launchbench",),
+    "results-no-tool.json": ("not a launchbench results file", "no 'tool' field"),
+    "results-top-level-list.json": ("not a launchbench results file", "not an object"),
+    "results-invalid-case.json": ("invalid results file at 'cases.0.launches_per_iter'",),
+    "results-missing-field.json": ("invalid results file at 'started'",),
+    "results-deep-nesting.json": ("not valid JSON", "nested too deeply"),
+    "results-huge-int.json": ("not valid JSON",),
+    "results-dir-csv-only": ("no results.json in this directory",),
+}
+
+CLICK_REFUSES = {"directory.yaml"}  # click's Path(dir_okay=False) answers first, with its own exit 2 message
+
+
+def _validate(*args: str):
+    return CliRunner().invoke(cli, [*args], catch_exceptions=True)
+
+
+def test_every_bad_file_is_tested_and_documented():
+    names = {p.name for p in BAD.iterdir()} - {"EXPECTED.md"}
+    assert names == set(SCENARIOS) | set(RESULTS)
+    assert len(names) >= 45
+    index = (BAD / "EXPECTED.md").read_text()
+    for name in names:
+        assert f"`{name}`" in index, f"{name} is not described in EXPECTED.md"
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_bad_scenario_is_refused_by_validate(name):
+    path = BAD / name
+    line, expected = SCENARIOS[name]
+    result = _validate("validate", str(path))
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert "Traceback" not in result.output
+    assert result.stdout == ""
+    message = result.stderr.strip()
+    assert str(path) in message
+    for text in expected:
+        assert text in message, f"{text!r} not in {message!r}"
+    if name in CLICK_REFUSES:
+        return
+    assert len(message.splitlines()) == 1, message
+    assert message.startswith(f"launchbench: error: {path}")
+    if line is None:
+        assert message.startswith(f"launchbench: error: {path}: "), message
+    else:
+        assert message.startswith(f"launchbench: error: {path}:{line}"), message
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_bad_scenario_raises_scenario_error(name):
+    """The library says the same as the CLI: a ScenarioError with the file and the line as attributes."""
+    path = BAD / name
+    line, expected = SCENARIOS[name]
+    with pytest.raises(ScenarioError) as info:
+        expand_scenario(path)
+    err = info.value
+    assert err.file == str(path)
+    assert err.line == line
+    for text in expected:
+        assert text in str(err)
+
+
+@pytest.mark.parametrize("name", sorted(RESULTS))
+def test_bad_results_file_is_refused(name):
+    path = BAD / name
+    with pytest.raises(ResultsFileError) as info:
+        load_run(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    assert "\n" not in message
+    for text in RESULTS[name]:
+        assert text in message, f"{text!r} not in {message!r}"
+
+
+def test_missing_results_file(tmp_path):
+    with pytest.raises(ResultsFileError, match="no such file") as info:
+        load_run(tmp_path / "nowhere.json")
+    assert str(tmp_path / "nowhere.json") in str(info.value)
+
+
+def test_missing_scenario_file(tmp_path):
+    path = tmp_path / "nowhere.yaml"
+    result = _validate("validate", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"launchbench: error: {path}: no such file"
+
+
+def test_directory_is_refused_by_the_loader_too():
+    with pytest.raises(ScenarioError, match="is a directory"):
+        load_scenario_file(BAD / "directory.yaml")
+
+
+def test_huge_file_is_refused_without_reading_it_all(tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("name: big\ndescription: padding\n# " + "x" * MAX_FILE_BYTES + "\n")
+    with pytest.raises(ScenarioError, match="larger than 4 MiB"):
+        load_scenario_file(path)
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_endless_device_is_refused():
+    with pytest.raises(ScenarioError, match="larger than"):
+        load_scenario_file("/dev/zero")
+
+
+def test_python_tag_is_refused_and_never_run():
+    PWNED.unlink(missing_ok=True)
+    path = BAD / "python-object-apply.yaml"
+    assert "!!python/object/apply:os.system" in path.read_text()
+    result = _validate("validate", str(path))
+    assert result.exit_code == 2
+    assert "is not allowed" in result.stderr
+    proc = _subprocess("validate", str(path))
+    assert proc.returncode == 2
+    assert "is not allowed" in proc.stderr
+    assert not PWNED.exists(), "the YAML tag was executed"
+    assert not Path("/tmp/launchbench-pwned-2").exists()
+
+
+def test_too_many_cases_pass_with_max_cases():
+    path = BAD / "sweep-over-limit.yaml"
+    assert _validate("validate", str(path)).exit_code == 2
+    result = _validate("validate", "--max-cases", "2000", str(path))
+    assert result.exit_code == 0, result.output
+    assert "1200 cases" in result.stdout
+    assert _validate("validate", "--max-cases", "1000", str(path)).exit_code == 2
+
+
+def test_millions_of_cases_are_refused_quickly_even_with_a_large_max_cases():
+    result = _validate("validate", "--max-cases", "1000000", str(BAD / "sweep-millions.yaml"))
+    assert result.exit_code == 2
+    assert "106,457,547 cases" in result.stderr and "limit of 1,000,000" in result.stderr
+
+
+def test_first_bad_file_stops_validate_with_exit_2():
+    good = ROOT / "scenarios" / "quickstart.yaml"
+    result = _validate("validate", str(good), str(BAD / "unknown-top-key.yaml"))
+    assert result.exit_code == 2
+    assert f"{good}: ok" in result.stdout
+    assert "unknown key 'chians'" in result.stderr
+
+
+# --- a real process: what a user sees ----------------------------------------------------------------
+
+
+def _subprocess(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(
+        [sys.executable, "-m", "launchbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=env,
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["binary-garbage.yaml", "unknown-top-key.yaml", "billion-laughs.yaml", "deep-nesting.yaml"],
+)
+def test_bad_scenario_in_a_real_process(name):
+    path = BAD / name
+    proc = _subprocess("validate", str(path))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith(f"launchbench: error: {path}")
+    for text in SCENARIOS[name][1]:
+        assert text in proc.stderr
+
+
+def test_missing_file_in_a_real_process(tmp_path):
+    proc = _subprocess("validate", str(tmp_path / "nowhere.yaml"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert f"{tmp_path / 'nowhere.yaml'}: no such file" in proc.stderr
+
+
+def test_directory_in_a_real_process():
+    proc = _subprocess("validate", str(BAD / "directory.yaml"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert str(BAD / "directory.yaml") in proc.stderr
+
+
+def test_debug_shows_the_traceback():
+    path = BAD / "unknown-step-kind.yaml"
+    proc = _subprocess("--debug", "validate", str(path))
+    assert proc.returncode == 2
+    assert "Traceback" in proc.stderr
+    assert "ScenarioError" in proc.stderr
+    assert f"launchbench: error: {path}:6" in proc.stderr
+    result = CliRunner().invoke(cli, ["--debug", "validate", str(path)])
+    assert result.exit_code == 2
+    assert "Traceback" in result.stderr
