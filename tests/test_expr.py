@@ -18,3 +18,12 @@ def test_arithmetic_over_parameters():
 def test_anything_but_arithmetic_is_refused(expression):
     with pytest.raises(ExpressionError):
         evaluate(expression, {"n": 3})
+
+
+def test_huge_intermediate_values_are_refused_quickly():
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(ExpressionError, match="exceeds"):
+        evaluate("((((10**64)**64)**64)**64)**64", {})
+    assert time.perf_counter() - start < 0.1

@@ -129,7 +129,9 @@ def cost_model_lines(run: RunRecord) -> list[str]:
         if "eager" not in fits or "graph" not in fits:
             continue
         e, g = fits["eager"], fits["graph"]
-XX
+        where = f"{scenario} {chain}" if len(run.scenarios) > 1 else chain
+        if group != "{}":
+            where += f" {group}"
         crossover = g["crossover_launches"]
         if math.isinf(crossover) or math.isnan(crossover):
             verdict = "the graph never wins per iteration"

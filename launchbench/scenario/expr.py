@@ -23,6 +23,7 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
 }
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"ceil": math.ceil, "floor": math.floor, "round": round, "int": int, "min": min, "max": max}
 MAX_EXPRESSION = 200
+MAX_MAGNITUDE = 1e18  # every intermediate value stays below this, so no expression can take long
 
 
 class ExpressionError(ValueError):
@@ -54,6 +55,13 @@ def evaluate(expression: str, params: Mapping[str, Any]) -> int | float:
 
 
 def _eval(node: ast.AST, params: Mapping[str, Any]) -> Any:
+    value = _eval_node(node, params)
+    if isinstance(value, (int, float)) and abs(value) > MAX_MAGNITUDE:
+        raise ExpressionError(f"'{ast.unparse(node)}' exceeds {MAX_MAGNITUDE:.0e}")
+    return value
+
+
+def _eval_node(node: ast.AST, params: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node.value
     if isinstance(node, ast.Name):
