@@ -73,9 +73,14 @@ def _parse_many(parse: Callable[[str], Any], error: type[Exception]) -> Callable
 
 
 def _settings(metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]) -> CompareSettings:
+    """A metric named in a ``N%`` rule gets a threshold no larger than N%: the gate fails only rows whose
+    verdict is slower, so a rule tighter than the threshold would otherwise never fire."""
     chosen = tuple(dict.fromkeys([*(metrics or DEFAULT_METRICS), *(r.metric for r in rules)]))
     default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
     per_metric = {m: v for m, v in thresholds if m is not None}
+    for rule in rules:
+        if rule.unit == "%":
+            per_metric[rule.metric] = min(per_metric.get(rule.metric, default), rule.amount)
     return CompareSettings(metrics=chosen, default_threshold=default, thresholds=per_metric, alpha=alpha)
 
 
@@ -171,7 +176,9 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
     counts = comparison.counts()
     console.print(
         "Verdicts: " + ", ".join(f"[{VERDICT_STYLE[v]}]{v} {n}[/]" for v, n in counts.items() if n)
-        + f"  [dim](significant: Mann–Whitney p < {comparison.settings.alpha:g}; and |change| ≥ threshold)[/]"
+        + f"  [dim](slower/faster: Mann–Whitney p < {comparison.settings.alpha:g}, |change| ≥ threshold and"
+        " the 95% CI of the change on one side of 0; with several passes the CI includes the drift between"
+        " passes)[/]"
     )
     if report is not None:
         render_report(console, report, "regression")
@@ -251,7 +258,8 @@ FORMATS = ("table", "markdown", "csv", "json")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_ALPHA, show_default=True,
               help="Significance level of the Mann–Whitney U test on the raw samples.")
 @click.option("--fail-on", "rules", multiple=True, metavar="METRIC:N%|METRIC:Nus", callback=_parse_many(parse_rule, GateRuleError),
-              help="Exit 1 when a row is significantly slower by at least this much (repeatable), e.g. wall_us_per_launch:5%.")
+              help="Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
+              "e.g. wall_us_per_launch:5%.")
 @click.option("--fail-on-missing", is_flag=True, help="Also exit 1 when a row that was ok in the baseline is missing or failed in the current run.")
 @click.option("--allow-different-gpu", is_flag=True, help="Compare runs taken on different GPU models (refused otherwise).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
@@ -274,9 +282,10 @@ def compare(
     """Compare two runs (run directories or results files): BASELINE → CURRENT.
 
     Rows are matched on (scenario, case, mode). For each metric: the ratio of medians with a 95%
-    bootstrap confidence interval, a Mann–Whitney U test, and a verdict: faster, slower (significant
-    and beyond the threshold), same, uncertain (more samples needed), missing or failed. Improvements
-    never fail the gate. $GITHUB_STEP_SUMMARY, when set, gets a markdown summary.
+    bootstrap confidence interval (passes resampled too, so drift between passes widens it), a
+    Mann–Whitney U test, and a verdict: faster or slower (significant, beyond the threshold and the CI
+    on that side of 0), same, uncertain (drift or too few samples), missing or failed. Only slower rows
+    fail a --fail-on rule; improvements never do. $GITHUB_STEP_SUMMARY, when set, gets a markdown summary.
 
     Exit 0 when no --fail-on rule finds a regression, 1 when one does, 2 on a usage or input error
     (including runs taken on different GPU models without --allow-different-gpu).

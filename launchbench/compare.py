@@ -1,26 +1,59 @@
 """Compare two runs: rows aligned on (scenario, case, mode), per metric the ratio of medians with a
 bootstrap confidence interval, a Mann–Whitney U test on the raw samples, and a verdict.
 
-Verdict of one metric of one row (``threshold`` is a relative change, 5% unless configured):
+Verdict of one metric of one row (``threshold`` is a relative change, 5% unless configured; "CI" is
+the confidence interval of the change, ratio − 1):
 
-=====================================================  ===========================
-significant (Mann–Whitney p < alpha) and |change| ≥ thr  ``faster`` / ``slower``
-significant and |change| < thr                          ``same`` (real but too small)
-not significant, change CI inside ±thr                  ``same``
-not significant, change CI reaching beyond ±thr         ``uncertain`` (more samples)
-=====================================================  ===========================
+==============================================================  =========================================
+significant (Mann–Whitney p < alpha), change ≥ thr, CI above 0   ``slower``
+significant, change ≤ −thr, CI below 0                           ``faster``
+|change| ≥ thr otherwise (not significant, or CI includes 0)     ``uncertain`` (drift or too few samples)
+significant and |change| < thr                                   ``same`` (real but too small)
+not significant, CI inside ±thr                                  ``same``
+not significant, CI reaching beyond ±thr                         ``uncertain`` (more samples or passes)
+==============================================================  =========================================
+
+Mann–Whitney sees every sample as independent, so with hundreds of samples it calls any drift of the
+host significant. The CI is what carries drift: with several passes (``ModeResult.pass_sizes``) it
+comes from a two-stage bootstrap that resamples passes as well as samples, widened to cover the
+classical t interval with passes as the units (below), so a row whose passes disagree (a VM host
+switching speed states) gets a CI as wide as that disagreement, and a change no larger than it comes
+out ``uncertain``, never ``slower`` or ``faster``.
 
 Rows present on one side only get ``missing``; rows whose status is neither ``ok`` nor ``budget`` on
 either side get ``failed``. Nothing here prints or exits; a different GPU model raises
 DifferentGpuError (a LaunchbenchError: exit 2 in the CLI).
 
-The confidence interval of the ratio of medians is a seeded percentile bootstrap. The bootstrap
-distribution of each side's median is drawn exactly from order statistics instead of by resampling
-(the median of a resample of n values is its ⌈n/2⌉-th order statistic, and the number of resampled
-values at or below the k-th smallest one is binomial(n, k/n); Efron & Tibshirani, *An Introduction to
-the Bootstrap*, 1993, §2 and problem 2.4). It costs O(n) per side instead of O(resamples × n), so
-comparing a run of thousands of samples per row stays well under a second. For an even n, the two
-middle order statistics are drawn with the same uniform (a slightly conservative approximation).
+The confidence interval of the ratio of medians is a seeded percentile bootstrap, the two runs
+resampled independently. How one side's median is resampled:
+
+* one pass: the bootstrap distribution of the median is drawn exactly from order statistics instead
+  of by resampling (the median of a resample of n values is its ⌈n/2⌉-th order statistic, and the
+  number of resampled values at or below the k-th smallest one is binomial(n, k/n); Efron &
+  Tibshirani, *An Introduction to the Bootstrap*, 1993, §2 and problem 2.4). O(n) per side.
+* several passes: a hierarchical (two-stage) bootstrap (Davison & Hinkley, *Bootstrap Methods and
+  their Application*, 1997, §3.8): stage 1 draws P passes with replacement out of the P; stage 2
+  resamples each drawn pass's own samples (as many as it has) and takes the median of the pool. Given
+  stage 1's draw, the number of pooled values at or below a value v is a sum of independent binomials
+  (one per pass, n = its samples × times drawn, p = the pass's share of values ≤ v), so stage 2's
+  median is drawn from that count's distribution, by a refined normal approximation (continuity and
+  skewness corrections; Volkova, "A refinement of the central limit theorem for sums of
+  independent random indicators", *Theory Probab. Appl.*, 1996) instead of by drawing samples. A
+  draw of stage 1 costs O(n) once per distinct multiset of passes (10 for 3 passes), not per resample.
+
+For an even count, the two middle order statistics are drawn with the same uniform (a slightly
+conservative approximation). Both ways agree with brute-force resampling to well within the CI's
+own noise (tests/test_compare.py checks), and a quickstart comparison takes well under a second.
+
+With few passes, a bootstrap over passes covers drift poorly: with 3 passes a side, a resample made
+of one pass only is a 1-in-27 draw, so the 2.5% tails barely reach the extreme passes. When either
+side has several passes, the interval is therefore widened to cover the two-sample t interval of the
+difference of the mean log pass medians, variance pooled over both runs' passes (P_b + P_c − 2
+degrees of freedom): passes of the same host drift alike, so drift seen in one run counts for both.
+On the real back-to-back H200 runs (tests/data/h200/quickstart-a, -b) the bootstrap alone called the
+latency of four rows slower (+39% to +195%: run b's first passes met a slow host state that run a
+never did); covering the t interval makes them uncertain, while rows whose passes agree keep an
+interval as narrow as the bootstrap's.
 """
 
 from __future__ import annotations
@@ -31,10 +64,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
+from launchbench.stats import pass_medians
 
 Verdict = Literal["faster", "slower", "same", "uncertain", "missing", "failed"]
 VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "uncertain", "same", "missing", "failed")
@@ -128,6 +163,8 @@ class MetricComparison:
     threshold: float = DEFAULT_THRESHOLD
     n_baseline: int = 0
     n_current: int = 0
+    passes_baseline: int = 1
+    passes_current: int = 1
     detail: str = ""
 
     @property
@@ -254,24 +291,129 @@ def bootstrap_medians(samples: np.ndarray, resamples: int, rng: np.random.Genera
     return 0.5 * (order_statistic(n // 2) + order_statistic(n // 2 + 1))
 
 
+def usable_passes(pass_sizes: Sequence[int] | None, n: int) -> list[int] | None:
+    """The non-empty pass sizes when there are at least two and they add up to the n samples; None
+    (treat the samples as one pass) otherwise, e.g. a series that was not recorded in every pass."""
+    if not pass_sizes:
+        return None
+    sizes = [int(s) for s in pass_sizes if s > 0]
+    if len(sizes) < 2 or sum(sizes) != n:
+        return None
+    return sizes
+
+
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def _count_at_least(rank: np.ndarray, mean: np.ndarray, var: np.ndarray, third: np.ndarray) -> np.ndarray:
+    """P(C ≥ rank) for C a sum of independent binomials with the given mean, variance and third central
+    moment: refined normal approximation with continuity correction (Volkova 1996). ``rank`` is a
+    column (one per pool), the moments are (pool, value) arrays."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = (rank - 0.5 - mean) / np.sqrt(var)
+        skew = third / var**1.5
+        below = special.ndtr(x) + skew / 6 * (1 - x * x) * np.exp(-0.5 * x * x) / _SQRT_2PI
+    return np.where(var > 0, 1 - np.clip(below, 0.0, 1.0), (mean >= rank).astype(float))
+
+
+def bootstrap_pooled_medians(
+    samples: np.ndarray, pass_sizes: Sequence[int], resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Draws from the two-stage bootstrap distribution of the median of samples pooled over passes:
+    passes resampled with replacement, then each chosen pass's samples (see the module docstring).
+    ``samples`` holds the passes' samples one pass after the other, ``pass_sizes`` how many each has."""
+    values = np.asarray(samples, dtype=float)
+    sizes_list = usable_passes(pass_sizes, len(values))
+    if sizes_list is None:
+        return bootstrap_medians(values, resamples, rng)
+    sizes = np.asarray(sizes_list, dtype=np.int64)
+    p, n = len(sizes), len(values)
+    # stage 1: each resample draws p passes with replacement; only how often each pass is drawn matters
+    picks = rng.integers(0, p, size=(resamples, p))
+    times = (picks[:, :, None] == np.arange(p)).sum(axis=1)  # (resamples, p)
+    _, first, pool = np.unique(times @ (p + 1) ** np.arange(p), return_index=True, return_inverse=True)
+    pool = pool.reshape(-1)
+    u = rng.random(resamples)
+
+    # stage 2, per distinct pool (multiset of passes): the count of pooled values ≤ each value
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    labels = np.repeat(np.arange(p), sizes)[order]
+    last_tie = np.searchsorted(ordered, ordered, side="right") - 1
+    share = np.cumsum(labels[:, None] == np.arange(p), axis=0)[last_tie] / sizes  # (n, p): pass's share ≤ value
+    counts = times[first] * sizes  # (pools, p): samples each pass contributes to the pool
+    mean = counts @ share.T
+    var = counts @ (share * (1 - share)).T
+    third = counts @ (share * (1 - share) * (1 - 2 * share)).T
+    total = counts.sum(axis=1)[:, None]
+    offsets = 2.0 * np.arange(len(first))  # one searchsorted over every pool's CDF laid end to end
+    middle = []
+    for rank in ((total + 1) // 2, total // 2 + 1):
+        cdf = np.maximum.accumulate(_count_at_least(rank, mean, var, third), axis=1)  # P(rank-th ≤ value)
+        cdf[:, -1] = 1.0
+        flat = (cdf + offsets[:, None]).ravel()
+        index = np.searchsorted(flat, u + offsets[pool], side="left") - pool * n
+        middle.append(ordered[np.clip(index, 0, n - 1)])
+    return 0.5 * (middle[0] + middle[1])
+
+
+def _log_pass_medians(samples: np.ndarray, pass_sizes: Sequence[int] | None) -> np.ndarray | None:
+    sizes = usable_passes(pass_sizes, len(samples)) or [len(samples)]
+    medians = np.array(pass_medians(np.asarray(samples, dtype=float), sizes))
+    return np.log(medians) if len(medians) and np.all(medians > 0) else None
+
+
+def pass_level_ratio_ci(
+    baseline: np.ndarray,
+    current: np.ndarray,
+    confidence: float = DEFAULT_CONFIDENCE,
+    baseline_passes: Sequence[int] | None = None,
+    current_passes: Sequence[int] | None = None,
+) -> tuple[float, float] | None:
+    """The classical two-sample t interval of the ratio, with passes as the units: on the log of each
+    pass's median, variance pooled over both runs' passes (P_b + P_c − 2 degrees of freedom). None when
+    there is no degree of freedom (one pass on each side) or a pass median is not positive."""
+    log_b, log_c = _log_pass_medians(baseline, baseline_passes), _log_pass_medians(current, current_passes)
+    if log_b is None or log_c is None:
+        return None
+    df = len(log_b) + len(log_c) - 2
+    if df < 1:
+        return None
+    pooled = (np.sum((log_b - log_b.mean()) ** 2) + np.sum((log_c - log_c.mean()) ** 2)) / df
+    half = float(sps.t.ppf((1 + confidence) / 2, df)) * math.sqrt(pooled * (1 / len(log_b) + 1 / len(log_c)))
+    center = float(log_c.mean() - log_b.mean())
+    return (math.exp(center - half), math.exp(center + half))
+
+
 def ratio_of_medians_ci(
     baseline: np.ndarray,
     current: np.ndarray,
     confidence: float = DEFAULT_CONFIDENCE,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    baseline_passes: Sequence[int] | None = None,
+    current_passes: Sequence[int] | None = None,
 ) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(current) / median(baseline); the two sides are independent."""
+    """CI of median(current) / median(baseline); the two sides are independent.
+
+    A percentile bootstrap; a side with pass sizes (≥ 2 passes) is resampled in two stages, passes
+    then samples. When either side has several passes the interval is widened to cover the pass-level
+    t interval too (pass_level_ratio_ci): with three passes a side, the bootstrap's tails are the
+    1-in-27 draws of one pass three times, too few to cover drift between passes reliably."""
     rng = np.random.default_rng(seed)
-    base = bootstrap_medians(baseline, resamples, rng)
-    cur = bootstrap_medians(current, resamples, rng)
+    base = bootstrap_pooled_medians(baseline, baseline_passes or (), resamples, rng)
+    cur = bootstrap_pooled_medians(current, current_passes or (), resamples, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = cur / base
     if not np.all(np.isfinite(ratios)):
         return (math.nan, math.nan)
     tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return (float(low), float(high))
+    low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
+    if usable_passes(baseline_passes, len(baseline)) or usable_passes(current_passes, len(current)):
+        classical = pass_level_ratio_ci(baseline, current, confidence, baseline_passes, current_passes)
+        if classical is not None:
+            low, high = min(low, classical[0]), max(high, classical[1])
+    return (low, high)
 
 
 def mann_whitney_p(baseline: np.ndarray, current: np.ndarray) -> float:
@@ -285,15 +427,23 @@ def mann_whitney_p(baseline: np.ndarray, current: np.ndarray) -> float:
 
 
 def decide(significant: bool, change: float, change_ci: tuple[float, float], threshold: float) -> Verdict:
-    """The verdict rules (see the module docstring). ``change`` and its CI are relative (0.1 = +10%)."""
-    if math.isnan(change):
+    """The verdict rules (see the module docstring). ``change`` and its CI are relative (0.1 = +10%).
+
+    A direction needs all three: Mann–Whitney significance, |change| ≥ threshold, and a CI on that
+    side of 0. The CI carries the drift between passes that the pooled Mann–Whitney test cannot see.
+    """
+    low, high = change_ci
+    if math.isnan(change) or math.isnan(low) or math.isnan(high):
+        return "uncertain"
+    if abs(change) >= threshold:
+        if significant and change > 0 and low > 0:
+            return "slower"
+        if significant and change < 0 and high < 0:
+            return "faster"
         return "uncertain"
     if significant:
-        if abs(change) >= threshold:
-            return "slower" if change > 0 else "faster"
         return "same"
-    low, high = change_ci
-    if not math.isnan(low) and -threshold <= low and high <= threshold:
+    if -threshold <= low and high <= threshold:
         return "same"
     return "uncertain"
 
@@ -302,17 +452,29 @@ def decide(significant: bool, change: float, change_ci: tuple[float, float], thr
 
 
 def compare_samples(
-    metric: str, baseline: np.ndarray, current: np.ndarray, settings: CompareSettings
+    metric: str,
+    baseline: np.ndarray,
+    current: np.ndarray,
+    settings: CompareSettings,
+    baseline_passes: Sequence[int] | None = None,
+    current_passes: Sequence[int] | None = None,
 ) -> MetricComparison:
-    """Compare the raw samples of one metric (in its unit) of one row."""
+    """Compare the raw samples of one metric (in its unit) of one row. ``*_passes``: how many samples
+    each pass contributed, in order (None or fewer than two passes: one pass)."""
     threshold = settings.threshold(metric)
     nb, nc = len(baseline), len(current)
+    b_passes, c_passes = usable_passes(baseline_passes, nb), usable_passes(current_passes, nc)
+    pb, pc = len(b_passes) if b_passes else 1, len(c_passes) if c_passes else 1
     if nb == 0 or nc == 0:
         side = "baseline" if nb == 0 else "current"
-        return MetricComparison(metric, "missing", threshold=threshold, n_baseline=nb, n_current=nc, detail=f"no samples in {side}")
+        return MetricComparison(
+            metric, "missing", threshold=threshold, n_baseline=nb, n_current=nc, detail=f"no samples in {side}"
+        )
     b_med, c_med = float(np.median(baseline)), float(np.median(current))
     ratio = c_med / b_med if b_med > 0 else math.nan
-    low, high = ratio_of_medians_ci(baseline, current, settings.confidence, settings.resamples, settings.seed)
+    low, high = ratio_of_medians_ci(
+        baseline, current, settings.confidence, settings.resamples, settings.seed, b_passes, c_passes
+    )
     p = mann_whitney_p(baseline, current)
     significant = p < settings.alpha
     verdict = decide(significant, ratio - 1, (low - 1, high - 1), threshold)
@@ -330,6 +492,8 @@ def compare_samples(
         threshold=threshold,
         n_baseline=nb,
         n_current=nc,
+        passes_baseline=pb,
+        passes_current=pc,
         detail=detail,
     )
 
@@ -368,8 +532,11 @@ def compare_row(
     if b_status not in COMPARABLE_STATUSES or c_status not in COMPARABLE_STATUSES:
         detail = f"baseline: {_describe(b_status, b_result, b_case)}; current: {_describe(c_status, c_result, c_case)}"
         return same_verdict("failed", detail)
+    b_passes, c_passes = b_case.pass_sizes(mode), c_case.pass_sizes(mode)
     metrics = tuple(
-        compare_samples(m, b_case.metric_samples(mode, m), c_case.metric_samples(mode, m), settings)
+        compare_samples(
+            m, b_case.metric_samples(mode, m), c_case.metric_samples(mode, m), settings, b_passes, c_passes
+        )
         for m in settings.metrics
     )
     detail = ""

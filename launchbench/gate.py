@@ -4,9 +4,13 @@ Nothing here prints or exits: the CLI (or ``launchbench run --check``) maps ``Ga
 an exit code.
 
 Regression rules use pytest-benchmark's syntax: ``metric:N%`` (relative change of the median) or
-``metric:Nus`` (absolute change of the median, µs). A row regresses under a rule when the change is
-statistically significant (Mann–Whitney, the comparison's alpha) and at least the rule's amount
-slower. Improvements by as much are reported, never failed.
+``metric:Nus`` (absolute change of the median, µs). A row regresses under a rule only when the
+comparison's verdict for that metric is ``slower`` (Mann–Whitney significant, change ≥ the
+threshold, the change's CI entirely above 0) and the change is at least the rule's amount: ``N%``
+relative, or ``N`` µs between the medians for an absolute rule. So a row the comparison calls
+``uncertain`` (drift between passes as large as the change) never fails the gate. The CLI lowers a
+metric's threshold to its tightest ``N%`` rule, so a rule is never looser than it says. Improvements
+(verdict ``faster`` by as much) are reported, never failed.
 
 Expectations come from a scenario file's ``expect:`` entries: a case pattern (fnmatch), a mode, a
 results.csv column and a max and/or min, checked against the run table's value (the median for
@@ -60,10 +64,11 @@ class GateRule:
         return mc.change if self.unit == "%" else mc.delta
 
     def regressed(self, mc: MetricComparison) -> bool:
-        return mc.compared and mc.significant and self.size(mc) >= self.amount
+        """Slower (the verdict: significant, ≥ threshold, CI of the change above 0) by at least the amount."""
+        return mc.verdict == "slower" and mc.change_ci[0] > 0 and self.size(mc) >= self.amount
 
     def improved(self, mc: MetricComparison) -> bool:
-        return mc.compared and mc.significant and -self.size(mc) >= self.amount
+        return mc.verdict == "faster" and mc.change_ci[1] < 0 and -self.size(mc) >= self.amount
 
 
 _RULE = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<amount>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>%|us|µs)\s*$")
@@ -145,8 +150,12 @@ def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricC
         message = f"slower by at least {amount}: {numbers}"
     elif improved:
         message = f"faster by at least {amount}: {numbers}"
-    elif not mc.significant and mc.compared and abs(rule.size(mc)) >= rule.amount:
-        message = f"not significant: {numbers}"
+    elif mc.compared and abs(rule.size(mc)) >= rule.amount and mc.verdict not in ("slower", "faster"):
+        if mc.verdict == "uncertain":
+            why = "not significant" if not mc.significant else "the CI of the change includes 0"
+        else:
+            why = f"the change is below the {mc.threshold * 100:g}% threshold"
+        message = f"{mc.verdict}, {why}: {numbers}"
     else:
         message = numbers
     return GateCheck("regression", scenario, case, mode, mc.metric, rule.spec, not regressed, message, mc.current_median, improved)

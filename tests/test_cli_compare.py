@@ -11,7 +11,18 @@ import pandas as pd
 import pytest
 import test_compare
 from click.testing import CliRunner, Result
-from test_compare import OTHER_GPU, chosen_keys, comparable_keys, row_keys, scale_rows, with_gpu
+from test_compare import (
+    OTHER_GPU,
+    REAL_BASELINE,
+    REAL_LONGER,
+    REAL_REPEAT,
+    chosen_keys,
+    comparable_keys,
+    needs_real,
+    row_keys,
+    scale_rows,
+    with_gpu,
+)
 
 from launchbench.cli import cli
 from launchbench.compare import DEFAULT_METRICS
@@ -49,14 +60,18 @@ def json_rows(result: Result, metric: str = "wall_us_per_launch") -> dict[tuple[
 # -------------------------------------------------------------------------------------------- compare
 
 
-def test_self_comparison_exits_0_all_same(baseline_run: RunRecord, tmp_path: Path) -> None:
+def test_self_comparison_exits_0_no_change(baseline_run: RunRecord, tmp_path: Path) -> None:
+    """The run against itself: exit 0, nothing slower or faster (rows whose passes drift are uncertain)."""
     base, cur = pair(tmp_path, baseline_run, baseline_run)
     result = invoke("compare", base, cur, *GATE, "--format", "json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     comparable = set(comparable_keys(baseline_run))
-    assert {r["verdict"] for r in document["rows"] if (r["scenario"], r["case"], r["mode"]) in comparable} == {"same"}
+    got = {r["verdict"] for r in document["rows"] if (r["scenario"], r["case"], r["mode"]) in comparable}
+    assert "same" in got and got <= {"same", "uncertain"}
     assert document["gate"]["passed"] and document["gate"]["failures"] == 0
+    passes = {max(len(c.modes[m].pass_sizes), 1) for c in baseline_run.cases for m in c.modes}
+    assert {r["passes_baseline"] for r in document["rows"]} == passes
     assert len(document["rows"]) == len(row_keys(baseline_run)) * len(DEFAULT_METRICS)
     table = invoke("compare", base, cur, *GATE)
     assert table.exit_code == 0 and "PASS" in table.stdout and "Same environment" in table.stdout
@@ -174,6 +189,29 @@ def test_threshold_and_alpha_options(baseline_run: RunRecord, tmp_path: Path) ->
     assert document["settings"]["thresholds_pct"]["latency_us"] == pytest.approx(5)
     everything = invoke("compare", base, cur, "--format", "json", "--threshold", "20%", "--alpha", "0.01")
     assert json.loads(everything.stdout)["settings"]["thresholds_pct"]["latency_us"] == pytest.approx(20)
+    # a % rule tighter than the threshold lowers that metric's threshold: the gate fails slower rows only
+    ruled = invoke("compare", base, cur, "--format", "json", "--threshold", "20%", "--fail-on", "wall_us_per_launch:5%")
+    assert ruled.exit_code == 1
+    thresholds = json.loads(ruled.stdout)["settings"]["thresholds_pct"]
+    assert thresholds["wall_us_per_launch"] == pytest.approx(5) and thresholds["latency_us"] == pytest.approx(20)
+    assert {k for k, v in json_rows(ruled).items() if v == "slower"} == chosen
+
+
+@needs_real(REAL_BASELINE, REAL_REPEAT, REAL_LONGER)
+def test_real_runs_through_the_gate() -> None:
+    """The real H200 runs end to end: back-to-back runs pass a 5% gate on every default metric; the run
+    with 10% longer chains fails it on wall_us_per_iter, on graph rows only."""
+    rules = [arg for m in DEFAULT_METRICS for arg in ("--fail-on", f"{m}:5%")]
+    same = invoke("compare", str(REAL_BASELINE), str(REAL_REPEAT), *rules, "--format", "json")
+    assert same.exit_code == 0, same.stdout
+    assert json.loads(same.stdout)["gate"]["failures"] == 0
+    longer = invoke(
+        "compare", str(REAL_BASELINE), str(REAL_LONGER), "--fail-on", "wall_us_per_iter:5%", "--format", "json"
+    )
+    assert longer.exit_code == 1
+    failed = [c for c in json.loads(longer.stdout)["gate"]["checks"] if not c["passed"]]
+    assert {c["mode"] for c in failed} >= {"graph"}
+    assert len([c for c in failed if c["mode"] == "graph"]) >= 6
 
 
 @pytest.mark.parametrize(

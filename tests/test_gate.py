@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import test_compare
-from test_compare import chosen_keys, comparable_keys, scale_rows
+from test_compare import chosen_keys, comparable_keys, drifting_eager_key, pass_spread, scale_rows
 
 from launchbench.compare import CompareSettings, compare_runs
 from launchbench.gate import (
@@ -86,6 +86,31 @@ def test_absolute_rule(baseline_run: RunRecord) -> None:
     assert loose.passed
     tight = evaluate_rules(comparison, [GateRule("wall_us_per_iter", smallest * 0.99, "us")])
     assert {(c.scenario, c.case, c.mode) for c in tight.failures} == chosen
+
+
+def test_uncertain_rows_never_fail(baseline_run: RunRecord) -> None:
+    """A 10% slowdown of an eager row whose passes drift by ≥ 20% is 'uncertain' (see test_compare):
+    the gate fails slower rows only, so it passes and says why."""
+    key = drifting_eager_key(baseline_run)
+    comparison = compare_runs(baseline_run, scale_rows(baseline_run, [key], 1.10))
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%"), parse_rule("wall_us_per_iter:0.001us")])
+    assert report.passed
+    checks = [c for c in report.checks if (c.scenario, c.case, c.mode) == key]
+    assert len(checks) == 2 and all(c.message.startswith("uncertain") for c in checks)
+
+
+def test_absolute_rule_needs_a_slower_verdict(baseline_run: RunRecord) -> None:
+    """3% slower on the steadiest rows: real, µs above a tiny absolute rule, but below the 5% threshold,
+    so 'same' and not failed; with the threshold at 2% the same rule fails them."""
+    steady = {k for k in chosen_keys(baseline_run) if pass_spread(baseline_run, k) < 0.005}
+    assert steady
+    current = scale_rows(baseline_run, steady, 1.03)
+    rule = GateRule("wall_us_per_iter", 1e-6, "us")
+    comparison = compare_runs(baseline_run, current)
+    assert {r.metric("wall_us_per_iter").verdict for r in comparison.rows if r.key in steady} == {"same"}
+    assert evaluate_rules(comparison, [rule]).passed
+    strict = compare_runs(baseline_run, current, CompareSettings(default_threshold=0.02))
+    assert {(c.scenario, c.case, c.mode) for c in evaluate_rules(strict, [rule]).failures} == steady
 
 
 def test_self_comparison_passes_every_rule(baseline_run: RunRecord) -> None:

@@ -18,7 +18,8 @@ def _summary(row: RowComparison, mc: MetricComparison) -> str:
     ci = "" if math.isnan(low) else f", 95% CI {low * 100:+.1f}% to {high * 100:+.1f}%"
     return (
         f"{mc.verdict}: {mc.baseline_median:.4g} → {mc.current_median:.4g} µs ({mc.change * 100:+.1f}%{ci}, "
-        f"p={mc.p_value:.2g}, n={mc.n_baseline}/{mc.n_current}, threshold {mc.threshold * 100:g}%)"
+        f"p={mc.p_value:.2g}, n={mc.n_baseline}/{mc.n_current}, passes={mc.passes_baseline}/{mc.passes_current}, "
+        f"threshold {mc.threshold * 100:g}%)"
     )
 
 

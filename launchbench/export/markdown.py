@@ -86,8 +86,9 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
     lines += [
         "Verdicts (row × metric): " + " · ".join(f"{VERDICT_MARK[v]} {n}" for v, n in counts.items() if n),
         "",
-        f"<sub>A change counts when Mann–Whitney p < {comparison.settings.alpha:g} and it is at least the threshold "
-        f"({thresholds}).</sub>",
+        f"<sub>Slower/faster: Mann–Whitney p < {comparison.settings.alpha:g}, the change at least the threshold "
+        f"({thresholds}) and its 95% CI on one side of 0. With several passes per case the CI includes the drift "
+        "between passes; a change no larger than that drift is uncertain.</sub>",
         "",
     ]
     for side in ("baseline", "current"):
