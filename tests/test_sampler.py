@@ -87,3 +87,11 @@ def test_stop_rule():
     assert rule.precise_enough([1.0] * 5)
     assert not rule.precise_enough([1.0, 2.0, 1.0, 2.0, 1.0, 2.0])
     assert rule.full([1.0] * 8)
+
+
+def test_a_budget_spent_before_sampling_still_gives_one_round():
+    clock = SteppingClock()
+    work = {"eager": ScriptedWorkload(clock, 1, 0.2, noise=0.01), "graph": ScriptedWorkload(clock, 1, 0.1, noise=0.01, seed=5)}
+    out = Sampler(settings(max_time=0.1, warmup_time=0.0, sample_time=0.001), clock).run(work)
+    assert out.budget_hit
+    assert all(len(out.modes[m].wall) == SAMPLES_PER_ROUND for m in ("eager", "graph"))

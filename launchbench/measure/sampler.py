@@ -94,8 +94,8 @@ class Sampler:
             pending = [m for m in order if not self._done(samples[m])]
             if not pending:
                 break
-            if self.clock.wall() - start >= self.settings.max_time:
-                budget_hit = True
+            if self.clock.wall() - start >= self.settings.max_time and round_index > 0:
+                budget_hit = True  # the budget ends sampling, but only after one round of every mode
                 break
             if round_index % 2:
                 pending.reverse()
