@@ -13,6 +13,9 @@ from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import BatchTiming
 
 
+CUDA_ERROR_NOT_READY = 600
+
+
 class LaunchLoop:
     """Launches ``calls`` (one iteration) ``iters`` times; implements the sampler's Workload protocol."""
 
@@ -69,8 +72,15 @@ class LaunchLoop:
     def _wait(event: cupy.cuda.Event) -> None:
         """Busy-poll the event: completion is seen within about a microsecond, whatever scheduling
         policy (spin, yield or blocking) the driver chose for this context."""
-        while not event.done:  # cudaEventQuery
-            pass
+        query = cupy.cuda.runtime.eventQuery
+        ptr = event.ptr
+        while True:
+            status = query(ptr)  # CuPy returns cudaErrorNotReady instead of raising it
+            if status == 0:
+                return
+            if status != CUDA_ERROR_NOT_READY:
+                event.synchronize()  # raises the real error (e.g. an illegal address in the chain)
+                return
 
     def run_batch(self, iters: int) -> BatchTiming:
         clock = self.clock
