@@ -296,20 +296,15 @@ def test_a_graph_that_never_wins_says_so(synthetic: RunRecord, monkeypatch) -> N
 # --------------------------------------------------------------------------------------- comparison
 
 
-def test_ratio_ci_is_seeded_and_brackets_the_ratio() -> None:
-    rng = np.random.default_rng(3)
-    base, cur = rng.normal(10, 0.3, 200), rng.normal(11, 0.3, 200)
-    first = plots.ratio_ci(base, cur)
-    assert first == plots.ratio_ci(base, cur)
-    ratio, low, high = first
-    assert low < ratio < high and ratio == pytest.approx(1.1, rel=0.02) and low > 1.05
+def test_comparison_verdicts_are_the_compare_commands(synthetic: RunRecord) -> None:
+    from launchbench.compare import CompareSettings, compare_runs
 
-
-def test_verdicts() -> None:
-    assert plots.verdict(1.10, 1.06, 1.14) == "slower"
-    assert plots.verdict(0.90, 0.86, 0.94) == "faster"
-    assert plots.verdict(1.02, 0.99, 1.05) == "same"
-    assert plots.verdict(1.10, 0.98, 1.20) == "uncertain"
+    cur = scaled(make_run(seed=1), {("scale/length=100", "eager"): 1.2})
+    table = plots.comparison_table(synthetic, cur)
+    expected = compare_runs(synthetic, cur, CompareSettings(metrics=("wall_us_per_launch",)))
+    for row in expected.rows:
+        got = table[(table["case"] == row.case) & (table["mode"] == row.mode)]["verdict"].item()
+        assert got == row.metric("wall_us_per_launch").verdict
 
 
 def test_comparison_colours_regressions_and_improvements(synthetic: RunRecord, tmp_path: Path) -> None:

@@ -635,60 +635,28 @@ def figure_sample_distributions(run: RunRecord) -> Figure:
 # ------------------------------------------------------------------------------------- 6: comparison
 
 VERDICTS = (
-    ("slower", f"slower (>{REGRESSION_THRESHOLD:.0%}, CI above 1)", VERMILLION),
-    ("faster", f"faster (>{REGRESSION_THRESHOLD:.0%}, CI below 1)", GREEN),
-    ("same", f"within ±{REGRESSION_THRESHOLD:.0%}", GREY),
-    ("uncertain", "uncertain (CI spans 1)", ORANGE),
+    ("slower", f"slower (significant, >{REGRESSION_THRESHOLD:.0%}, CI above 1)", VERMILLION),
+    ("faster", f"faster (significant, >{REGRESSION_THRESHOLD:.0%}, CI below 1)", GREEN),
+    ("same", "same (change below the threshold)", GREY),
+    ("uncertain", "uncertain (could be either: noise or drift)", ORANGE),
 )
 
 
-def ratio_ci(
-    base: np.ndarray, cur: np.ndarray, *, confidence: float = 0.95, seed: int = 0, max_draws: int = 2_000_000
-) -> tuple[float, float, float]:
-    """Ratio of medians (cur / base) and its percentile-bootstrap CI (seeded: the same files give the same CI).
-
-    Resamples: 1000, fewer when the samples are many (at most ``max_draws`` draws per run), at least 200.
-    """
-    base = np.asarray(base, dtype=float)
-    cur = np.asarray(cur, dtype=float)
-    if base.size == 0 or cur.size == 0 or np.median(base) <= 0:
-        return (math.nan, math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    resamples = max(200, min(1000, max_draws // max(base.size, cur.size)))
-    boot_base = np.median(rng.choice(base, (resamples, base.size)), axis=1)
-    boot_cur = np.median(rng.choice(cur, (resamples, cur.size)), axis=1)
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(boot_cur / boot_base, [alpha, 1 - alpha])
-    return (float(np.median(cur) / np.median(base)), float(low), float(high))
-
-
-def verdict(ratio: float, low: float, high: float, threshold: float = REGRESSION_THRESHOLD) -> str:
-    """slower / faster: beyond the threshold with the CI clear of 1; same: within it; else uncertain."""
-    if ratio > 1 + threshold and low > 1:
-        return "slower"
-    if ratio < 1 - threshold and high < 1:
-        return "faster"
-    if abs(ratio - 1) <= threshold:
-        return "same"
-    return "uncertain"
-
-
 def comparison_table(base: RunRecord, cur: RunRecord, metric: str = "wall_us_per_launch") -> pd.DataFrame:
-    """One row per case and mode measured in both runs: ratio (cur / base median), its CI, and a verdict."""
-    base_cases = {(c.scenario, c.case_id): c for c in base.cases}
-    rows = []
+    """One row per case and mode measured in both runs: ratio (cur / base median), its CI and the verdict,
+    exactly as `launchbench compare` decides them (pass-aware bootstrap, Mann–Whitney, 5% threshold)."""
+    from launchbench.compare import CompareSettings, compare_runs
+
+    comparison = compare_runs(base, cur, CompareSettings(metrics=(metric,)), allow_different_gpu=True)
     several = len({c.scenario for c in cur.cases}) > 1
-    for case in cur.cases:
-        old = base_cases.get((case.scenario, case.case_id))
-        if old is None:
+    rows = []
+    for row in comparison.rows:
+        result = row.metric(metric)
+        if result is None or row.only_in is not None or not row.comparable or math.isnan(result.ratio):
             continue
-        for mode in MODES:
-            ratio, low, high = ratio_ci(old.metric_samples(mode, metric), case.metric_samples(mode, metric))
-            if math.isnan(ratio):
-                continue
-            label = f"{case.scenario}/{case.case_id}" if several else case.case_id
-            rows.append({"scenario": case.scenario, "case": case.case_id, "label": label, "mode": mode,
-                         "ratio": ratio, "ci_low": low, "ci_high": high, "verdict": verdict(ratio, low, high)})  # fmt: skip
+        label = f"{row.scenario}/{row.case}" if several else row.case
+        rows.append({"scenario": row.scenario, "case": row.case, "label": label, "mode": row.mode, "ratio": result.ratio,
+                     "ci_low": result.ratio_ci_low, "ci_high": result.ratio_ci_high, "verdict": result.verdict})  # fmt: skip
     return pd.DataFrame(rows, columns=["scenario", "case", "label", "mode", "ratio", "ci_low", "ci_high", "verdict"])
 
 
