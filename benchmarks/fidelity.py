@@ -17,6 +17,7 @@ from pathlib import Path
 import cupy
 import numpy as np
 import pandas as pd
+from _report import write_report
 
 from launchbench.backend.cupy_backend import CupyBackend
 from launchbench.environment import collect_environment
@@ -120,12 +121,7 @@ def main() -> None:
         f"fidelity on {env['gpu']['name']} (driver {env['driver']}, CUDA {env['cuda_runtime']}, CuPy {env['cupy']}), "
         f"{env['time']}\n"
     )
-    text = header + table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out / "fidelity.csv", index=False)
-        (args.out / "fidelity.txt").write_text(text + "\n")
+    write_report(table, header, args.out, "fidelity", digits=3)
     raise SystemExit(0 if table["within"].all() else 1)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import cupy
 import numpy as np
 import pandas as pd
+from _report import write_report
 from cupy.cuda import nccl
 
 from launchbench.environment import collect_environment
@@ -160,12 +161,7 @@ def main() -> None:
         f"NCCL all-reduce on {n}× {env['gpu']['name']} (driver {env['driver']}, CUDA {env['cuda_runtime']}, CuPy {env['cupy']}, "
         f"NCCL {nccl.get_version()}), {env['time']}; {STEPS} all-reduces + 1 kernel per device per iteration; median of {SAMPLES} samples\n"
     )
-    text = header + table.to_string(index=False, float_format=lambda v: f"{v:.2f}")
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out / "multigpu_allreduce.csv", index=False)
-        (args.out / "multigpu_allreduce.txt").write_text(text + "\n")
+    write_report(table, header, args.out, "multigpu_allreduce", digits=2)
     raise SystemExit(0 if (table["graph_equals_eager"] & table["sum_correct"]).all() else 1)
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import cupy
 import numpy as np
 import pandas as pd
+from _report import write_report
 from cuda.bindings import runtime as cudart
 
 from launchbench.environment import collect_environment
@@ -197,12 +198,7 @@ def main() -> None:
         f"cuda-bindings {env['cuda_bindings']}), {env['time']}; chain of {CHAIN} elementwise kernels on batch×{FEATURES} "
         f"float32, batch up to {args.max_batch}; median of {REPEATS} repetitions of {ITERATIONS} iterations\n"
     )
-    text = header + table.to_string(index=False, float_format=lambda v: f"{v:.1f}")
-    print(text)
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.out / "shape_changes.csv", index=False)
-        (args.out / "shape_changes.txt").write_text(text + "\n")
+    write_report(table, header, args.out, "shape_changes", digits=1)
     raise SystemExit(0 if table["outputs_match"].all() else 1)
 
 

@@ -41,28 +41,27 @@ def expected_nodes(case: Case) -> int | None:
     return total
 
 
-def _failed(case: Case, message: str, status: str = "failed", elapsed: float = 0.0, kind: str = "runtime") -> CaseResult:
+def _identity(case: Case) -> dict[str, object]:
+    """The fields every CaseResult of this case carries, measured or not."""
+    return {
+        "scenario": case.scenario,
+        "case_id": case.case_id,
+        "chain": case.chain,
+        "kinds": case.kinds,
+        "params": case.params,
+        "launches_per_iter": case.launches_per_iter,
+    }
+
+
+def failed_case(
+    case: Case, message: str, status: str = "failed", elapsed: float = 0.0, kind: str = "runtime"
+) -> CaseResult:
+    """A result that records why a case could not be measured (a runtime fault unless ``kind`` says else)."""
     modes = {
         mode: ModeResult(mode=mode, status=status, reason=message)  # type: ignore[arg-type]
         for mode in ("eager", "graph")
     }
-    return CaseResult(
-        scenario=case.scenario,
-        case_id=case.case_id,
-        chain=case.chain,
-        kinds=case.kinds,
-        params=case.params,
-        launches_per_iter=case.launches_per_iter,
-        modes=modes,
-        error=message,
-        error_kind=kind,  # type: ignore[arg-type]
-        elapsed_s=elapsed,
-    )
-
-
-def failed_case(case: Case, message: str, status: str = "failed", elapsed: float = 0.0) -> CaseResult:
-    """A result that records why a case could not be measured (a runtime fault)."""
-    return _failed(case, message, status, elapsed)
+    return CaseResult(**_identity(case), modes=modes, error=message, error_kind=kind, elapsed_s=elapsed)  # type: ignore[arg-type]
 
 
 def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCheck:
@@ -81,10 +80,10 @@ def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[
     try:
         prepared = backend.prepare(case)
     except CaseRefused as err:
-        return _failed(case, str(err), status="skipped", elapsed=clock.wall() - start, kind="resources")
+        return failed_case(case, str(err), status="skipped", elapsed=clock.wall() - start, kind="resources")
     except LaunchbenchError as err:  # the scenario's fault: a kernel that does not compile, a bad callable
         where = f"{case.source}: case {case.case_id}: " if case.source else ""
-        return _failed(case, f"{where}{err}", elapsed=clock.wall() - start, kind="input")
+        return failed_case(case, f"{where}{err}", elapsed=clock.wall() - start, kind="input")
     try:
         harness = prepared.harness_cost()
         outcome = Sampler(case.measure, clock, backend.monitor).run(prepared.workloads, progress or (lambda _f: None))
@@ -109,12 +108,7 @@ def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[
         settle_s=outcome.settle_s,
     )
     return CaseResult(
-        scenario=case.scenario,
-        case_id=case.case_id,
-        chain=case.chain,
-        kinds=case.kinds,
-        params=case.params,
-        launches_per_iter=case.launches_per_iter,
+        **_identity(case),  # type: ignore[arg-type]
         modes=modes,
         outputs_match=check.match,
         check_detail=check.detail,
