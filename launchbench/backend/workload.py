@@ -12,7 +12,6 @@ from launchbench.backend.window import LaunchWindow
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import BatchTiming
 
-
 CUDA_ERROR_NOT_READY = 600
 
 
