@@ -27,12 +27,17 @@ from launchbench.compare import (
     CompareSettings,
     CompareSettingsError,
     Comparison,
-    MetricComparison,
     compare_runs,
     parse_threshold,
 )
 from launchbench.export.junit import comparison_junit, report_junit
-from launchbench.export.markdown import check_markdown, comparison_markdown
+from launchbench.export.markdown import (
+    check_markdown,
+    comparison_markdown,
+    format_change,
+    format_change_ci,
+    format_number,
+)
 from launchbench.export.tables import comparison_csv, comparison_json, report_json
 from launchbench.gate import (
     GateReport,
@@ -94,17 +99,6 @@ def _console(file: Any = None) -> Console:
     return console
 
 
-def _num(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x:.4g}"
-
-
-def _pct(x: float) -> str:
-    return "—" if math.isnan(x) else f"{x * 100:+.1f}%"
-
-
-def _ci(mc: MetricComparison) -> str:
-    low, high = mc.change_ci
-    return "—" if math.isnan(low) else f"{_pct(low)} … {_pct(high)}"
 
 
 def _gate_cell(report: GateReport | None, key: tuple[str, str, str], metric: str) -> str:
@@ -155,10 +149,10 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
                 label,
                 mode,
                 mc.metric,
-                _num(mc.baseline_median),
-                _num(mc.current_median),
-                _pct(mc.change),
-                _ci(mc),
+                format_number(mc.baseline_median, "—"),
+                format_number(mc.current_median, "—"),
+                format_change(mc.change, "—"),
+                format_change_ci(mc, "—"),
                 "—" if math.isnan(mc.p_value) else f"{mc.p_value:.2g}",
                 verdict,
             ]

@@ -98,7 +98,7 @@ def run(
         overrides["passes"] = passes
     the_plan = runner.plan(scenarios, overrides, max_cases)
     run_dir = out or runner.default_run_dir(results_root, the_plan.scenarios)
-    options = runner.RunOptions(device=device, overrides=overrides, isolate=not no_isolate, max_cases=max_cases)
+    options = runner.RunOptions(device=device, overrides=overrides, isolate=not no_isolate)
     console = Console(stderr=False)
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
@@ -119,20 +119,21 @@ def run(
     if input_errors:
         code = EXIT_USAGE
     if check:
-        code = max(code, _check_expectations(record, the_plan, console))
+        code = max(code, _check_expectations(record, console))
     if plot:
         _write_plots(record, run_dir, console)
     sys.exit(code)
 
 
-def _check_expectations(record: Any, the_plan: Any, console: Console) -> int:
+def _check_expectations(record: Any, console: Console) -> int:
+    """`run --check`: the scenarios' expectations, each scoped to its own scenario (gate owns the rules)."""
     from launchbench import gate
 
-    expectations = []
-    for info in record.scenarios:
-        from launchbench.scenario.load import load_scenario
-
-        expectations.extend(load_scenario(info.file).expect)
+    try:
+        expectations, _notes = gate.run_expectations(record)
+    except gate.NoExpectationsError as err:
+        console.print(f"[yellow]note:[/] nothing to check: {err}")
+        return EXIT_OK
     report = gate.check_run(record, expectations)
     for line in gate.describe(report):
         console.print(line)

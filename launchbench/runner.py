@@ -20,7 +20,7 @@ from launchbench.errors import LaunchbenchError, NoGpuError
 from launchbench.execute import execute_case, failed_case
 from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
-from launchbench.results.store import create_run_dir, load_run, write_run
+from launchbench.results.store import create_run_dir, write_run
 from launchbench.scenario.expand import Case, expand_loaded
 from launchbench.scenario.load import load_scenario_file
 from launchbench.worker import cupy_backend, serve
@@ -65,7 +65,6 @@ class RunOptions:
     device: int = 0
     overrides: dict[str, Any] = field(default_factory=dict)
     isolate: bool = True
-    max_cases: int | None = None
     backend_factory: Callable[[int], Any] = cupy_backend
 
 
@@ -291,7 +290,3 @@ def run(
     record = record.model_copy(update={"status": "complete", "finished": _now()})
     write_run(run_dir, record)
     return record
-
-
-def load_for_resume(run_dir: Path) -> RunRecord:
-    return load_run(run_dir)

@@ -249,8 +249,7 @@ def test_panels_split_chains_by_scenario_and_non_length_parameters(synthetic: Ru
 # ---------------------------------------------------------------------------------------- crossover
 
 
-def test_crossover_falls_back_to_a_line_fit_without_the_cost_model(synthetic: RunRecord, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "launchbench.costmodel", None)  # import raises ImportError
+def test_crossover_is_the_cost_model_line_fit(synthetic: RunRecord) -> None:
     found = plots.crossovers(synthetic)
     # builders: eager 6.5 µs per launch, graph 0.5 µs per launch + 1.6 µs per iteration → 1.6 / 6.0 launches
     assert found[("quickstart", "empty", "")] == pytest.approx(1.6 / 6.0, rel=0.25)
@@ -275,18 +274,7 @@ def test_crossover_comes_from_the_cost_model_when_there_is_one(synthetic: RunRec
     assert any(line.get_xdata()[0] == 42.0 for line in ax.lines if line.get_label() == "_crossover")
 
 
-def test_the_cost_model_and_the_fallback_agree(synthetic: RunRecord, monkeypatch) -> None:
-    pytest.importorskip("launchbench.costmodel")
-    with_model = plots.crossovers(synthetic)
-    monkeypatch.setitem(sys.modules, "launchbench.costmodel", None)
-    without = plots.crossovers(synthetic)
-    assert with_model.keys() == without.keys()
-    for key, value in with_model.items():
-        assert value == pytest.approx(without[key], rel=0.05)
-
-
-def test_a_graph_that_never_wins_says_so(synthetic: RunRecord, monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "launchbench.costmodel", None)
+def test_a_graph_that_never_wins_says_so(synthetic: RunRecord) -> None:
     slow = scaled(synthetic, {(c.case_id, "graph"): 30.0 for c in synthetic.cases})
     assert all(v == float("inf") for v in plots.crossovers(slow).values())
     (ax,) = panel_axes(plots.figure_speedup(slow))

@@ -46,7 +46,7 @@ def fork_join(
 
 
 class CupyPreparedCase:
-    def __init__(self, case: Case, device: cupy.cuda.Device, clock: Clock):
+    def __init__(self, case: Case, clock: Clock):
         self.case = case
         self.clock = clock
         needed = sum(step_bytes(step) for step in case.steps)
@@ -153,4 +153,4 @@ class CupyBackend:
         return collect_environment(self.device_index)
 
     def prepare(self, case: Case) -> CupyPreparedCase:
-        return CupyPreparedCase(case, self.device, self.clock)
+        return CupyPreparedCase(case, self.clock)

@@ -22,17 +22,18 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _num(x: float) -> str:
-    return "" if math.isnan(x) else f"{x:.4g}"
+def format_number(x: float, missing: str = "") -> str:
+    return missing if math.isnan(x) else f"{x:.4g}"
 
 
-def _pct(x: float) -> str:
-    return "" if math.isnan(x) else f"{x * 100:+.1f}%"
+def format_change(x: float, missing: str = "") -> str:
+    return missing if math.isnan(x) else f"{x * 100:+.1f}%"
 
 
-def _ci(mc: MetricComparison) -> str:
+def format_change_ci(mc: MetricComparison, missing: str = "") -> str:
+    """The 95% CI of a metric's relative change, e.g. '-1.4% … +1.3%' (shared with the console table)."""
     low, high = mc.change_ci
-    return "" if math.isnan(low) else f"{_pct(low)} … {_pct(high)}"
+    return missing if math.isnan(low) else f"{format_change(low)} … {format_change(high)}"
 
 
 def _p(mc: MetricComparison) -> str:
@@ -47,8 +48,8 @@ def _table(pairs: Iterable[tuple[RowComparison, MetricComparison]]) -> list[str]
     for row, mc in pairs:
         note = f" ({_cell(mc.detail or row.detail)})" if mc.verdict in ("missing", "failed") else ""
         lines.append(
-            f"| {_cell(row.scenario + '/' + row.case)} | {row.mode} | {mc.metric} | {_num(mc.baseline_median)} | "
-            f"{_num(mc.current_median)} | {_pct(mc.change)} | {_ci(mc)} | {_p(mc)} | {VERDICT_MARK[mc.verdict]}{note} |"
+            f"| {_cell(row.scenario + '/' + row.case)} | {row.mode} | {mc.metric} | {format_number(mc.baseline_median)} | "
+            f"{format_number(mc.current_median)} | {format_change(mc.change)} | {format_change_ci(mc)} | {_p(mc)} | {VERDICT_MARK[mc.verdict]}{note} |"
         )
     return lines
 

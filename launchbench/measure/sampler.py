@@ -129,9 +129,10 @@ class Sampler:
         if self.monitor is None:
             return 0.0
         begin = self.clock.wall()
+        iters = self._calibrate(workload)
         previous = self.monitor.read().sm_mhz
         while self.clock.wall() - begin < MAX_SETTLE_TIME:
-            workload.run_batch(self._calibrate(workload))
+            workload.run_batch(iters)
             current = self.monitor.read().sm_mhz
             if previous is None or current is None:
                 break

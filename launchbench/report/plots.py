@@ -331,30 +331,6 @@ def figure_cpu_per_launch(run: RunRecord) -> Figure:
 # ------------------------------------------------------------------------------------------ 2: speedup
 
 
-def _fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
-    """(fixed, per_launch) of y = fixed + per_launch·x, least squares relative to y (so 1 and 1000 count alike)."""
-    ok = np.isfinite(x) & np.isfinite(y) & (y > 0)
-    if len(np.unique(x[ok])) < 2:
-        return None
-    per_launch, fixed = np.polyfit(x[ok], y[ok], 1, w=1 / y[ok])
-    return float(fixed), float(per_launch)
-
-
-def _fallback_crossover(panel: Panel) -> float | None:
-    """Chain length above which the graph wins, from a line fit per mode: inf if it never wins, None
-    without a fit (fewer than two lengths in a mode)."""
-    fits = {}
-    for mode in MODES:
-        rows = panel.mode_rows(mode, "wall_us_per_iter")
-        fits[mode] = _fit_line(_num(rows, "launches_per_iter"), _num(rows, "wall_us_per_iter"))
-    eager, graph = fits["eager"], fits["graph"]
-    if eager is None or graph is None:
-        return None
-    if eager[1] <= graph[1]:
-        return math.inf
-    return max((graph[0] - eager[0]) / (eager[1] - graph[1]), 0.0)
-
-
 @dataclass(frozen=True)
 class _ModelCrossover:
     scenario: str
@@ -372,11 +348,9 @@ class _ModelCrossover:
 
 
 def _model_crossovers(table: pd.DataFrame) -> list[_ModelCrossover] | None:
-    """Crossovers from launchbench.costmodel.fit_cost_model, or None when that module is not there."""
-    try:
-        from launchbench.costmodel import fit_cost_model
-    except ImportError:
-        return None
+    """Crossovers from launchbench.costmodel.fit_cost_model (None when its table lacks a column)."""
+    from launchbench.costmodel import fit_cost_model
+
     try:
         model = fit_cost_model(table)
         if "group" not in model:
@@ -393,14 +367,14 @@ def _model_crossovers(table: pd.DataFrame) -> list[_ModelCrossover] | None:
 
 
 def crossovers(run: RunRecord) -> dict[tuple[str, str, str], float | None]:
-    """Fitted crossover chain length per panel key (scenario, chain, variant): the cost model's where it
-    has the panel, else a line fit here. inf: the graph never wins; None: no fit."""
+    """Fitted crossover chain length per panel key (scenario, chain, variant), from the cost model.
+    inf: the graph never wins; None: no fit for that panel."""
     table = run_table(run)
     model = _model_crossovers(table)
     out: dict[tuple[str, str, str], float | None] = {}
     for panel in panels(table):
         matches = [m for m in model or [] if m.fits(panel)]
-        out[panel.key] = matches[0].crossover if len(matches) == 1 else _fallback_crossover(panel)
+        out[panel.key] = matches[0].crossover if len(matches) == 1 else None
     return out
 
 

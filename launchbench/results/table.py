@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, RunRecord
@@ -65,14 +66,13 @@ def metric_columns() -> dict[str, tuple[str, str]]:
 COLUMNS: dict[str, tuple[str, str]] = {**ID_COLUMNS, **metric_columns(), **GRAPH_COLUMNS, **CHECK_COLUMNS}
 
 
-def _median(values: Any) -> float:
-    s = summarize(values)
-    return s.median
+def _median(values: np.ndarray) -> float:
+    return float(np.median(values)) if len(values) else math.nan
 
 
 def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    eager_wall = _median(case.samples("eager", WALL)) if "eager" in case.modes else math.nan
+    eager_wall = _median(case.samples("eager", WALL))
     for mode, result in case.modes.items():
         row: dict[str, Any] = {
             "scenario": case.scenario,
