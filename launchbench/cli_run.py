@@ -15,7 +15,7 @@ from launchbench.cli_common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, handle_errors
 from launchbench.errors import LaunchbenchError
 from launchbench.scenario.expand import expand_scenario
 
-QUICK = {"target_noise": 0.03, "latency_target_noise": 0.05, "max_time": 1.0, "min_samples": 5, "warmup_time": 0.1}
+QUICK = {"target_noise": 0.03, "latency_target_noise": 0.05, "max_time": 1.0, "min_samples": 5, "warmup_time": 0.05, "passes": 2}
 
 
 @click.command()
@@ -54,8 +54,8 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--target-noise", type=click.FloatRange(min=0, min_open=True, max=1), help="Stop when the median's 95% CI is within this fraction (default 0.01).")
 @click.option("--max-time", type=click.FloatRange(min=0, min_open=True), help="Time budget per case in seconds (default 4).")
 @click.option("--min-samples", type=click.IntRange(min=3), help="Fewest samples per mode (default 10).")
-@click.option("--passes", type=click.IntRange(min=1, max=100), help="Passes over all cases; each case's budget is split among them (default 3).")
-@click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case, 5 samples minimum.")
+@click.option("--passes", type=click.IntRange(min=1, max=100), help="Passes over all cases; each in a fresh worker process; each case's budget is split among them (default 5).")
+@click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 passes, 5 samples minimum.")
 @click.option("--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases.")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), help="Finish an interrupted run: measure only its missing cases.")
 @click.option("--no-isolate", is_flag=True, help="Run cases in this process instead of a worker process.")

@@ -8,9 +8,8 @@ the confidence interval of the change, ratio − 1):
 significant (Mann–Whitney p < alpha), change ≥ thr, CI above 0   ``slower``
 significant, change ≤ −thr, CI below 0                           ``faster``
 |change| ≥ thr otherwise (not significant, or CI includes 0)     ``uncertain`` (drift or too few samples)
-significant and |change| < thr                                   ``same`` (real but too small)
-not significant, CI inside ±thr                                  ``same``
-not significant, CI reaching beyond ±thr                         ``uncertain`` (more samples or passes)
+|change| < thr, CI inside ±thr                                   ``same`` (significant or not)
+|change| < thr, CI reaching beyond ±thr                          ``uncertain`` (more samples or passes)
 ==============================================================  =========================================
 
 Mann–Whitney sees every sample as independent, so with hundreds of samples it calls any drift of the
@@ -441,8 +440,6 @@ def decide(significant: bool, change: float, change_ci: tuple[float, float], thr
         if significant and change < 0 and high < 0:
             return "faster"
         return "uncertain"
-    if significant:
-        return "same"
     if -threshold <= low and high <= threshold:
         return "same"
     return "uncertain"

@@ -1,5 +1,9 @@
 """A run: expand scenarios into cases, measure each case in a worker process, and rewrite the result
-files after every case. Interruptions and dead workers lose only the case in flight."""
+files after every case. Interruptions and dead workers lose only the case in flight.
+
+Each pass runs in a fresh worker process (as pyperf spreads a benchmark over processes): what a process
+happens to get (its CUDA streams' hardware queues, its memory placement, the core it lands on) then
+varies between the passes of one run, where the statistics see it, instead of between runs."""
 
 from __future__ import annotations
 
@@ -249,11 +253,16 @@ def run(
     write_run(run_dir, record)
     schedule = pass_schedule(the_plan.cases, record)
     events.run_started(run_dir, [case for case, _ in schedule], environment)
+    worker_pass = schedule[0][1] if schedule else 0
     try:
         for index, (case, pass_index) in enumerate(schedule):
             events.case_started(case, index, len(schedule))
             one_pass = pass_settings(case)
             if options.isolate:
+                if worker is not None and pass_index != worker_pass:
+                    worker.stop()  # every pass in a fresh process: process-level state varies between passes
+                    worker = None
+                worker_pass = pass_index
                 if worker is None or not worker.alive():
                     worker = _Worker(options.backend_factory, options.device)
                     worker.start()

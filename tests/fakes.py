@@ -132,3 +132,16 @@ class ScriptedBackend:
 def scripted_backend(device: int) -> ScriptedBackend:
     """A picklable backend factory for worker-process tests."""
     return ScriptedBackend()
+
+
+STARTS_FILE_VARIABLE = "LAUNCHBENCH_TEST_WORKER_STARTS"
+
+
+def counting_backend(device: int) -> ScriptedBackend:
+    """A scripted backend that appends its process id to the file named by STARTS_FILE_VARIABLE, so a
+    test can count the worker processes a run started."""
+    import os
+
+    with open(os.environ[STARTS_FILE_VARIABLE], "a") as starts:
+        starts.write(f"{os.getpid()}\n")
+    return ScriptedBackend()

@@ -459,8 +459,9 @@ def test_per_metric_threshold() -> None:
         (True, 0.10, (0.0, 0.30), "uncertain"),  # entirely above 0 means above, not touching
         (False, 0.10, (0.02, 0.18), "uncertain"),  # CI above 0 but not significant
         (False, 0.07, (-0.01, 0.15), "uncertain"),
-        (True, 0.03, (0.01, 0.08), "same"),  # real but smaller than the threshold
-        (True, 0.03, (-0.20, 0.25), "same"),  # significant and small: same, however wide the CI
+        (True, 0.03, (0.01, 0.04), "same"),  # real but smaller than the threshold, CI inside it
+        (True, 0.03, (0.01, 0.08), "uncertain"),  # small, but the CI reaches beyond the threshold
+        (True, 0.03, (-0.20, 0.25), "uncertain"),  # significant pooled, small, but drift makes the CI wide
         (False, 0.01, (-0.02, 0.03), "same"),  # CI inside ±threshold
         (False, 0.01, (-0.04, 0.09), "uncertain"),  # CI reaches beyond the threshold
         (False, math.nan, (math.nan, math.nan), "uncertain"),

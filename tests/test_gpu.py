@@ -52,6 +52,19 @@ def test_graph_output_equals_eager_for_every_step_kind(backend, chain):
         assert min(result.modes[mode].samples["gpu_s_per_iter"]) > 0
 
 
+def test_every_case_runs_on_the_backends_own_streams(backend):
+    """One main stream for every case (a new stream per case made results depend on the case's place in
+    the run), and auxiliary stream N the same object in every case that uses it."""
+    cases = _cases("every_kind.yaml")
+    first, second = backend.prepare(cases["empty"]), backend.prepare(cases["copy"])
+    try:
+        assert first.stream is second.stream is backend.stream(0)
+    finally:
+        first.close()
+        second.close()
+    assert backend.stream(2) is backend.stream(2) and backend.stream(2) is not backend.stream(0)
+
+
 def test_check_catches_a_graph_that_computes_something_else(backend):
     """Corrupt the captured graph's input after capture: the graph reads a buffer eager never sees."""
     import cupy

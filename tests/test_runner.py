@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from fakes import scripted_backend
+from fakes import STARTS_FILE_VARIABLE, counting_backend, scripted_backend
 
 from launchbench import runner
 from launchbench.errors import ResultsFileError
@@ -52,6 +52,16 @@ def test_worker_isolation_fails_only_the_faulting_cases(tmp_path):
     assert by_chain["e_huge"].modes["eager"].status == "skipped"
     assert "GiB" in by_chain["e_huge"].error
     assert load_run(tmp_path / "run").status == "complete"
+
+
+def test_every_pass_runs_in_a_fresh_worker_process(tmp_path, monkeypatch):
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
+    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 3})
+    record = runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend))
+    pids = starts.read_text().split()
+    assert len(pids) == 3 and len(set(pids)) == 3  # one worker per pass, each case measured in all three
+    assert all(c.passes_done == 3 for c in record.cases)
 
 
 class InterruptAfter(runner.SilentEvents):

@@ -280,10 +280,10 @@ class MeasureSettings(_Strict):
     min_samples: Int = Field(10, ge=3, le=1_000_000)
     max_samples: Int = Field(2000, ge=3, le=10_000_000)
     max_time: Float = Field(4.0, gt=0, le=86_400, description="time budget per case, both modes together")
-    warmup_time: Float = Field(0.2, ge=0, le=600)
+    warmup_time: Float = Field(0.1, ge=0, le=600, description="warm-up per mode before each pass samples")
     sample_time: Float = Field(0.005, gt=0, le=60, description="minimum duration of one throughput sample")
     passes: Int = Field(
-        3, ge=1, le=100, description="passes over all cases; each case's budget is split among them so drift shows in its CI"
+        5, ge=1, le=100, description="passes over all cases, each in a fresh worker process; each case's budget is split among them so drift shows in its CI"
     )
     max_in_flight: Int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
 

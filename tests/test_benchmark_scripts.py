@@ -1,0 +1,52 @@
+"""The benchmark scripts' pure parts, without a GPU: the A/A rule on the committed H200 runs and the
+fidelity script's round-by-round ratios."""
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from launchbench.results.store import load_run
+from launchbench.results.table import run_table
+
+ROOT = Path(__file__).parent.parent
+H200 = Path(__file__).parent / "data" / "h200"
+
+
+@pytest.fixture(scope="module")
+def scripts():  # aa_check.py, imported from benchmarks/
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        yield importlib.import_module("aa_check")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_aa_rule_passes_a_run_against_itself_and_fails_a_shifted_copy(scripts):
+    table = run_table(load_run(H200 / "quickstart-a"))
+    same = scripts.compare(table, table)
+    assert same["pass"].all() and (same["diff_pct"] == 0).all()
+    shifted = table.copy()
+    for column in [c for c in table.columns if c.startswith("wall_us_per_launch")]:
+        shifted[column] = table[column] * 1.5  # every CI moves with the median: no overlap, 50% apart
+    verdicts = scripts.compare(table, shifted)
+    wall = verdicts[verdicts["metric"] == "wall_us_per_launch"]
+    assert not wall["pass"].any()
+    assert verdicts[verdicts["metric"] != "wall_us_per_launch"]["pass"].all()
+
+
+def test_fidelity_compares_each_round_with_the_same_round_of_the_bare_loop():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        paired = importlib.import_module("_paired")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    # the host is 40% slower in rounds 2 and 3: pooled medians would mix states, each round's ratio is 1.02
+    bare = [1.0] * 5 + [1.4] * 10 + [1.0] * 5
+    ours = [1.02 * v for v in bare] + [9.9]  # a trailing partial round is left out
+    ratios = paired.round_ratios(ours, bare, per_round=5)
+    assert ratios == pytest.approx([1.02] * 4)
+    assert paired.round_ratios([2.0, 4.0, 6.0], [1.0, 1.0, 1.0], per_round=3) == pytest.approx([4.0])
+    with pytest.raises(ValueError):
+        paired.round_ratios([1.0], [1.0], per_round=0)
