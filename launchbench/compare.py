@@ -52,7 +52,21 @@ degrees of freedom): passes of the same host drift alike, so drift seen in one r
 On the real back-to-back H200 runs (tests/data/h200/quickstart-a, -b) the bootstrap alone called the
 latency of four rows slower (+39% to +195%: run b's first passes met a slow host state that run a
 never did); covering the t interval makes them uncertain, while rows whose passes agree keep an
-interval as narrow as the bootstrap's.
+interval as narrow as the bootstrap's. The t interval is placed around both the mean difference of
+log pass medians and the log ratio of pooled medians (their hull), so it always contains the ratio
+the row reports.
+
+Host-bound rows. A row whose CPU time per iteration is at least 80% of its wall time (eager chains, a
+one-launch graph) measures the host's launch cost, and the host's speed state lasts longer than a
+pass: five passes of one run may all fall in its slow state and agree closely with each other (seen on
+the H200: every pass of one run at 6.4–7.1 µs per launch, another run's at 4.8–6.6). Their spread
+then understates how far the next run can land. So the drift of the host is estimated from every
+host-bound row of both runs together (the variance of each row's log pass medians about its own
+mean, pooled: HostDrift), and a host-bound row's interval (and the CPU-time metric of every row) is
+at least as wide as the t interval of the difference of two single passes with that variance. On a
+quiet host that floor is a percent or two; on the H200 machines here it was 14–18% (standard
+deviation), which keeps eager rows of back-to-back runs out of "slower" and "faster" while graph rows
+bound by the GPU keep their own narrow intervals (and a 10% longer chain is flagged on them).
 """
 
 from __future__ import annotations
@@ -66,9 +80,10 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
+from launchbench.drift import HOST_METRICS, HostDrift, host_drift, is_host_bound
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
-from launchbench.stats import pass_medians
+from launchbench.stats import log_pass_medians, usable_passes
 
 Verdict = Literal["faster", "slower", "same", "uncertain", "missing", "failed"]
 VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "uncertain", "same", "missing", "failed")
@@ -290,17 +305,6 @@ def bootstrap_medians(samples: np.ndarray, resamples: int, rng: np.random.Genera
     return 0.5 * (order_statistic(n // 2) + order_statistic(n // 2 + 1))
 
 
-def usable_passes(pass_sizes: Sequence[int] | None, n: int) -> list[int] | None:
-    """The non-empty pass sizes when there are at least two and they add up to the n samples; None
-    (treat the samples as one pass) otherwise, e.g. a series that was not recorded in every pass."""
-    if not pass_sizes:
-        return None
-    sizes = [int(s) for s in pass_sizes if s > 0]
-    if len(sizes) < 2 or sum(sizes) != n:
-        return None
-    return sizes
-
-
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
 
@@ -356,23 +360,22 @@ def bootstrap_pooled_medians(
     return 0.5 * (middle[0] + middle[1])
 
 
-def _log_pass_medians(samples: np.ndarray, pass_sizes: Sequence[int] | None) -> np.ndarray | None:
-    sizes = usable_passes(pass_sizes, len(samples)) or [len(samples)]
-    medians = np.array(pass_medians(np.asarray(samples, dtype=float), sizes))
-    return np.log(medians) if len(medians) and np.all(medians > 0) else None
-
-
 def pass_level_ratio_ci(
     baseline: np.ndarray,
     current: np.ndarray,
     confidence: float = DEFAULT_CONFIDENCE,
     baseline_passes: Sequence[int] | None = None,
     current_passes: Sequence[int] | None = None,
+    host_drift: HostDrift | None = None,
 ) -> tuple[float, float] | None:
-    """The classical two-sample t interval of the ratio, with passes as the units: on the log of each
-    pass's median, variance pooled over both runs' passes (P_b + P_c − 2 degrees of freedom). None when
-    there is no degree of freedom (one pass on each side) or a pass median is not positive."""
-    log_b, log_c = _log_pass_medians(baseline, baseline_passes), _log_pass_medians(current, current_passes)
+    """The classical two-sample t interval of the ratio, with passes as the units: its half-width from
+    the log of each pass's median, variance pooled over both runs' passes (P_b + P_c − 2 degrees of
+    freedom), around both the mean difference of log pass medians and the log ratio of the pooled
+    medians (their hull). With ``host_drift`` (a host-bound row or
+    metric) the half-width is at least that of the difference of two single passes of the host-bound
+    rows' pooled variance. None when there is no degree of freedom (one pass on each side) or a median
+    is not positive."""
+    log_b, log_c = log_pass_medians(baseline, baseline_passes), log_pass_medians(current, current_passes)
     if log_b is None or log_c is None:
         return None
     df = len(log_b) + len(log_c) - 2
@@ -380,8 +383,18 @@ def pass_level_ratio_ci(
         return None
     pooled = (np.sum((log_b - log_b.mean()) ** 2) + np.sum((log_c - log_c.mean()) ** 2)) / df
     half = float(sps.t.ppf((1 + confidence) / 2, df)) * math.sqrt(pooled * (1 / len(log_b) + 1 / len(log_c)))
-    center = float(log_c.mean() - log_b.mean())
-    return (math.exp(center - half), math.exp(center + half))
+    if host_drift is not None and host_drift.df >= 1:
+        # the passes of one run are not independent draws of the host's state (a state lasts 10–60 s, a
+        # run a minute): the two runs may differ by as much as two single passes can
+        host_half = host_drift.half_width(confidence, passes=2)
+        half = max(half, host_half)
+    # around the mean log pass-median difference and around the ratio of pooled medians that compare
+    # reports (the two part when a few passes are extreme; a CI that misses its own estimate misleads)
+    b_median, c_median = float(np.median(baseline)), float(np.median(current))
+    if b_median <= 0 or c_median <= 0:
+        return None
+    centers = (float(log_c.mean() - log_b.mean()), math.log(c_median / b_median))
+    return (math.exp(min(centers) - half), math.exp(max(centers) + half))
 
 
 def ratio_of_medians_ci(
@@ -392,6 +405,7 @@ def ratio_of_medians_ci(
     seed: int = 0,
     baseline_passes: Sequence[int] | None = None,
     current_passes: Sequence[int] | None = None,
+    host_drift: HostDrift | None = None,
 ) -> tuple[float, float]:
     """CI of median(current) / median(baseline); the two sides are independent.
 
@@ -409,7 +423,7 @@ def ratio_of_medians_ci(
     tail = (1 - confidence) / 2 * 100
     low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
     if usable_passes(baseline_passes, len(baseline)) or usable_passes(current_passes, len(current)):
-        classical = pass_level_ratio_ci(baseline, current, confidence, baseline_passes, current_passes)
+        classical = pass_level_ratio_ci(baseline, current, confidence, baseline_passes, current_passes, host_drift)
         if classical is not None:
             low, high = min(low, classical[0]), max(high, classical[1])
     return (low, high)
@@ -455,9 +469,11 @@ def compare_samples(
     settings: CompareSettings,
     baseline_passes: Sequence[int] | None = None,
     current_passes: Sequence[int] | None = None,
+    host_drift: HostDrift | None = None,
 ) -> MetricComparison:
     """Compare the raw samples of one metric (in its unit) of one row. ``*_passes``: how many samples
-    each pass contributed, in order (None or fewer than two passes: one pass)."""
+    each pass contributed, in order (None or fewer than two passes: one pass). ``host_drift``: for a
+    host-bound row, the drift between passes that every host-bound row of the two runs shows."""
     threshold = settings.threshold(metric)
     nb, nc = len(baseline), len(current)
     b_passes, c_passes = usable_passes(baseline_passes, nb), usable_passes(current_passes, nc)
@@ -470,7 +486,7 @@ def compare_samples(
     b_med, c_med = float(np.median(baseline)), float(np.median(current))
     ratio = c_med / b_med if b_med > 0 else math.nan
     low, high = ratio_of_medians_ci(
-        baseline, current, settings.confidence, settings.resamples, settings.seed, b_passes, c_passes
+        baseline, current, settings.confidence, settings.resamples, settings.seed, b_passes, c_passes, host_drift
     )
     p = mann_whitney_p(baseline, current)
     significant = p < settings.alpha
@@ -511,7 +527,9 @@ def compare_row(
     baseline: tuple[CaseResult, ModeResult] | None,
     current: tuple[CaseResult, ModeResult] | None,
     settings: CompareSettings,
+    host_drift: Mapping[str, HostDrift] | None = None,
 ) -> RowComparison:
+    """One row's metrics; ``host_drift`` (per metric) applies when the row is host-bound on either side."""
     scenario, case_id, mode = key
     b_case, b_result = baseline if baseline else (None, None)
     c_case, c_result = current if current else (None, None)
@@ -530,9 +548,12 @@ def compare_row(
         detail = f"baseline: {_describe(b_status, b_result, b_case)}; current: {_describe(c_status, c_result, c_case)}"
         return same_verdict("failed", detail)
     b_passes, c_passes = b_case.pass_sizes(mode), c_case.pass_sizes(mode)
+    drift = host_drift or {}
+    host_bound = is_host_bound(b_case, mode) or is_host_bound(c_case, mode)
     metrics = tuple(
         compare_samples(
-            m, b_case.metric_samples(mode, m), c_case.metric_samples(mode, m), settings, b_passes, c_passes
+            m, b_case.metric_samples(mode, m), c_case.metric_samples(mode, m), settings, b_passes, c_passes,
+            drift.get(m) if host_bound or m in HOST_METRICS else None,
         )
         for m in settings.metrics
     )
@@ -603,5 +624,8 @@ def compare_runs(
             "(pass --allow-different-gpu to compare them anyway)"
         )
     b_rows, c_rows = _rows(baseline), _rows(current)
-    rows = tuple(compare_row(key, b_rows.get(key), c_rows.get(key), settings) for key in align(baseline, current))
+    drift = host_drift((baseline, current), settings.metrics)
+    rows = tuple(
+        compare_row(key, b_rows.get(key), c_rows.get(key), settings, drift) for key in align(baseline, current)
+    )
     return Comparison(baseline_label, current_label, b_env, c_env, settings, rows)

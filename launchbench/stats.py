@@ -99,6 +99,24 @@ def pass_medians(values: np.ndarray, pass_sizes: Sequence[int]) -> list[float]:
     return medians
 
 
+def usable_passes(pass_sizes: Sequence[int] | None, n: int) -> list[int] | None:
+    """The non-empty pass sizes when there are at least two and they add up to the n samples; None
+    (treat the samples as one pass) otherwise, e.g. a series that was not recorded in every pass."""
+    if not pass_sizes:
+        return None
+    sizes = [int(s) for s in pass_sizes if s > 0]
+    if len(sizes) < 2 or sum(sizes) != n:
+        return None
+    return sizes
+
+
+def log_pass_medians(samples: np.ndarray, pass_sizes: Sequence[int] | None) -> np.ndarray | None:
+    """Log of each pass's median (one pass when the sizes are unusable); None if a median is not positive."""
+    sizes = usable_passes(pass_sizes, len(samples)) or [len(samples)]
+    medians = np.array(pass_medians(np.asarray(samples, dtype=float), sizes))
+    return np.log(medians) if len(medians) and np.all(medians > 0) else None
+
+
 def summarize(samples: Sequence[float] | np.ndarray, pass_sizes: Sequence[int] | None = None) -> Summary:
     """Summary of pooled samples. With several passes, the median's CI is widened to cover every
     pass's median too, so drift between passes (another process on the host, a clock change) shows

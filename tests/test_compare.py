@@ -26,6 +26,7 @@ from launchbench.compare import (
     CompareSettingsError,
     Comparison,
     DifferentGpuError,
+    HostDrift,
     RowKey,
     bootstrap_medians,
     bootstrap_pooled_medians,
@@ -34,6 +35,8 @@ from launchbench.compare import (
     decide,
     environment_summary,
     gpu_models_differ,
+    host_drift,
+    is_host_bound,
     mann_whitney_p,
     parse_threshold,
     pass_level_ratio_ci,
@@ -255,22 +258,28 @@ def test_independent_runs_of_same_machine_have_no_false_changes() -> None:
 @pytest.mark.parametrize("drift", [(1.0, 1.0, 1.35), (1.35, 1.35, 1.0), (1.0, 1.35, 1.35)])
 def test_host_states_differing_between_runs_are_not_changes(drift: tuple[float, ...]) -> None:
     """Two synthetic runs of the same code whose passes met the host in other speed states: eager
-    medians may differ by up to 35%, nothing is slower or faster, steady graph rows are 'same'."""
+    medians may differ by up to 35%, nothing is slower or faster, graph rows bound by the GPU are
+    'same'; a graph row bound by the host's launch cost (CPU ≥ 80% of its wall time) is 'uncertain'."""
     base = make_run(seed=0, passes=3)
     comparison = compare_runs(base, make_run(seed=1, passes=3, eager_drift=drift))
     assert directional(comparison) == []
-    graph_wall = [row.metric("wall_us_per_launch").verdict for row in comparison.rows if row.mode == "graph"]
-    assert set(graph_wall) == {"same"}
+    graph_wall = {row.case: row.metric("wall_us_per_launch").verdict for row in comparison.rows if row.mode == "graph"}
+    host_bound = {case.case_id for case in base.cases if is_host_bound(case, "graph")}
+    assert host_bound == {"empty/length=1"}
+    assert {v for k, v in graph_wall.items() if k not in host_bound} == {"same"}
+    assert {graph_wall[k] for k in host_bound} == {"uncertain"}
 
 
 def test_ten_percent_slower_synthetic_run_with_drift() -> None:
-    """Every sample 10% slower in a run whose host drifts: steady graph rows are slower, eager rows
-    (whose passes drift by 35%) are uncertain, never faster."""
+    """Every sample 10% slower in a run whose host drifts: graph rows bound by the GPU are slower, eager
+    rows (whose passes drift by 35%) and the host-bound one-launch graph row are uncertain, never faster."""
     base = make_run(seed=0, passes=3)
     slower = scale_rows(make_run(seed=1, passes=3, eager_drift=(1.35, 1.0, 1.0)), row_keys(base), 1.10)
     comparison = compare_runs(base, slower)
     got = verdicts(comparison, "wall_us_per_iter")
-    assert {v for k, v in got.items() if k[2] == "graph"} == {"slower"}
+    host_bound = {case.case_id for case in base.cases if is_host_bound(case, "graph")}
+    assert {v for k, v in got.items() if k[2] == "graph" and k[1] not in host_bound} == {"slower"}
+    assert {v for k, v in got.items() if k[2] == "graph" and k[1] in host_bound} <= {"slower", "uncertain"}
     assert {v for k, v in got.items() if k[2] == "eager"} <= {"slower", "uncertain"}
 
 
@@ -578,3 +587,44 @@ def test_environment_summary_and_gpu_names(baseline_run: RunRecord) -> None:
     assert not gpu_models_differ("NVIDIA H200", "nvidia  h200")
     assert gpu_models_differ("NVIDIA H200", OTHER_GPU)
     assert not gpu_models_differ("unknown", OTHER_GPU)
+
+
+# ----------------------------------------------------------------------------------- host-bound rows
+
+
+def test_host_drift_comes_from_the_host_bound_rows_of_both_runs() -> None:
+    """Eager rows (and the one-launch graph row) whose passes meet a 35% slower host state give a
+    pooled drift near that state change; without drift it is the sampling noise of a pass median."""
+    drifting = host_drift((make_run(seed=0, passes=3, eager_drift=(1.0, 1.0, 1.35)),), ["wall_us_per_launch"])
+    steady = host_drift((make_run(seed=0, passes=3, eager_drift=(1.0, 1.0, 1.0)),), ["wall_us_per_launch"])
+    sd = math.sqrt(drifting["wall_us_per_launch"].variance)
+    assert 0.1 < sd < 0.25  # log(1.35) = 0.30 in one pass of three: sd ≈ 0.17
+    assert math.sqrt(steady["wall_us_per_launch"].variance) < 0.02
+    assert drifting["wall_us_per_launch"].df == steady["wall_us_per_launch"].df > 0
+
+
+def test_host_drift_widens_a_row_whose_passes_all_met_one_state() -> None:
+    """The H200 case: run b's five passes of one eager row all in the slow state (tight, 20% above run
+    a's tight passes). On its own spread the difference looks certain; against the host's drift it
+    is not."""
+    rng = np.random.default_rng(3)
+    sizes = [20] * 5
+    base = np.concatenate([rng.normal(5.0, 0.05, 20) for _ in sizes])
+    cur = np.concatenate([rng.normal(6.0, 0.06, 20) for _ in sizes])
+    alone = pass_level_ratio_ci(base, cur, 0.95, sizes, sizes)
+    assert alone is not None and alone[0] > 1.15
+    drift = HostDrift(variance=0.15**2, df=80)
+    widened = pass_level_ratio_ci(base, cur, 0.95, sizes, sizes, drift)
+    assert widened is not None and widened[0] < 1.0 < widened[1]
+    settings = CompareSettings()
+    assert compare_samples("wall_us_per_launch", base, cur, settings, sizes, sizes).verdict == "slower"
+    assert compare_samples("wall_us_per_launch", base, cur, settings, sizes, sizes, drift).verdict == "uncertain"
+
+
+def test_cpu_time_is_host_bound_in_every_row_and_gpu_bound_rows_keep_their_own_interval() -> None:
+    base = make_run(seed=0, passes=3)
+    comparison = compare_runs(base, make_run(seed=1, passes=3, eager_drift=(1.0, 1.0, 1.35)))
+    steady = [row for row in comparison.rows if row.mode == "graph" and row.case == "empty/length=1000"][0]
+    wall, cpu = steady.metric("wall_us_per_launch"), steady.metric("cpu_us_per_launch")
+    assert wall.ratio_ci_high / wall.ratio_ci_low < 1.05  # its own narrow interval
+    assert cpu.ratio_ci_high / cpu.ratio_ci_low > 1.3  # the host's drift

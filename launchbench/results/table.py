@@ -5,15 +5,18 @@ COLUMNS documents every column; the README's column table is checked against it 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from launchbench.drift import HOST_METRICS, HostDrift, host_drift, is_host_bound
 from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, RunRecord
-from launchbench.stats import summarize
+from launchbench.stats import Summary, summarize
 
 # Column name → (unit, meaning). Timing metrics are followed by their spread columns (SPREAD_SUFFIXES).
 ID_COLUMNS: dict[str, tuple[str, str]] = {
@@ -48,6 +51,7 @@ CHECK_COLUMNS: dict[str, tuple[str, str]] = {
     "mem_clock_mhz": ("MHz", "memory clock read through NVML during the case"),
     "throttle_reasons": ("—", "NVML clock-event reasons seen during the case (idle excluded)"),
     "passes": ("passes", "passes over the run in which the case was measured (samples pooled)"),
+    "host_bound": ("—", "CPU time ≥ 80% of wall time: the row measures the host's launch cost; its CIs cover the host's drift"),
     "harness_us_per_iter": ("µs", "the timing loop's own cost per iteration around an empty call"),
     "gpu_name": ("—", "GPU the case ran on"),
 }
@@ -70,10 +74,23 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if len(values) else math.nan
 
 
-def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
+def widen_for_drift(summary: Summary, drift: HostDrift | None) -> Summary:
+    """A host-bound row's CI of the median, widened to at least the host's drift of one pass around it."""
+    if drift is None or drift.df < 1 or not summary.median > 0:
+        return summary
+    factor = math.exp(drift.half_width())
+    return dataclasses.replace(
+        summary, ci_low=min(summary.ci_low, summary.median / factor), ci_high=max(summary.ci_high, summary.median * factor)
+    )
+
+
+def case_rows(case: CaseResult, gpu_name: str, drift: Mapping[str, HostDrift] | None = None) -> list[dict[str, Any]]:
+    """The case's rows; ``drift`` (per metric, see launchbench.drift) widens host-bound rows' CIs."""
     rows: list[dict[str, Any]] = []
     eager_wall = _median(case.samples("eager", WALL))
+    drift = drift or {}
     for mode, result in case.modes.items():
+        host_bound = is_host_bound(case, mode)
         row: dict[str, Any] = {
             "scenario": case.scenario,
             "case": case.case_id,
@@ -88,6 +105,8 @@ def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
         }
         for metric in METRICS:
             summary = summarize(case.metric_samples(mode, metric), case.pass_sizes(mode))
+            if host_bound or metric.name in HOST_METRICS:
+                summary = widen_for_drift(summary, drift.get(metric.name))
             row[metric.name] = summary.median
             for suffix, value in summary.as_dict().items():
                 if suffix != "median":
@@ -118,6 +137,7 @@ def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
             target_met=result.target_met,
             throttled_samples=result.throttled_samples,
             passes=case.passes_done,
+            host_bound=host_bound,
             sm_clock_mhz=case.clocks.sm_mhz,
             mem_clock_mhz=case.clocks.mem_mhz,
             throttle_reasons=";".join(case.clocks.throttle_reasons),
@@ -129,6 +149,7 @@ def case_rows(case: CaseResult, gpu_name: str) -> list[dict[str, Any]]:
 
 
 def run_table(run: RunRecord) -> pd.DataFrame:
-    rows = [row for case in run.cases for row in case_rows(case, run.gpu_name)]
+    drift = host_drift((run,), [metric.name for metric in METRICS])
+    rows = [row for case in run.cases for row in case_rows(case, run.gpu_name, drift)]
     frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     return frame.replace([math.inf, -math.inf], math.nan)
