@@ -29,7 +29,7 @@ def test_aa_rule_passes_a_run_against_itself_and_fails_a_shifted_copy(scripts):
     assert same["pass"].all() and (same["diff_pct"] == 0).all()
     shifted = table.copy()
     for column in [c for c in table.columns if c.startswith("wall_us_per_launch")]:
-        shifted[column] = table[column] * 1.5  # every CI moves with the median: no overlap, 50% apart
+        shifted[column] = table[column] * 3  # every CI moves with the median: host-bound rows' CIs are ±40% wide
     verdicts = scripts.compare(table, shifted)
     wall = verdicts[verdicts["metric"] == "wall_us_per_launch"]
     assert not wall["pass"].any()

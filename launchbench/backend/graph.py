@@ -56,7 +56,7 @@ def _issue(calls: Sequence[Callable[[], Any]]) -> None:
         call()
 
 
-def _abort_capture(stream: cupy.cuda.Stream) -> None:
+def abort_capture(stream: cupy.cuda.Stream) -> None:
     """End a capture that failed half-way so the stream is usable again."""
     try:
         if stream.is_capturing():
@@ -86,7 +86,7 @@ def _split_lifecycle(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]
     try:
         _issue(calls)
     except Exception as err:
-        _abort_capture(stream)
+        abort_capture(stream)
         raise CaptureFailed(_describe(err)) from err
     graph = _check(cudart.cudaStreamEndCapture(stream.ptr), "cudaStreamEndCapture")
     t1 = clock.wall()
@@ -151,7 +151,7 @@ def capture(
             _issue(calls)
             graph = stream.end_capture()
         except Exception as err:
-            _abort_capture(stream)
+            abort_capture(stream)
             raise CaptureFailed(_describe(err)) from err
         t1 = clock.wall()
         graph.upload(stream)
