@@ -82,7 +82,7 @@ from scipy import stats as sps
 
 from launchbench.drift import HOST_METRICS, HostDrift, host_drift, is_host_bound
 from launchbench.errors import LaunchbenchError
-from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
+from launchbench.results.schema import MEASURED_STATUSES, METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
 from launchbench.stats import log_pass_medians, usable_passes
 
 Verdict = Literal["faster", "slower", "same", "uncertain", "missing", "failed"]
@@ -99,7 +99,7 @@ DEFAULT_THRESHOLD = 0.05
 DEFAULT_ALPHA = 0.05
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 4000
-COMPARABLE_STATUSES = frozenset({"ok", "budget"})
+COMPARABLE_STATUSES = MEASURED_STATUSES
 
 RowKey = tuple[str, str, str]  # (scenario, case, mode)
 

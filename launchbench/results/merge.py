@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import statistics
 
+from launchbench.results.schema import MEASURED_STATUSES as MEASURED
 from launchbench.results.schema import WALL, CaseResult, GraphLifecycle, ModeResult
-
-MEASURED = ("ok", "budget")
 
 
 def _median_lifecycle(passes: list[GraphLifecycle]) -> GraphLifecycle:
