@@ -28,10 +28,9 @@ from _paired import round_ratios
 from _report import write_report
 
 from launchbench.backend.cupy_backend import CupyBackend
-from launchbench.environment import collect_environment
-from launchbench.measure.clock import SystemClock
 from launchbench.measure.sampler import SAMPLES_PER_ROUND, BatchTiming, Sampler
 from launchbench.scenario.expand import Case, expand_scenario
+from launchbench.worker import cupy_backend
 
 MODES = ("eager", "graph")
 EAGER_BOUNDS = (0.93, 1.07)
@@ -151,8 +150,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--max-time", type=float, default=4.0, help="seconds of interleaved sampling per case")
     args = parser.parse_args()
-    backend = CupyBackend(0, SystemClock())
-    env = collect_environment(0)
+    backend = cupy_backend(0)  # refuses with one sentence where there is no GPU, as `launchbench run` does
+    env = backend.environment()
     started = time.perf_counter()
     rows = [row for case in expand_scenario(args.scenario) for row in measure_case(backend, case, args.max_time)]
     table = pd.DataFrame(rows)

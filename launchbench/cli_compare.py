@@ -104,10 +104,7 @@ def _console(file: Any = None) -> Console:
 def _gate_cell(report: GateReport | None, key: tuple[str, str, str], metric: str) -> str:
     if report is None:
         return ""
-    checks = [c for c in report.checks if (c.scenario, c.case, c.mode) == key and c.metric in (metric, "")]
-    if not checks:
-        return ""
-    return "[bold red]FAIL[/]" if any(not c.passed for c in checks) else "[green]pass[/]"
+    return {"fail": "[bold red]FAIL[/]", "pass": "[green]pass[/]", "": ""}[report.verdict_for(key, metric)]
 
 
 def render_comparison(console: Console, comparison: Comparison, report: GateReport | None) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from launchbench.cli_common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, handle_errors
+from launchbench.cli_common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, handle_errors
 from launchbench.errors import LaunchbenchError
 from launchbench.scenario.expand import expand_scenario
 
@@ -107,7 +107,7 @@ def run(
     except KeyboardInterrupt:
         events.close()
         console.print(f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with `launchbench run --resume {run_dir}`")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     finally:
         events.close()
         signal.signal(signal.SIGTERM, previous)

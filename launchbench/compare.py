@@ -80,7 +80,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from launchbench.drift import HOST_METRICS, HostDrift, host_drift, is_host_bound
+from launchbench.drift import HostDrift, drift_applies, host_drift, is_host_bound
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import MEASURED_STATUSES, METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
 from launchbench.stats import log_pass_medians, usable_passes
@@ -553,7 +553,7 @@ def compare_row(
     metrics = tuple(
         compare_samples(
             m, b_case.metric_samples(mode, m), c_case.metric_samples(mode, m), settings, b_passes, c_passes,
-            drift.get(m) if host_bound or m in HOST_METRICS else None,
+            drift.get(m) if drift_applies(m, host_bound) else None,
         )
         for m in settings.metrics
     )

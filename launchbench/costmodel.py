@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from launchbench.results.schema import MEASURED_STATUSES
+
 COLUMNS = [
     "scenario",
     "chain",
@@ -83,13 +85,13 @@ def _crossover(eager: dict[str, float], graph: dict[str, float]) -> tuple[float,
     d_gap = 1 / saving
     d_saving = -gap / saving**2
     var = d_gap**2 * (graph["fixed_se"] ** 2 + eager["fixed_se"] ** 2) + d_saving**2 * (eager["per_se"] ** 2 + graph["per_se"] ** 2)
-    return crossover, math.sqrt(var) if not math.isnan(var) else math.nan
+    return crossover, math.sqrt(var)
 
 
 def fit_cost_model(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (scenario, chain, other sweep values, mode) whose chain length varies over ≥ 2 values."""
     rows: list[dict[str, Any]] = []
-    usable = table[table["status"].isin(["ok", "budget"]) & table["wall_us_per_iter"].notna()]
+    usable = table[table["status"].isin(list(MEASURED_STATUSES)) & table["wall_us_per_iter"].notna()]
     for (scenario, chain), group in usable.groupby(["scenario", "chain"], sort=False):
         length_axes = _length_axes(group)
         if not length_axes:

@@ -52,25 +52,28 @@ def is_host_bound(case: CaseResult, mode: str) -> bool:
     return wall_median > 0 and float(np.median(cpu)) >= HOST_BOUND_SHARE * wall_median
 
 
+def drift_applies(metric: str, host_bound: bool) -> bool:
+    """Whether the host's drift bounds a metric's interval: every metric of a host-bound row, and the
+    CPU-time metrics (the host's own time) of every row."""
+    return host_bound or metric in HOST_METRICS
+
+
 def host_drift(runs: Sequence[RunRecord], metrics: Sequence[str]) -> dict[str, HostDrift]:
     """Per metric, the variance of log pass medians about each row's mean, pooled over every host-bound
     row (measured in at least two passes) of the given runs. Passes of one run follow the host's speed
     state as a whole: a row whose passes all fell in one state has a small spread of its own, yet the
     other rows show how far the host moves, and that is what a difference between runs must exceed.
     A metric no host-bound row has two passes of is absent."""
-    out: dict[str, HostDrift] = {}
-    for metric in metrics:
-        squares, df = 0.0, 0
-        for run in runs:
-            for case in run.cases:
-                for mode, result in case.modes.items():
-                    if result.status not in MEASURED_STATUSES or not is_host_bound(case, mode):
-                        continue
+    squares = dict.fromkeys(metrics, 0.0)
+    dfs = dict.fromkeys(metrics, 0)
+    for run in runs:
+        for case in run.cases:
+            for mode, result in case.modes.items():
+                if result.status not in MEASURED_STATUSES or not is_host_bound(case, mode):
+                    continue
+                for metric in metrics:
                     logs = log_pass_medians(case.metric_samples(mode, metric), case.pass_sizes(mode))
-                    if logs is None or len(logs) < 2:
-                        continue
-                    squares += float(np.sum((logs - logs.mean()) ** 2))
-                    df += len(logs) - 1
-        if df:
-            out[metric] = HostDrift(squares / df, df)
-    return out
+                    if logs is not None and len(logs) >= 2:
+                        squares[metric] += float(np.sum((logs - logs.mean()) ** 2))
+                        dfs[metric] += len(logs) - 1
+    return {metric: HostDrift(squares[metric] / dfs[metric], dfs[metric]) for metric in metrics if dfs[metric]}

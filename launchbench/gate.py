@@ -125,10 +125,15 @@ class GateReport:
     def improvements(self) -> tuple[GateCheck, ...]:
         return tuple(c for c in self.checks if c.improved)
 
-    def failures_for(self, scenario: str | None, case: str, mode: str, metric: str) -> tuple[GateCheck, ...]:
-        return tuple(
-            c for c in self.failures if (c.scenario, c.case, c.mode, c.metric) == (scenario, case, mode, metric)
-        )
+    def checks_for(self, key: tuple[str | None, str, str], metric: str) -> tuple[GateCheck, ...]:
+        """The checks that judge one row's metric: its rules for that metric, and a --fail-on-missing
+        check of the row (which has no metric: it judges every metric of the row)."""
+        return tuple(c for c in self.checks if (c.scenario, c.case, c.mode) == key and c.metric in (metric, ""))
+
+    def verdict_for(self, key: tuple[str | None, str, str], metric: str) -> str:
+        """'fail', 'pass', or '' when no check judges the row's metric."""
+        checks = self.checks_for(key, metric)
+        return "" if not checks else ("pass" if all(c.passed for c in checks) else "fail")
 
 
 # ------------------------------------------------------------------------------------- regression gate

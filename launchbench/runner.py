@@ -256,6 +256,9 @@ def run(
     worker_pass = schedule[0][1] if schedule else 0
     try:
         for index, (case, pass_index) in enumerate(schedule):
+            previous = record.case(case.scenario, case.case_id)
+            if previous is not None and previous.error:
+                continue  # a case that failed in an earlier pass is not measured again
             events.case_started(case, index, len(schedule))
             one_pass = pass_settings(case)
             if options.isolate:
@@ -281,9 +284,6 @@ def run(
                         worker = None
             else:
                 result = execute_case(backend, one_pass, backend.clock, events.case_progress)
-            previous = record.case(case.scenario, case.case_id)
-            if previous is not None and previous.error:
-                continue  # a case that failed in an earlier pass is not measured again
             merged = merge_pass(previous, result)
             record = record.with_case(merged)
             write_run(run_dir, record)

@@ -128,8 +128,9 @@ def summarize(samples: Sequence[float] | np.ndarray, pass_sizes: Sequence[int] |
         return Summary(nan, nan, nan, nan, nan, nan, nan, nan, 0, 0)
     median = float(np.median(values))
     low, high = median_ci(values)
-    if pass_sizes is not None and len(pass_sizes) > 1:
-        medians = pass_medians(values, pass_sizes)
+    sizes = usable_passes(pass_sizes, n)
+    if sizes is not None:
+        medians = pass_medians(values, sizes)
         if medians:
             low, high = min(low, *medians), max(high, *medians)
     mad = float(np.median(np.abs(values - median)))

@@ -256,7 +256,7 @@ def test_crossover_is_the_cost_model_line_fit(synthetic: RunRecord) -> None:
     assert found[("quickstart", "scale", "")] == pytest.approx(1.6 / (14 - 2.2), rel=0.25)
 
 
-def test_crossover_comes_from_the_cost_model_when_there_is_one(synthetic: RunRecord, monkeypatch) -> None:
+def test_crossovers_are_drawn_where_the_cost_model_puts_them_and_nan_means_none(synthetic: RunRecord, monkeypatch) -> None:
     def fit_cost_model(table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(
             {"scenario": ["quickstart"] * 2, "chain": ["empty", "scale"], "mode": ["graph"] * 2,

@@ -64,6 +64,18 @@ def test_every_pass_runs_in_a_fresh_worker_process(tmp_path, monkeypatch):
     assert all(c.passes_done == 3 for c in record.cases)
 
 
+def test_a_case_that_failed_is_not_run_again_in_later_passes(tmp_path, monkeypatch):
+    """faults.yaml: one case kills its worker and one faults it (each costs a fresh worker), in pass 1
+    only; passes 2 and 3 measure the healthy cases in one worker each."""
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
+    plan = runner.plan([DATA / "faults.yaml"], overrides={"passes": 3})
+    record = runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend))
+    assert len(starts.read_text().split()) == 3 + 2
+    by_chain = {c.chain: c for c in record.cases}
+    assert by_chain["a_first"].passes_done == 3 and by_chain["b_crash"].passes_done == 1
+
+
 class InterruptAfter(runner.SilentEvents):
     def __init__(self, cases: int):
         self.left = cases

@@ -12,11 +12,11 @@ import numpy as np
 
 from launchbench.backend.base import CaseRefused, OutputCheck
 from launchbench.backend.check import compare_outputs
-from launchbench.backend.graph import CaptureFailed, abort_capture, capture
+from launchbench.backend.graph import CaptureFailed, capture
 from launchbench.backend.workload import LaunchLoop
 from launchbench.environment import NvmlMonitor, collect_environment
 from launchbench.errors import LaunchbenchError
-from launchbench.kernels.steps import BuiltStep, StepBuilder, step_bytes
+from launchbench.kernels.steps import EMPTY_SOURCE, BuiltStep, StepBuilder, step_bytes
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import GraphLifecycle
 from launchbench.scenario.expand import Case
@@ -162,24 +162,15 @@ class CupyBackend:
         self._warm_graph_machinery()
 
     def _warm_graph_machinery(self) -> None:
-        """Capture, upload and replay a one-node graph once, so the first case of a worker does not pay
-        the process's one-time graph costs in its capture time (each pass runs in a fresh worker; its
-        first case's graph setup came out 513 µs against 116 µs for the same case in a warm process).
-        Best effort: a case's own capture reports any real failure."""
-        stream = self.stream(0)
+        """Capture and replay a one-node graph once, through the same capture() every case uses, so the
+        first case of a worker does not pay the process's one-time graph costs in its life-cycle times
+        (each pass runs in a fresh worker; its first case's graph setup came out 513 µs against 116 µs
+        for the same case in a warm process). Best effort: a case's own capture reports real failures."""
         try:
-            kernel = cupy.RawKernel('extern "C" __global__ void launchbench_warm() {}', "launchbench_warm")
-            with stream:
-                kernel((1,), (1,), ())
-                stream.synchronize()
-                stream.begin_capture()
-                kernel((1,), (1,), ())
-                graph = stream.end_capture()
-                graph.upload(stream)
-                graph.launch(stream)
-                stream.synchronize()
+            kernel = cupy.RawKernel(EMPTY_SOURCE, "launchbench_empty")
+            capture(self.stream(0), [partial(kernel, (1,), (1,), ())], self.clock)
         except Exception:  # noqa: BLE001 - warm-up only; never the reason a run fails
-            abort_capture(stream)
+            return
 
     def stream(self, index: int) -> cupy.cuda.Stream:
         """The backend's stream ``index`` (0: the main stream of every chain), created on first use."""

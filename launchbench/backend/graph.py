@@ -130,20 +130,17 @@ def _count_nodes(graph: Any) -> int | None:
     return None
 
 
-def capture(
-    stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock, split: bool | None = None
-) -> CapturedGraph:
+def capture(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock) -> CapturedGraph:
     """Capture one iteration of ``calls`` on ``stream`` and time the graph's life cycle.
 
     The calls must already have run once eagerly under the same memory pool (warm-up), so that capture
     allocates nothing new. Raises CaptureFailed with the reason when the chain cannot be captured.
     """
     pool = cupy.cuda.MemoryPool()
-    use_split = (cudart is not None) if split is None else (split and cudart is not None)
     with cupy.cuda.using_allocator(pool.malloc), stream:
         _issue(calls)  # warm the graph's pool: temporaries are cached before capture
         stream.synchronize()
-        split_life = _split_lifecycle(stream, calls, clock) if use_split else None
+        split_life = _split_lifecycle(stream, calls, clock) if cudart is not None else None
         free0 = _free_bytes()
         t0 = clock.wall()
         try:

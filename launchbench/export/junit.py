@@ -36,7 +36,6 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
     A row failed under --fail-on-missing fails every one of its testcases."""
     suite = ET.Element("testsuite", {"name": "launchbench compare"})
     tests = failures = skipped = 0
-    failed = report.failures if report else ()
     for row in comparison.rows:
         for mc in row.metrics:
             tests += 1
@@ -45,11 +44,7 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
                 "testcase",
                 {"classname": f"launchbench.compare.{row.scenario}", "name": f"{row.case} [{row.mode}] {mc.metric}"},
             )
-            hits = [
-                c
-                for c in failed
-                if (c.scenario, c.case, c.mode) == row.key and (c.metric == mc.metric or c.kind == "missing")
-            ]
+            hits = [c for c in report.checks_for(row.key, mc.metric) if not c.passed] if report is not None else []
             if hits:
                 failures += 1
                 message = "; ".join(f"{c.rule}: {c.message}" for c in hits)

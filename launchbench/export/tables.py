@@ -47,10 +47,7 @@ def comparison_records(comparison: Comparison, report: GateReport | None = None)
     records = []
     for row in comparison.rows:
         for mc in row.metrics:
-            gate = ""
-            if report is not None:
-                rules = [c for c in report.checks if (c.scenario, c.case, c.mode, c.metric) == (*row.key, mc.metric)]
-                gate = "" if not rules else ("pass" if all(c.passed for c in rules) else "fail")
+            gate = "" if report is None else report.verdict_for(row.key, mc.metric)
             low, high = mc.change_ci
             records.append(
                 {

@@ -34,6 +34,7 @@ from launchbench.scenario.model import (
 )
 
 EMPTY_SOURCE = 'extern "C" __global__ void launchbench_empty() {}'
+INPUT_SEED = 1234  # initial buffer contents are the same random values in every run
 FMA_KERNEL = cupy.ElementwiseKernel("T x, T alpha", "T y", "y = alpha * x + y", "launchbench_fma")
 POISON_BYTE = 0xAB
 
@@ -108,14 +109,13 @@ class StepBuilder:
     def __init__(
         self,
         stream: cupy.cuda.Stream,
-        seed: int = 1234,
         streams: Mapping[int, cupy.cuda.Stream] | None = None,
         source: str = "",
     ):
         self.stream = stream
         self.streams = {0: stream, **dict(streams or {})}
         self.source = source
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(INPUT_SEED)
         self._empty = cupy.RawKernel(EMPTY_SOURCE, "launchbench_empty")
         self._empty.compile()
 

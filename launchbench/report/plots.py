@@ -31,6 +31,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
+from launchbench.compare import DEFAULT_THRESHOLD  # noqa: E402
 from launchbench.results.schema import MODES, CaseResult, RunRecord  # noqa: E402
 from launchbench.results.table import run_table  # noqa: E402
 from launchbench.stats import MAD_SCALE, OUTLIER_MADS  # noqa: E402
@@ -67,7 +68,7 @@ STYLE = {
     "svg.fonttype": "none",
 }
 LENGTH_LABEL = "chain length (launches per iteration)"
-REGRESSION_THRESHOLD = 0.05  # a ratio beyond ±5% with a CI clear of 1 is a regression / an improvement
+REGRESSION_THRESHOLD = DEFAULT_THRESHOLD  # a ratio beyond it with a CI clear of 1 is a regression / an improvement
 
 
 # ---------------------------------------------------------------------------------------------- panels

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from launchbench.results.schema import MEASURED_STATUSES as MEASURED
-from launchbench.results.schema import WALL, CaseResult, GraphLifecycle, ModeResult
+from launchbench.results.schema import MEASURED_STATUSES, WALL, CaseResult, GraphLifecycle, ModeResult
 
 
 def _median_lifecycle(passes: list[GraphLifecycle]) -> GraphLifecycle:
@@ -33,7 +32,7 @@ def first_pass(result: CaseResult) -> CaseResult:
     modes = {}
     for name, mode in result.modes.items():
         update: dict[str, object] = {}
-        if mode.status in MEASURED:
+        if mode.status in MEASURED_STATUSES:
             update["pass_sizes"] = [len(mode.samples.get(WALL, []))]
         if mode.lifecycle is not None:
             update["lifecycle_passes"] = [mode.lifecycle]
@@ -42,8 +41,8 @@ def first_pass(result: CaseResult) -> CaseResult:
 
 
 def _merge_mode(old: ModeResult, new: ModeResult) -> ModeResult:
-    if old.status not in MEASURED or new.status not in MEASURED:
-        return new if new.status not in MEASURED else old
+    if old.status not in MEASURED_STATUSES or new.status not in MEASURED_STATUSES:
+        return new if new.status not in MEASURED_STATUSES else old
     samples = {key: [*old.samples.get(key, []), *new.samples.get(key, [])] for key in {*old.samples, *new.samples}}
     lifecycles = [*old.lifecycle_passes, *([new.lifecycle] if new.lifecycle is not None else [])]
     target_met = old.target_met and new.target_met
@@ -64,13 +63,12 @@ def merge_pass(previous: CaseResult | None, new: CaseResult) -> CaseResult:
     """Add one more pass of a case to what earlier passes measured."""
     if previous is None:
         return first_pass(new)
+    modes = {name: _merge_mode(previous.modes[name], mode) if name in previous.modes else mode for name, mode in new.modes.items()}
     if new.error:
-        failed = {name: _merge_mode(previous.modes[name], mode) if name in previous.modes else mode for name, mode in new.modes.items()}
         return previous.model_copy(
-            update={"modes": failed, "error": f"pass {previous.passes_done + 1}: {new.error}", "outputs_match": new.outputs_match,
+            update={"modes": modes, "error": f"pass {previous.passes_done + 1}: {new.error}", "outputs_match": new.outputs_match,
                     "check_detail": new.check_detail, "passes_done": previous.passes_done + 1}
         )
-    modes = {name: _merge_mode(previous.modes[name], mode) if name in previous.modes else mode for name, mode in new.modes.items()}
     matches = [previous.outputs_match, new.outputs_match]
     outputs_match = False if False in matches else (True if True in matches else None)
     reasons = sorted({*previous.clocks.throttle_reasons, *new.clocks.throttle_reasons})

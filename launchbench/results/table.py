@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchbench.drift import HOST_METRICS, HostDrift, host_drift, is_host_bound
+from launchbench.drift import HostDrift, drift_applies, host_drift, is_host_bound
 from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, RunRecord
 from launchbench.stats import Summary, summarize
 
@@ -105,7 +105,7 @@ def case_rows(case: CaseResult, gpu_name: str, drift: Mapping[str, HostDrift] | 
         }
         for metric in METRICS:
             summary = summarize(case.metric_samples(mode, metric), case.pass_sizes(mode))
-            if host_bound or metric.name in HOST_METRICS:
+            if drift_applies(metric.name, host_bound):
                 summary = widen_for_drift(summary, drift.get(metric.name))
             row[metric.name] = summary.median
             for suffix, value in summary.as_dict().items():
