@@ -9,7 +9,6 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +42,9 @@ from launchbench.gate import (
     GateReport,
     GateRule,
     GateRuleError,
-    check_run,
+    check_against_scenarios,
     evaluate_rules,
     parse_rule,
-    run_expectations,
 )
 from launchbench.results.schema import METRIC_BY_NAME
 from launchbench.results.store import atomic_write_text, load_run
@@ -332,9 +330,7 @@ def check(run: str, scenarios: tuple[str, ...], fmt: str, output: str | None, ju
     Exit 0 when every expectation holds, 1 when one fails or matches no row, 2 on a usage or input error.
     """
     record = load_run(run)
-    expectations, notes = run_expectations(record, scenarios)
-    report = check_run(record, expectations)
-    report = replace(report, notes=(*notes, *report.notes))
+    report = check_against_scenarios(record, scenarios)
     renderers: dict[str, Callable[[], str]] = {
         "markdown": lambda: check_markdown(report),
         "json": lambda: report_json(report),

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from launchbench.cli_common import handle_errors
-from launchbench.errors import LaunchbenchError
 from launchbench.results.store import load_run, resolve_results_file
 
 
@@ -40,10 +39,7 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str) -> None:
 
     records = [load_run(run) for run in runs]
     target = out_dir if out_dir is not None else resolve_results_file(runs[0]).parent / "plots"
-    try:
-        paths = write_all_plots(records, target, fmt, labels=_run_labels(runs))
-    except OSError as err:
-        raise LaunchbenchError(f"cannot write figures to {target}: {err}") from None
+    paths = write_all_plots(records, target, fmt, labels=_run_labels(runs))
     for path in paths:
         click.echo(str(path))
 

@@ -80,7 +80,7 @@ def run(
     plot: bool,
     quiet: bool,
 ) -> None:
-    """Measure scenario files: every case eagerly and as a CUDA Graph, results after every case."""
+    """Measure scenario files: every case eagerly and as a CUDA Graph, results.json after every case."""
     from launchbench import runner
     from launchbench.report.console import ConsoleEvents, print_summary
     from launchbench.results.store import load_run
@@ -130,11 +130,10 @@ def _check_expectations(record: Any, console: Console) -> int:
     from launchbench import gate
 
     try:
-        expectations, _notes = gate.run_expectations(record)
+        report = gate.check_against_scenarios(record)
     except gate.NoExpectationsError as err:
         console.print(f"[yellow]note:[/] nothing to check: {err}")
         return EXIT_OK
-    report = gate.check_run(record, expectations)
     for line in gate.describe(report):
         console.print(line)
     return EXIT_FAIL if not report.passed else EXIT_OK

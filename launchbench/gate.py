@@ -23,7 +23,7 @@ import fnmatch
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -255,6 +255,14 @@ def check_run(run: RunRecord, expectations: Iterable[Expectation | ScopedExpecta
         scoped = item if isinstance(item, ScopedExpectation) else ScopedExpectation(item)
         checks.extend(_expectation_checks(table, scoped))
     return GateReport(tuple(checks))
+
+
+def check_against_scenarios(run: RunRecord, scenario_files: Sequence[str | Path] = ()) -> GateReport:
+    """`check` and `run --check`: the run against its scenarios' expectations (see run_expectations),
+    the notes on where they came from first. Raises NoExpectationsError when there is nothing to check."""
+    expectations, notes = run_expectations(run, scenario_files)
+    report = check_run(run, expectations)
+    return replace(report, notes=(*notes, *report.notes))
 
 
 def run_expectations(run: RunRecord, scenario_files: Sequence[str | Path] = ()) -> tuple[list[ScopedExpectation], list[str]]:

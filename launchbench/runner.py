@@ -1,5 +1,5 @@
-"""A run: expand scenarios into cases, measure each case in a worker process, and rewrite the result
-files after every case. Interruptions and dead workers lose only the case in flight.
+"""A run: expand scenarios into cases, measure each case in a worker process, and rewrite results.json
+after every case (the tables after every pass). Interruptions and dead workers lose only the case in flight.
 
 Each pass runs in a fresh worker process (as pyperf spreads a benchmark over processes): what a process
 happens to get (its CUDA streams' hardware queues, its memory placement, the core it lands on) then
@@ -220,7 +220,8 @@ def run(
     resume: RunRecord | None = None,
     argv: Sequence[str] | None = None,
 ) -> RunRecord:
-    """Measure every case of the plan that the resumed record lacks; write results after every case."""
+    """Measure every case of the plan that the resumed record lacks; write results.json after every case
+    and the tables after every pass (and on interruption)."""
     events = events or SilentEvents()
     if resume is None and (run_dir / "results.json").exists():
         create_run_dir(run_dir)  # raises: runs are never overwritten
@@ -286,7 +287,8 @@ def run(
                 result = execute_case(backend, one_pass, backend.clock, events.case_progress)
             merged = merge_pass(previous, result)
             record = record.with_case(merged)
-            write_run(run_dir, record)
+            pass_ends = index + 1 == len(schedule) or schedule[index + 1][1] != pass_index
+            write_run(run_dir, record, tables=pass_ends)
             events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
     except BaseException:
         record = record.model_copy(update={"status": "interrupted", "finished": _now()})

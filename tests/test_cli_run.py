@@ -58,3 +58,34 @@ def test_version():
 
 def test_run_requires_a_scenario():
     assert CliRunner().invoke(cli, ["run"]).exit_code == 2
+
+
+def test_run_check_prints_the_notes_that_check_prints(tmp_path):
+    """`run --check` and `check` share gate.check_against_scenarios: a recorded scenario file that is
+    gone is a note in both (it was dropped by `run --check`)."""
+    import io
+
+    from rich.console import Console
+
+    from launchbench import cli_run
+    from launchbench.results.store import load_run
+
+    record = load_run(Path(__file__).parent / "data" / "h200" / "quickstart-a")
+    gone = record.scenarios[0].model_copy(update={"file": str(tmp_path / "moved.yaml")})
+    here = record.scenarios[0].model_copy(update={"file": str(Path(__file__).parents[1] / "scenarios" / "quickstart.yaml")})
+    record = record.model_copy(update={"scenarios": [here, gone]})
+    out = io.StringIO()
+    assert cli_run._check_expectations(record, Console(file=out, width=200)) == 0
+    assert "moved.yaml" in out.getvalue() and "is not found" in out.getvalue()
+
+
+def test_run_plot_into_a_folder_it_cannot_write_is_an_input_error(tmp_path):
+    from launchbench.errors import LaunchbenchError
+    from launchbench.report.plots import write_all_plots
+    from launchbench.results.store import load_run
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    record = load_run(Path(__file__).parent / "data" / "h200" / "quickstart-a")
+    with pytest.raises(LaunchbenchError, match="cannot write figures"):
+        write_all_plots([record], blocker / "plots")

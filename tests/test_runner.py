@@ -125,3 +125,27 @@ def test_pass_settings_split_the_budget():
     case = runner.plan([DATA / "three.yaml"], overrides={"passes": 4, "max_time": 2.0, "min_samples": 10}).cases[0]
     one = runner.pass_settings(case)
     assert one.measure.passes == 1 and one.measure.max_time == 0.5 and one.measure.min_samples == 3
+
+
+class FileWatcher(runner.SilentEvents):
+    """Records, as each case finishes, how many cases results.json and results.csv hold."""
+
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+        self.seen: list[tuple[int, int]] = []
+
+    def case_finished(self, result) -> None:
+        cases = len(load_run(self.run_dir).cases)
+        csv = self.run_dir / "results.csv"
+        rows = len(pd.read_csv(csv)) if csv.exists() and csv.stat().st_size else 0
+        self.seen.append((cases, rows))
+
+
+def test_results_json_after_every_case_tables_after_every_pass(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
+    watcher = FileWatcher(tmp_path / "run")
+    runner.run(plan, tmp_path / "run", options(isolate=False), watcher)
+    assert [cases for cases, _ in watcher.seen] == [1, 2, 3, 4, 5, 5, 5, 5, 5, 5]
+    # the CSV lags within a pass (no rows before the first pass ends) and is complete at each pass's end
+    assert [rows for _, rows in watcher.seen[:4]] == [0, 0, 0, 0] and watcher.seen[4][1] == 10
+    assert len(pd.read_csv(tmp_path / "run" / "results.csv")) == 10

@@ -32,6 +32,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from launchbench.compare import DEFAULT_THRESHOLD  # noqa: E402
+from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.results.schema import MODES, CaseResult, RunRecord  # noqa: E402
 from launchbench.results.table import run_table  # noqa: E402
 from launchbench.stats import MAD_SCALE, OUTLIER_MADS  # noqa: E402
@@ -734,6 +735,13 @@ def write_all_plots(
     out_dir = Path(out_dir)
     if fmt not in FORMATS:
         raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    try:
+        return _write_all_plots(runs, out_dir, fmt, labels)
+    except OSError as err:  # a full disk, a read-only folder: the user's to fix, for `plot` and `run --plot` alike
+        raise LaunchbenchError(f"cannot write figures to {out_dir}: {err}") from None
+
+
+def _write_all_plots(runs: Sequence[RunRecord], out_dir: Path, fmt: str, labels: Sequence[str] | None) -> list[Path]:
     if len(runs) == 1:
         return write_run_plots(runs[0], out_dir, fmt)
     names = [_safe_name(s) for s in labels] if labels else [f"run{i + 1}" for i in range(len(runs))]

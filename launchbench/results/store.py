@@ -1,7 +1,10 @@
 """Run directories: results.json (the record, raw samples) and results.csv (the table).
 
-Both are written atomically (temporary file, then rename) after every case, so an interrupted run keeps
-every case it finished. A run directory that already holds results is never overwritten.
+The runner writes results.json after every case, so an interrupted run keeps every case it finished, and
+the tables (results.csv, costmodel.csv) after every pass and at the end: building them summarises every
+case (a few ms each), which after every case of a large sweep would cost more than measuring it. Every
+file is written atomically (temporary file, then rename). A run directory that already holds results is
+never overwritten.
 """
 
 from __future__ import annotations
@@ -51,9 +54,12 @@ def create_run_dir(path: Path) -> Path:
     return path
 
 
-def write_run(run_dir: Path, run: RunRecord) -> None:
-    """results.json, results.csv and (where a chain length varies) costmodel.csv, each atomically."""
+def write_run(run_dir: Path, run: RunRecord, tables: bool = True) -> None:
+    """results.json, and with ``tables`` results.csv and (where a chain length varies) costmodel.csv,
+    each atomically."""
     atomic_write_text(run_dir / RESULTS_JSON, run.model_dump_json())
+    if not tables:
+        return
     table = run_table(run)
     atomic_write_text(run_dir / RESULTS_CSV, table.to_csv(index=False))
     model = fit_cost_model(table)
