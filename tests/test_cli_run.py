@@ -89,3 +89,19 @@ def test_run_plot_into_a_folder_it_cannot_write_is_an_input_error(tmp_path):
     record = load_run(Path(__file__).parent / "data" / "h200" / "quickstart-a")
     with pytest.raises(LaunchbenchError, match="cannot write figures"):
         write_all_plots([record], blocker / "plots")
+
+
+def test_run_summary_shows_every_case_and_the_cost_model(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from launchbench.report.console import print_summary
+    from launchbench.results.store import load_run
+
+    record = load_run(Path(__file__).parent / "data" / "h200" / "quickstart-a")
+    out = io.StringIO()
+    print_summary(Console(file=out, width=250), record, tmp_path)
+    text = out.getvalue()
+    assert all(case.case_id in text for case in record.cases)
+    assert "cost model" in text and "empty: eager 5.441" in text and "graph 0.510" in text

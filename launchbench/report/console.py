@@ -78,8 +78,9 @@ class ConsoleEvents:
         self.progress.stop()
 
 
-def summary_table(run: RunRecord) -> Table:
-    frame = run_table(run)
+def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
+    """The run's headline table (``frame``: its run_table, when the caller has it already)."""
+    frame = run_table(run) if frame is None else frame
     table = Table(title=f"{', '.join(s.name for s in run.scenarios)} on {run.gpu_name}", show_lines=False)
     for header in (
         "case",
@@ -118,11 +119,11 @@ def summary_table(run: RunRecord) -> Table:
     return table
 
 
-def cost_model_lines(run: RunRecord) -> list[str]:
+def cost_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list[str]:
     """One line per chain whose length varies: the fitted per-launch and fixed costs and the crossover."""
     from launchbench.costmodel import fit_cost_model
 
-    model = fit_cost_model(run_table(run))
+    model = fit_cost_model(run_table(run) if frame is None else frame)
     lines = []
     for (scenario, chain, group), rows in model.groupby(["scenario", "chain", "group"], sort=False):
         fits = {r["mode"]: r for _, r in rows.iterrows()}
@@ -148,8 +149,9 @@ def cost_model_lines(run: RunRecord) -> list[str]:
 
 
 def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
-    console.print(summary_table(run))
-    model = cost_model_lines(run)
+    frame = run_table(run)
+    console.print(summary_table(run, frame))
+    model = cost_model_lines(run, frame)
     if model:
         console.print("[bold]cost model[/] (time per iteration = fixed + per-launch × launches):")
         for line in model:
