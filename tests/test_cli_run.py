@@ -104,4 +104,4 @@ def test_run_summary_shows_every_case_and_the_cost_model(tmp_path):
     print_summary(Console(file=out, width=250), record, tmp_path)
     text = out.getvalue()
     assert all(case.case_id in text for case in record.cases)
-    assert "cost model" in text and "empty: eager 5.441" in text and "graph 0.510" in text
+    assert "cost model" in text and "empty: eager 6.375" in text and "graph 0.485" in text
