@@ -28,6 +28,7 @@ from _paired import round_ratios
 from _report import write_report
 
 from launchbench.backend.cupy_backend import CupyBackend
+from launchbench.environment import describe_environment
 from launchbench.measure.sampler import SAMPLES_PER_ROUND, BatchTiming, Sampler
 from launchbench.scenario.expand import Case, expand_scenario
 from launchbench.worker import cupy_backend
@@ -156,7 +157,7 @@ def main() -> None:
     rows = [row for case in expand_scenario(args.scenario) for row in measure_case(backend, case, args.max_time)]
     table = pd.DataFrame(rows)
     header = (
-        f"fidelity on {env['gpu']['name']} (driver {env['driver']}, CUDA {env['cuda_runtime']}, CuPy {env['cupy']}), "
+        f"fidelity on {describe_environment(env)}, "
         f"{env['time']}, {time.perf_counter() - started:.0f} s\n"
         f"ratio = median over rounds of (launchbench median / bare-loop median) in the same round of the interleaved "
         f"sampler ({SAMPLES_PER_ROUND} samples each); p25/p75 over rounds; pooled = ratio of medians over all samples\n"

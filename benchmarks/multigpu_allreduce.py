@@ -21,7 +21,7 @@ import pandas as pd
 from _report import write_report
 from cupy.cuda import nccl
 
-from launchbench.environment import collect_environment
+from launchbench.environment import collect_environment, describe_environment
 
 SIZES = [256, 65_536, 4_194_304]  # float32 elements per device: 1 KiB, 256 KiB, 16 MiB
 STEPS = 8  # all-reduces per iteration
@@ -158,8 +158,7 @@ def main() -> None:
     table = pd.DataFrame(rows)
     env = collect_environment(0)
     header = (
-        f"NCCL all-reduce on {n}× {env['gpu']['name']} (driver {env['driver']}, CUDA {env['cuda_runtime']}, CuPy {env['cupy']}, "
-        f"NCCL {nccl.get_version()}), {env['time']}; {STEPS} all-reduces + 1 kernel per device per iteration; median of {SAMPLES} samples\n"
+        f"NCCL all-reduce on {n}× {describe_environment(env, f'NCCL {nccl.get_version()}')}, {env['time']}; {STEPS} all-reduces + 1 kernel per device per iteration; median of {SAMPLES} samples\n"
     )
     write_report(table, header, args.out, "multigpu_allreduce", digits=2)
     raise SystemExit(0 if (table["graph_equals_eager"] & table["sum_correct"]).all() else 1)

@@ -27,7 +27,7 @@ import pandas as pd
 from _report import write_report
 from cuda.bindings import runtime as cudart
 
-from launchbench.environment import collect_environment
+from launchbench.environment import collect_environment, describe_environment
 
 FEATURES = 1024
 CHAIN = 8  # kernels per iteration
@@ -193,9 +193,9 @@ def main() -> None:
         )
     table = pd.DataFrame(rows)
     env = collect_environment(0)
+    bindings = f"cuda-bindings {env['cuda_bindings']}"
     header = (
-        f"shape changes on {env['gpu']['name']} (driver {env['driver']}, CUDA {env['cuda_runtime']}, CuPy {env['cupy']}, "
-        f"cuda-bindings {env['cuda_bindings']}), {env['time']}; chain of {CHAIN} elementwise kernels on batch×{FEATURES} "
+        f"shape changes on {describe_environment(env, bindings)}, {env['time']}; chain of {CHAIN} elementwise kernels on batch×{FEATURES} "
         f"float32, batch up to {args.max_batch}; median of {REPEATS} repetitions of {ITERATIONS} iterations\n"
     )
     write_report(table, header, args.out, "shape_changes", digits=1)

@@ -29,15 +29,11 @@ from launchbench.compare import (
     compare_runs,
     parse_threshold,
 )
+from launchbench.environment import describe_environment
 from launchbench.export.junit import comparison_junit, report_junit
-from launchbench.export.markdown import (
-    check_markdown,
-    comparison_markdown,
-    format_change,
-    format_change_ci,
-    format_number,
-)
+from launchbench.export.markdown import check_markdown, comparison_markdown
 from launchbench.export.tables import comparison_csv, comparison_json, report_json
+from launchbench.formatting import format_change, format_change_ci, format_number
 from launchbench.gate import (
     GateReport,
     GateRule,
@@ -113,11 +109,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
         style = "red" if comparison.different_gpu else "yellow"
         console.print(Panel(body, title="The environments differ", border_style=style, expand=False))
     else:
-        env = comparison.current_env
-        console.print(
-            f"[dim]Same environment: {escape(env['gpu'])}, driver {escape(env['driver'])}, "
-            f"CUDA {escape(env['cuda_runtime'])}, CuPy {escape(env['cupy'])}[/]"
-        )
+        console.print(f"[dim]Same environment: {escape(describe_environment(comparison.current_env))}[/]")
     table = Table(title=f"{escape(comparison.baseline_label)} → {escape(comparison.current_label)}", title_justify="left")
     for name, justify in [
         ("scenario/case", "left"),
@@ -147,7 +139,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
                 format_number(mc.baseline_median, "—"),
                 format_number(mc.current_median, "—"),
                 format_change(mc.change, "—"),
-                format_change_ci(mc, "—"),
+                format_change_ci(*mc.change_ci, "—"),
                 "—" if math.isnan(mc.p_value) else f"{mc.p_value:.2g}",
                 verdict,
             ]

@@ -126,16 +126,17 @@ def run(
 
 
 def _check_expectations(record: Any, console: Console) -> int:
-    """`run --check`: the scenarios' expectations, each scoped to its own scenario (gate owns the rules)."""
+    """`run --check`: the scenarios' expectations, each scoped to its own scenario (gate owns the rules),
+    shown as `launchbench check` shows them."""
     from launchbench import gate
+    from launchbench.cli_compare import render_checks
 
     try:
         report = gate.check_against_scenarios(record)
     except gate.NoExpectationsError as err:
         console.print(f"[yellow]note:[/] nothing to check: {err}")
         return EXIT_OK
-    for line in gate.describe(report):
-        console.print(line)
+    render_checks(console, report)
     return EXIT_FAIL if not report.passed else EXIT_OK
 
 

@@ -74,13 +74,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from scipy import special
 from scipy import stats as sps
 
 from launchbench.drift import HostDrift, drift_applies, host_drift, is_host_bound
+from launchbench.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import MEASURED_STATUSES, METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
 from launchbench.stats import log_pass_medians, usable_passes
@@ -240,15 +241,6 @@ class EnvDifference:
     current: str
 
 
-ENV_ITEMS: tuple[str, ...] = ("gpu", "driver", "cuda_runtime", "cupy")
-ENV_LABELS: dict[str, str] = {"gpu": "GPU", "driver": "driver", "cuda_runtime": "CUDA runtime", "cupy": "CuPy"}
-_ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "gpu": (("gpu", "name"), ("gpu_name",)),
-    "driver": (("driver",), ("gpu", "driver"), ("driver_version",), ("gpu", "driver_version")),
-    "cuda_runtime": (("cuda_runtime",), ("cuda", "runtime"), ("cuda_runtime_version",)),
-    "cupy": (("cupy",), ("cupy_version",), ("cupy", "version")),
-}
-UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -574,26 +566,6 @@ def align(baseline: RunRecord, current: RunRecord) -> list[RowKey]:
 # ---------------------------------------------------------------------------------------- environment
 
 
-def _lookup(env: Mapping[str, Any], path: Sequence[str]) -> Any:
-    node: Any = env
-    for part in path:
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    if isinstance(node, Mapping):
-        node = node.get("version")
-    return node
-
-
-def environment_summary(run: RunRecord) -> dict[str, str]:
-    """GPU model, driver, CUDA runtime and CuPy version of a run ('unknown' where not recorded)."""
-    out: dict[str, str] = {}
-    for item in ENV_ITEMS:
-        value = next((v for p in _ENV_PATHS[item] if (v := _lookup(run.environment, p)) not in (None, "")), None)
-        out[item] = UNKNOWN if value is None else str(value)
-    return out
-
-
 def gpu_models_differ(baseline: str, current: str) -> bool:
     """True when both GPU names are known and name different models (case and spacing ignored)."""
     if UNKNOWN in (baseline, current):
@@ -616,7 +588,7 @@ def compare_runs(
     """Align two runs and compare every metric of every row. Raises DifferentGpuError when the GPU
     models differ and ``allow_different_gpu`` is false."""
     settings = settings or CompareSettings()
-    b_env, c_env = environment_summary(baseline), environment_summary(current)
+    b_env, c_env = summarize_environment(baseline.environment), summarize_environment(current.environment)
     if gpu_models_differ(b_env["gpu"], c_env["gpu"]) and not allow_different_gpu:
         raise DifferentGpuError(
             f"the runs were taken on different GPU models: {baseline_label} on {b_env['gpu']!r}, "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,13 +61,14 @@ def fit_line(launches: np.ndarray, times: np.ndarray) -> dict[str, float]:
     return {"fixed": fixed, "fixed_se": fixed_se, "per": per_launch, "per_se": per_se, "cov": cov01, "r2": r2}
 
 
-def _length_axes(group: pd.DataFrame) -> set[str]:
-    """Sweep axes along which the number of launches per iteration changes."""
-    params = [json.loads(p) for p in group["params"]]
+def length_axes(params: Sequence[Mapping[str, Any]], launches_per_iter: Iterable[int]) -> set[str]:
+    """Sweep axes along which the number of launches per iteration changes, the other axes held fixed:
+    the chain-length axes of a fit (and of a plot's x axis). ``params`` are the rows' sweep values."""
+    launch_counts = list(launches_per_iter)
     axes: set[str] = set()
     for axis in {k for p in params for k in p}:
         by_rest: dict[str, set[int]] = {}
-        for p, launches in zip(params, group["launches_per_iter"]):
+        for p, launches in zip(params, launch_counts):
             rest = json.dumps({k: v for k, v in p.items() if k != axis}, sort_keys=True)
             by_rest.setdefault(rest, set()).add(int(launches))
         if any(len(v) > 1 for v in by_rest.values()):
@@ -93,12 +95,11 @@ def fit_cost_model(table: pd.DataFrame) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     usable = table[table["status"].isin(list(MEASURED_STATUSES)) & table["wall_us_per_iter"].notna()]
     for (scenario, chain), group in usable.groupby(["scenario", "chain"], sort=False):
-        length_axes = _length_axes(group)
-        if not length_axes:
+        params = [json.loads(p) for p in group["params"]]
+        axes = length_axes(params, group["launches_per_iter"])
+        if not axes:
             continue
-        keys = [
-            json.dumps({k: v for k, v in json.loads(p).items() if k not in length_axes}, sort_keys=True) for p in group["params"]
-        ]
+        keys = [json.dumps({k: v for k, v in p.items() if k not in axes}, sort_keys=True) for p in params]
         for key, sub in group.assign(_group=keys).groupby("_group", sort=False):
             fits: dict[str, dict[str, float]] = {}
             for mode, mode_rows in sub.groupby("mode"):

@@ -10,6 +10,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,47 @@ def collect_environment(device: int = 0) -> dict[str, Any]:
         env["nvml"] = False
     env["capture_timing"] = "split (cuda.bindings)" if env["cuda_bindings"] else "combined (CuPy end_capture instantiates)"
     return env
+
+
+# ------------------------------------------------------------------------------------------ describing
+
+
+ENV_ITEMS: tuple[str, ...] = ("gpu", "driver", "cuda_runtime", "cupy")
+ENV_LABELS: dict[str, str] = {"gpu": "GPU", "driver": "driver", "cuda_runtime": "CUDA runtime", "cupy": "CuPy"}
+# Where each item may sit: collect_environment's layout first, then older or hand-written layouts, then a
+# summary's own (so summarizing a summary gives it back).
+_ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "gpu": (("gpu", "name"), ("gpu_name",), ("gpu",)),
+    "driver": (("driver",), ("gpu", "driver"), ("driver_version",), ("gpu", "driver_version")),
+    "cuda_runtime": (("cuda_runtime",), ("cuda", "runtime"), ("cuda_runtime_version",)),
+    "cupy": (("cupy",), ("cupy_version",), ("cupy", "version")),
+}
+UNKNOWN = "unknown"
+
+
+def _lookup(env: Mapping[str, Any], path: Sequence[str]) -> Any:
+    node: Any = env
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, Mapping):
+        node = node.get("version")
+    return node
+
+
+def summarize_environment(env: Mapping[str, Any]) -> dict[str, str]:
+    """GPU model, driver, CUDA runtime and CuPy version of an environment ('unknown' where not recorded)."""
+    out: dict[str, str] = {}
+    for item in ENV_ITEMS:
+        value = next((v for p in _ENV_PATHS[item] if (v := _lookup(env, p)) not in (None, "")), None)
+        out[item] = UNKNOWN if value is None else str(value)
+    return out
+
+
+def describe_environment(env: Mapping[str, Any], *more: str) -> str:
+    """One line naming what a run ran on, e.g. 'NVIDIA H200 (driver 580.159.04, CUDA 13.2, CuPy 14.2.0)';
+    ``env`` is a recorded environment or its summary, ``more`` further items for the parentheses."""
+    s = summarize_environment(env)
+    items = [f"driver {s['driver']}", f"CUDA {s['cuda_runtime']}", f"CuPy {s['cupy']}", *more]
+    return f"{s['gpu']} ({', '.join(items)})"

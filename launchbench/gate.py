@@ -31,6 +31,7 @@ import pandas as pd
 
 from launchbench.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
 from launchbench.errors import LaunchbenchError
+from launchbench.formatting import format_change, format_change_ci, format_number
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.results.table import COLUMNS, run_table
 from launchbench.scenario.load import load_scenario
@@ -139,16 +140,11 @@ class GateReport:
 # ------------------------------------------------------------------------------------- regression gate
 
 
-def _percent(x: float) -> str:
-    return f"{x * 100:+.1f}%"
-
-
 def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison) -> GateCheck:
     regressed, improved = rule.regressed(mc), rule.improved(mc)
-    low, high = mc.change_ci
     numbers = (
-        f"{mc.baseline_median:.4g} → {mc.current_median:.4g} µs ({_percent(mc.change)}, "
-        f"95% CI {_percent(low)} to {_percent(high)}, p={mc.p_value:.2g})"
+        f"{format_number(mc.baseline_median, '—')} → {format_number(mc.current_median, '—')} µs "
+        f"({format_change(mc.change, '—')}, 95% CI {format_change_ci(*mc.change_ci, '—', sep=' to ')}, p={mc.p_value:.2g})"
     )
     amount = rule.spec.partition(":")[2]
     if regressed:
@@ -293,28 +289,3 @@ def run_expectations(run: RunRecord, scenario_files: Sequence[str | Path] = ()) 
     if not expectations:
         raise NoExpectationsError(f"{', '.join(map(str, paths))}: no 'expect:' entries; nothing to check")
     return expectations, notes
-
-
-def describe(report: GateReport, markup: bool = True) -> list[str]:
-    """The report as lines of text, one per check then a verdict line; nothing is printed.
-
-    With ``markup`` the lines are rich console markup (user text escaped, PASS/FAIL coloured), ready for
-    ``Console.print``; without, plain text.
-    """
-    from rich.markup import escape
-
-    def fmt(text: str) -> str:
-        return escape(text) if markup else text
-
-    def tag(word: str, style: str) -> str:
-        return f"[{style}]{word}[/]" if markup else word
-
-    lines = [fmt(f"note: {note}") for note in report.notes]
-    for check in report.checks:
-        mark = tag("pass", "green") if check.passed else tag("FAIL", "bold red")
-        lines.append(f"{mark} {fmt(check.subject)}: {fmt(check.rule)}: {fmt(check.message)}")
-    if report.passed:
-        lines.append(f"{tag('PASS', 'bold green')}: {len(report.checks)} check(s), none failed")
-    else:
-        lines.append(f"{tag('FAIL', 'bold red')}: {len(report.failures)} of {len(report.checks)} check(s) failed")
-    return lines

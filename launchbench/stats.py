@@ -35,9 +35,7 @@ class Summary:
     @property
     def rel_ci(self) -> float:
         """Half-width of the median's 95% CI over the median: what the stopping rule targets."""
-        if self.n == 0 or self.median == 0:
-            return math.inf
-        return (self.ci_high - self.ci_low) / 2 / abs(self.median)
+        return math.inf if self.n == 0 else relative_half_width(self.median, self.ci_low, self.ci_high)
 
     @property
     def rel_noise(self) -> float:
@@ -66,6 +64,11 @@ class Summary:
         out["rel_ci"] = self.rel_ci
         out["rel_noise"] = self.rel_noise
         return out
+
+
+def relative_half_width(median: float, low: float, high: float) -> float:
+    """Half-width of an interval around ``median`` over the median (inf when the median is 0)."""
+    return math.inf if median == 0 else (high - low) / 2 / abs(median)
 
 
 def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

@@ -33,3 +33,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("gpu"):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def backend():
+    """The product's CuPy backend on device 0 with the system clock, shared by the GPU test modules."""
+    from launchbench.backend.cupy_backend import CupyBackend
+    from launchbench.measure.clock import SystemClock
+
+    return CupyBackend(0, SystemClock())

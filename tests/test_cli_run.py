@@ -105,3 +105,29 @@ def test_run_summary_shows_every_case_and_the_cost_model(tmp_path):
     text = out.getvalue()
     assert all(case.case_id in text for case in record.cases)
     assert "cost model" in text and "empty: eager 6.375" in text and "graph 0.485" in text
+
+
+def test_run_check_shows_the_table_that_check_shows(tmp_path):
+    """`run --check` renders its report with `check`'s renderer: same table, same verdict line, exit 1 on a
+    failed expectation."""
+    import io
+
+    from rich.console import Console
+
+    from launchbench import cli_run
+    from launchbench.cli_compare import render_checks
+    from launchbench.gate import check_against_scenarios
+    from launchbench.results.store import load_run
+
+    strict = tmp_path / "quickstart.yaml"
+    text = (ROOT / "scenarios" / "quickstart.yaml").read_text(encoding="utf-8")
+    strict.write_text(text.replace("max: 1.0", "max: 0.1"), encoding="utf-8")
+    record = load_run(Path(__file__).parent / "data" / "h200" / "quickstart-a")
+    record = record.model_copy(update={"scenarios": [record.scenarios[0].model_copy(update={"file": str(strict)})]})
+
+    shown, expected = io.StringIO(), io.StringIO()
+    assert cli_run._check_expectations(record, Console(file=shown, width=200)) == 1
+    render_checks(Console(file=expected, width=200), check_against_scenarios(record))
+    assert shown.getvalue() == expected.getvalue()
+    assert "expectations" in shown.getvalue() and "FAIL: 1 of 2 checks failed" in shown.getvalue()
+    assert "wall_us_per_launch ≤ 0.1" in shown.getvalue() and "expected ≤ 0.1" in shown.getvalue()

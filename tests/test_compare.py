@@ -33,7 +33,6 @@ from launchbench.compare import (
     compare_runs,
     compare_samples,
     decide,
-    environment_summary,
     gpu_models_differ,
     host_drift,
     is_host_bound,
@@ -43,6 +42,7 @@ from launchbench.compare import (
     ratio_of_medians_ci,
 )
 from launchbench.drift import drift_applies
+from launchbench.environment import describe_environment, summarize_environment
 from launchbench.results.schema import WALL, CaseResult, RunRecord
 from launchbench.results.store import load_run
 from launchbench.stats import pass_medians
@@ -593,10 +593,14 @@ def test_settings_validation() -> None:
 
 
 def test_environment_summary_and_gpu_names(baseline_run: RunRecord) -> None:
-    env = environment_summary(baseline_run)
+    env = summarize_environment(baseline_run.environment)
     assert set(env) == {"gpu", "driver", "cuda_runtime", "cupy"}
     assert env["gpu"] == baseline_run.gpu_name
-    assert environment_summary(baseline_run.model_copy(update={"environment": {}}))["gpu"] == "unknown"
+    assert summarize_environment({})["gpu"] == "unknown"
+    assert summarize_environment(env) == env  # a summary summarizes to itself
+    line = "NVIDIA H200 (driver 580.159.04, CUDA 13.2, CuPy 14.2.0)"
+    assert describe_environment(baseline_run.environment) == describe_environment(env) == line
+    assert describe_environment(env, "NCCL 2.27") == line[:-1] + ", NCCL 2.27)"
     assert not gpu_models_differ("NVIDIA H200", "nvidia  h200")
     assert gpu_models_differ("NVIDIA H200", OTHER_GPU)
     assert not gpu_models_differ("unknown", OTHER_GPU)

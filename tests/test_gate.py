@@ -16,7 +16,6 @@ from launchbench.gate import (
     NoExpectationsError,
     ScopedExpectation,
     check_run,
-    describe,
     evaluate_rules,
     parse_rule,
     run_expectations,
@@ -213,13 +212,3 @@ def test_run_expectations_errors(baseline_run: RunRecord, tmp_path: Path) -> Non
     empty.write_text("name: x\ndescription: d\nchains:\n  c:\n    - kind: empty\n", encoding="utf-8")
     with pytest.raises(NoExpectationsError, match="no 'expect:'"):
         run_expectations(baseline_run, [empty])
-
-
-def test_describe_lines(baseline_run: RunRecord) -> None:
-    _, case, median = _first_graph_row(baseline_run)
-    report = check_run(baseline_run, [Expectation(case=case, mode="graph", metric="wall_us_per_launch", max=median / 2)])
-    plain = describe(report, markup=False)
-    assert plain[-1].startswith("FAIL: 1 of 1") and f"{case} [graph]" in plain[0]
-    rich_lines = describe(report)
-    assert "\\[graph]" in rich_lines[0] and rich_lines[-1].startswith("[bold red]FAIL[/]")
-    assert describe(GateReport(), markup=False) == ["PASS: 0 check(s), none failed"]

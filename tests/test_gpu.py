@@ -21,13 +21,6 @@ DATA = Path(__file__).parent / "data" / "gpu"
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.fixture(scope="module")
-def backend():
-    from launchbench.backend.cupy_backend import CupyBackend
-
-    return CupyBackend(0, SystemClock())
-
-
 def _cases(name: str):
     return {c.chain: c for c in expand_scenario(DATA / name)}
 

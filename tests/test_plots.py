@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -19,7 +17,8 @@ from launchbench.cli import cli
 from launchbench.report import plots
 from launchbench.results.schema import WALL, CaseResult, ModeResult, RunRecord
 from launchbench.results.store import load_run, write_run
-from tests.builders import LENGTHS, make_run
+from launchbench.results.table import run_table
+from tests.builders import LENGTHS, make_case, make_run
 
 H200_RUN = Path(__file__).parent / "data" / "h200" / "quickstart-a" / "results.json"
 SINGLE_RUN_FILES = {
@@ -246,6 +245,23 @@ def test_panels_split_chains_by_scenario_and_non_length_parameters(synthetic: Ru
     assert titles == ["quickstart: empty", "quickstart: scale", "sizes: scale, size=1000", "sizes: scale, size=1000000"]
 
 
+def test_a_chain_whose_length_two_axes_set_is_one_panel_with_the_cost_models_fit() -> None:
+    """launches = length × copies: the cost model fits over both axes, so the plot draws one panel over
+    every launch count and finds that fit's crossover (the plots used to split it into six one-point
+    panels with no crossover, by a length rule of their own)."""
+    rng = np.random.default_rng(0)
+    cases = []
+    for length in (1, 10, 100):
+        for copies in (1, 2):
+            case = make_case("empty", length * copies, rng)
+            params = {"length": length, "copies": copies}
+            cases.append(case.model_copy(update={"case_id": f"empty/length={length},copies={copies}", "params": params}))
+    run = make_run().model_copy(update={"cases": cases})
+    assert [panel.key for panel in plots.panels(run_table(run))] == [("quickstart", "empty", "")]
+    # builders: eager 6.5 µs per launch, graph 0.5 µs per launch + 1.6 µs per iteration
+    assert plots.crossovers(run)[("quickstart", "empty", "")] == pytest.approx(1.6 / 6.0, rel=0.25)
+
+
 # ---------------------------------------------------------------------------------------- crossover
 
 
@@ -263,9 +279,7 @@ def test_crossovers_are_drawn_where_the_cost_model_puts_them_and_nan_means_none(
              "crossover_launches": [42.0, float("nan")]}
         )  # fmt: skip
 
-    module = types.ModuleType("launchbench.costmodel")
-    module.fit_cost_model = fit_cost_model  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "launchbench.costmodel", module)
+    monkeypatch.setattr(plots, "fit_cost_model", fit_cost_model)
     found = plots.crossovers(synthetic)
     assert found[("quickstart", "empty", "")] == 42.0
     assert found[("quickstart", "scale", "")] is None

@@ -11,9 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from click.testing import CliRunner
 
-from launchbench.cli import cli
 from launchbench.errors import LaunchbenchError, ScenarioError
 from launchbench.execute import expected_nodes
 from launchbench.kernels.python_step import PythonStepError, load_callable, normalise_result
@@ -39,13 +37,10 @@ def write(tmp_path: Path, body: str, name: str = "s.yaml") -> Path:
 
 
 @pytest.mark.parametrize("name", NEW_SCENARIOS)
-def test_scenario_file_validates(name):
+def test_library_scenario_says_what_it_models(name):
+    """(That every shipped file validates and loads: test_cli_run and test_scenario_load.)"""
     path = SCENARIOS / f"{name}.yaml"
-    result = CliRunner().invoke(cli, ["validate", str(path)])
-    assert result.exit_code == 0, result.output
-    assert "ok" in result.output
-    cases = expand_scenario(path)
-    assert cases and all(c.launches_per_iter >= 1 for c in cases)
+    assert all(c.launches_per_iter >= 1 for c in expand_scenario(path))
     description = yaml.safe_load(path.read_text())["description"]
     assert len(description) > 200  # says what it models and what to read
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launchbench.measure.clock import SystemClock
 from launchbench.scenario.expand import expand_scenario
 
 pytestmark = pytest.mark.gpu
@@ -21,13 +20,6 @@ SCENARIOS = ROOT / "scenarios"
 NEW_SCENARIOS = ["tiny_kernels", "training_step", "inference", "preprocessing", "multi_stream", "own_code"]
 if str(SCENARIOS) not in sys.path:
     sys.path.insert(0, str(SCENARIOS))
-
-
-@pytest.fixture(scope="module")
-def backend():
-    from launchbench.backend.cupy_backend import CupyBackend
-
-    return CupyBackend(0, SystemClock())
 
 
 def fast(case, max_time: float = 0.3):

@@ -6,6 +6,8 @@ import math
 from collections.abc import Iterable
 
 from launchbench.compare import Comparison, MetricComparison, RowComparison
+from launchbench.environment import describe_environment
+from launchbench.formatting import format_change, format_change_ci, format_number
 from launchbench.gate import GateCheck, GateReport
 
 VERDICT_MARK = {
@@ -22,20 +24,6 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def format_number(x: float, missing: str = "") -> str:
-    return missing if math.isnan(x) else f"{x:.4g}"
-
-
-def format_change(x: float, missing: str = "") -> str:
-    return missing if math.isnan(x) else f"{x * 100:+.1f}%"
-
-
-def format_change_ci(mc: MetricComparison, missing: str = "") -> str:
-    """The 95% CI of a metric's relative change, e.g. '-1.4% … +1.3%' (shared with the console table)."""
-    low, high = mc.change_ci
-    return missing if math.isnan(low) else f"{format_change(low)} … {format_change(high)}"
-
-
 def _p(mc: MetricComparison) -> str:
     return "" if math.isnan(mc.p_value) else f"{mc.p_value:.2g}"
 
@@ -49,7 +37,7 @@ def _table(pairs: Iterable[tuple[RowComparison, MetricComparison]]) -> list[str]
         note = f" ({_cell(mc.detail or row.detail)})" if mc.verdict in ("missing", "failed") else ""
         lines.append(
             f"| {_cell(row.scenario + '/' + row.case)} | {row.mode} | {mc.metric} | {format_number(mc.baseline_median)} | "
-            f"{format_number(mc.current_median)} | {format_change(mc.change)} | {format_change_ci(mc)} | {_p(mc)} | {VERDICT_MARK[mc.verdict]}{note} |"
+            f"{format_number(mc.current_median)} | {format_change(mc.change)} | {format_change_ci(*mc.change_ci)} | {_p(mc)} | {VERDICT_MARK[mc.verdict]}{note} |"
         )
     return lines
 
@@ -81,8 +69,7 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
         lines += [f"> - **{d.item}**: `{d.baseline}` → `{d.current}`" for d in diffs]
         lines.append("")
     else:
-        env = comparison.current_env
-        lines += [f"Same environment: {env['gpu']}, driver {env['driver']}, CUDA {env['cuda_runtime']}, CuPy {env['cupy']}", ""]
+        lines += [f"Same environment: {describe_environment(comparison.current_env)}", ""]
     thresholds = ", ".join(f"{m} {comparison.settings.threshold(m) * 100:g}%" for m in comparison.settings.metrics)
     lines += [
         "Verdicts (row × metric): " + " · ".join(f"{VERDICT_MARK[v]} {n}" for v, n in counts.items() if n),

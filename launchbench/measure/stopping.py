@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from launchbench.stats import median_ci
+from launchbench.stats import median_ci, relative_half_width
 
 
 @dataclass(frozen=True)
@@ -21,9 +21,7 @@ class StopRule:
         """True once the median's CI half-width is within target_noise of the median."""
         if len(samples) < self.min_samples:
             return False
-        low, high = median_ci(samples)
-        mid = float(np.median(samples))
-        return mid > 0 and (high - low) / 2 <= self.target_noise * mid
+        return relative_half_width(float(np.median(samples)), *median_ci(samples)) <= self.target_noise
 
     def full(self, samples: Sequence[float]) -> bool:
         return len(samples) >= self.max_samples

@@ -9,9 +9,11 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from launchbench.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.results.table import run_table
 from launchbench.scenario.expand import Case
@@ -47,11 +49,7 @@ class ConsoleEvents:
 
     def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
         if not self.quiet:
-            gpu = environment.get("gpu", {}).get("name", "?")
-            self.console.print(
-                f"[bold]launchbench[/] on {gpu} (driver {environment.get('driver')}, CUDA {environment.get('cuda_runtime')}, "
-                f"CuPy {environment.get('cupy')}) → {run_dir}"
-            )
+            self.console.print(f"[bold]launchbench[/] on {escape(describe_environment(environment))} → {run_dir}")
         self.progress.start()
         self._task = self.progress.add_task("measuring", total=len(cases))
 

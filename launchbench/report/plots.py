@@ -32,6 +32,8 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from launchbench.compare import DEFAULT_THRESHOLD  # noqa: E402
+from launchbench.costmodel import fit_cost_model, length_axes  # noqa: E402
+from launchbench.environment import describe_environment  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.results.schema import MODES, CaseResult, RunRecord  # noqa: E402
 from launchbench.results.table import run_table  # noqa: E402
@@ -108,18 +110,6 @@ def _num(rows: pd.DataFrame, column: str) -> np.ndarray:
     return pd.to_numeric(rows[column], errors="coerce").to_numpy(dtype=float)
 
 
-def _length_keys(params: pd.Series, launches: pd.Series) -> set[str]:
-    """Parameters that set the chain length: each value gives one launch count, and distinct values distinct ones."""
-    keys = {k for p in params for k in p}
-    out: set[str] = set()
-    for key in keys:
-        values = params.map(lambda p, k=key: json.dumps(p.get(k)))
-        per_value = launches.groupby(values).nunique()
-        if (per_value == 1).all() and launches.groupby(values).first().nunique() == len(per_value) > 1:
-            out.add(key)
-    return out
-
-
 def _variant_text(params: dict, keys: Sequence[str]) -> str:
     return ", ".join(f"{k}={params[k]}" for k in keys if k in params)
 
@@ -132,7 +122,7 @@ def panels(table: pd.DataFrame) -> list[Panel]:
     several_scenarios = table["scenario"].nunique() > 1
     out: list[Panel] = []
     for (scenario, chain), group in table.groupby(["scenario", "chain"], sort=False):
-        length_keys = _length_keys(group["_params"], group["launches_per_iter"])
+        length_keys = length_axes(list(group["_params"]), group["launches_per_iter"])  # as the cost model's fit
         varying = sorted(
             k for k in {k for p in group["_params"] for k in p} - length_keys
             if group["_params"].map(lambda p, k=k: json.dumps(p.get(k))).nunique() > 1
@@ -153,14 +143,7 @@ def panels(table: pd.DataFrame) -> list[Panel]:
 
 
 def _environment_line(run: RunRecord, prefix: str = "") -> str:
-    env = run.environment
-    gpu = env.get("gpu") if isinstance(env.get("gpu"), dict) else {}
-    parts = [str(gpu.get("name") or "unknown GPU")]
-    for key, label in (("driver", "driver"), ("cuda_runtime", "CUDA runtime"), ("cupy", "CuPy")):
-        if env.get(key):
-            parts.append(f"{label} {env[key]}")
-    parts.append(f"launchbench {run.launchbench_version}")
-    return prefix + " · ".join(parts)
+    return f"{prefix}{describe_environment(run.environment)} · launchbench {run.launchbench_version}"
 
 
 def _grid(n_panels: int, panel_height: float | None = None) -> tuple[Figure, list[Axes]]:
@@ -351,8 +334,6 @@ class _ModelCrossover:
 
 def _model_crossovers(table: pd.DataFrame) -> list[_ModelCrossover] | None:
     """Crossovers from launchbench.costmodel.fit_cost_model (None when its table lacks a column)."""
-    from launchbench.costmodel import fit_cost_model
-
     try:
         model = fit_cost_model(table)
         if "group" not in model:
