@@ -57,6 +57,21 @@ def _uuid_string(raw: bytes) -> str:
     return f"GPU-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
+def complete_uuid(raw: bytes | None) -> str | None:
+    """CuPy's device UUID as NVML spells it, or None when CuPy's bytes are not all 16 of them: CuPy reads
+    the property as a C string, so a UUID with a zero byte comes back cut short (seen on an H200)."""
+    return _uuid_string(raw) if raw is not None and len(raw) == 16 else None
+
+
+def nvml_handle(nvml: Any, raw_uuid: bytes | None, pci_bus_id: str) -> Any:
+    """NVML's handle for a CUDA device: by UUID when CuPy gave all of it, else by PCI bus id. Never by
+    index: CUDA's and NVML's device indices need not agree (CUDA_VISIBLE_DEVICES, device order)."""
+    uuid = complete_uuid(raw_uuid)
+    if uuid is not None:
+        return nvml.nvmlDeviceGetHandleByUUID(uuid)
+    return nvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+
+
 def _version_string(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
@@ -77,15 +92,16 @@ class NvmlMonitor:
 
             pynvml.nvmlInit()
             uuid = cupy.cuda.runtime.getDeviceProperties(device).get("uuid")
-            if uuid:
-                handle = pynvml.nvmlDeviceGetHandleByUUID(_uuid_string(uuid))
-            else:
-                handle = pynvml.nvmlDeviceGetHandleByIndex(device)
+            handle = nvml_handle(pynvml, uuid, cupy.cuda.Device(device).pci_bus_id)
             monitor = cls(handle, pynvml)
             monitor.read()
             return monitor
         except Exception:  # noqa: BLE001 - NVML is optional
             return None
+
+    def uuid(self) -> str:
+        value = self._nvml.nvmlDeviceGetUUID(self._handle)
+        return value.decode() if isinstance(value, bytes) else str(value)
 
     def read(self) -> ClockReading:
         nvml = self._nvml
@@ -154,7 +170,7 @@ def collect_environment(device: int = 0) -> dict[str, Any]:
     env["gpu"] = {
         "index": device,
         "name": name,
-        "uuid": _uuid_string(uuid) if uuid else None,
+        "uuid": complete_uuid(uuid),
         "compute_capability": f"{props['major']}.{props['minor']}",
         "multiprocessors": props.get("multiProcessorCount"),
         "memory_bytes": props.get("totalGlobalMem"),
@@ -182,6 +198,7 @@ def collect_environment(device: int = 0) -> dict[str, Any]:
 
         driver = pynvml.nvmlSystemGetDriverVersion()
         env["driver"] = driver.decode() if isinstance(driver, bytes) else driver
+        env["gpu"]["uuid"] = env["gpu"]["uuid"] or monitor.uuid()
         reading = monitor.read()
         env["clocks"] = {"sm_mhz": reading.sm_mhz, "mem_mhz": reading.mem_mhz, **monitor.max_clocks()}
         env["nvml"] = True

@@ -104,7 +104,7 @@ def test_run_summary_shows_every_case_and_the_cost_model(tmp_path):
     print_summary(Console(file=out, width=250), record, tmp_path)
     text = out.getvalue()
     assert all(case.case_id in text for case in record.cases)
-    assert "cost model" in text and "empty: eager 6.375" in text and "graph 0.485" in text
+    assert "cost model" in text and "empty: eager 5.378" in text and "graph 0.497" in text
 
 
 def test_run_check_shows_the_table_that_check_shows(tmp_path):

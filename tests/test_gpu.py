@@ -137,6 +137,45 @@ def test_ten_thousand_eager_launches_keep_the_queue_bounded(backend):
     assert timing.wall_s < 1.5 * timing.gpu_s
 
 
+def test_latency_of_a_chain_within_one_window_block_records_no_window_event(backend):
+    """The latency sample of a chain that fits one block of the launch window is the chain and the end
+    event only (the window's mark would be one more event record inside the measured time); a chain
+    longer than a block keeps its marks, which bound the queue."""
+    from functools import partial
+
+    import cupy
+
+    from launchbench.backend.workload import LaunchLoop
+    from launchbench.kernels.steps import EMPTY_SOURCE
+
+    stream = backend.stream(0)
+    call = partial(cupy.RawKernel(EMPTY_SOURCE, "launchbench_empty"), (1,), (1,), ())
+    short = LaunchLoop([call] * 10, 10, stream, SystemClock(), max_in_flight=512)
+    assert 0 < short.run_latency() < 0.1 and short.window._next == 0
+    short.run_batch(1)
+    assert short.window._next == 1  # throughput batches still mark
+    long = LaunchLoop([call] * 300, 300, stream, SystemClock(), max_in_flight=512)  # blocks of 256 + 44
+    assert 0 < long.run_latency() < 0.1 and long.window._next == 2
+
+
+def test_nvml_finds_the_same_device_by_pci_bus_id_as_by_uuid():
+    """The fallback for a UUID that CuPy cuts short at a zero byte: the PCI bus id names the same
+    device, and the environment records NVML's driver, clocks and a whole UUID."""
+    import cupy
+    import pynvml
+
+    from launchbench.environment import collect_environment, nvml_handle
+
+    pynvml.nvmlInit()
+    raw = cupy.cuda.runtime.getDeviceProperties(0)["uuid"]
+    bus_id = cupy.cuda.Device(0).pci_bus_id
+    by_bus = nvml_handle(pynvml, raw[:10], bus_id)
+    env = collect_environment(0)
+    assert env["nvml"] and env["driver"] and env["clocks"]["sm_mhz"] > 0
+    uuid = pynvml.nvmlDeviceGetUUID(by_bus)
+    assert (uuid.decode() if isinstance(uuid, bytes) else uuid) == env["gpu"]["uuid"]
+
+
 def test_quickstart_run_through_the_cli(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(

@@ -25,6 +25,20 @@ def _unwrap(call: Callable[[], Any]) -> tuple[Callable[..., Any], tuple[Any, ...
     return call, ()
 
 
+def _poll(query: Callable[[int], int], handle: int, raise_error: Callable[[], Any]) -> None:
+    """Busy-poll a CUDA query (eventQuery, streamQuery) until the work is done: completion is seen within
+    about a microsecond, whatever scheduling policy (spin, yield or blocking) the driver chose for this
+    context. CuPy returns cudaErrorNotReady instead of raising it; any other error is raised by
+    ``raise_error`` (a synchronize)."""
+    while True:
+        status = query(handle)
+        if status == 0:
+            return
+        if status != CUDA_ERROR_NOT_READY:
+            raise_error()  # raises the real error (e.g. an illegal address in the chain)
+            return
+
+
 class LaunchLoop:
     """Launches ``calls`` (one iteration) ``iters`` times; implements the sampler's Workload protocol."""
 
@@ -85,20 +99,6 @@ class LaunchLoop:
                         call()
                     window.mark()
 
-    @staticmethod
-    def _wait(event: cupy.cuda.Event) -> None:
-        """Busy-poll the event: completion is seen within about a microsecond, whatever scheduling
-        policy (spin, yield or blocking) the driver chose for this context."""
-        query = cupy.cuda.runtime.eventQuery
-        ptr = event.ptr
-        while True:
-            status = query(ptr)  # CuPy returns cudaErrorNotReady instead of raising it
-            if status == 0:
-                return
-            if status != CUDA_ERROR_NOT_READY:
-                event.synchronize()  # raises the real error (e.g. an illegal address in the chain)
-                return
-
     def run_batch(self, iters: int) -> BatchTiming:
         clock = self.clock
         with self.stream:
@@ -108,17 +108,26 @@ class LaunchLoop:
             self._launch(iters)
             cpu1 = clock.thread()
             self._end.record(self.stream)
-            self._wait(self._end)
+            _poll(cupy.cuda.runtime.eventQuery, self._end.ptr, self._end.synchronize)
             wall1 = clock.wall()
         gpu_s = cupy.cuda.get_elapsed_time(self._start, self._end) * 1e-3
         return BatchTiming(iters, wall1 - wall0, cpu1 - cpu0, gpu_s)
 
     def run_latency(self) -> float:
+        """One iteration on an idle stream, launch to completion (the stream polled until it is done).
+        Nothing but the chain's own launches lies inside the measured time: a chain that fits in one
+        block of the launch window is launched without the window's mark, and no end event is recorded.
+        Both cost more than the one-launch chain itself on the H200: with them, an empty kernel's
+        latency read 52 µs against 14 µs for a bare launch-and-synchronize loop (benchmarks/fidelity.py).
+        A chain longer than a block keeps its marks, which bound the queue."""
         clock = self.clock
         with self.stream:
             self.stream.synchronize()
             wall0 = clock.wall()
-            self._launch(1)
-            self._end.record(self.stream)
-            self._wait(self._end)
+            if self._iters_per_mark:
+                for call in self.calls:
+                    call()
+            else:
+                self._launch(1)
+            _poll(cupy.cuda.runtime.streamQuery, self.stream.ptr, self.stream.synchronize)
             return clock.wall() - wall0
