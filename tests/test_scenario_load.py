@@ -380,3 +380,30 @@ def test_every_scenario_shipped_in_the_repo_loads():
     assert files
     for path in files:
         assert expand_scenario(path), path
+
+
+def test_a_sweep_axis_in_defaults_multiplies_only_the_chains_whose_steps_take_it(tmp_path):
+    path = write(tmp_path, """\
+        defaults:
+          size: $size
+        sweep:
+          size: [1000, 2000]
+        chains:
+          empty:
+            - kind: empty
+          scale:
+            - kind: scale
+        """)
+    assert [c.case_id for c in expand_scenario(path)] == ["empty", "scale/size=1000", "scale/size=2000"]
+
+
+def test_a_text_parameter_is_spliced_into_a_string(tmp_path):
+    path = write(tmp_path, """\
+        params:
+          tag: warm
+          n: 4
+        chain:
+          - kind: empty
+            label: "run-${tag}-${n * 2}"
+        """)
+    assert expand_scenario(path)[0].steps[0].label == "run-warm-8"

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from launchbench.errors import ScenarioError
 from launchbench.scenario.expr import ExpressionError, evaluate, names_in
-from launchbench.scenario.load import KeyPath, load_scenario_file, validation_error
+from launchbench.scenario.load import KeyPath, format_path, load_scenario_file, validation_error
 from launchbench.scenario.model import STEP_FIELDS, MeasureSettings, Scenario, Step, SweepRange
 
 _STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
@@ -90,7 +90,8 @@ def expand_loaded(
     chain_axes_of: dict[str, list[str]] = {}
     for chain_name, raw_steps in scenario.chains.items():
         _check_references(raw_steps, known, file, lines, chain_base(chain_name))
-        used = _referenced(raw_steps, scenario.defaults) & set(axes)
+        taken = [_taken_defaults(raw, scenario.defaults) for raw in raw_steps]
+        used = _referenced([raw_steps, taken]) & set(axes)
         chain_axes_of[chain_name] = [a for a in axes if a in used]
     total = sum(math.prod(len(axes[a]) for a in chain_axes) for chain_axes in chain_axes_of.values())
     if total > limit:
@@ -142,7 +143,16 @@ def _fmt(value: float | int) -> str:
     return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
 
 
-def _referenced(raw_steps: list[dict[str, Any]], defaults: dict[str, Any]) -> set[str]:
+def _taken_defaults(raw: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    """The defaults a step takes: those its kind has a field for and the step does not set itself."""
+    kind = raw.get("kind") if isinstance(raw, dict) else None
+    if not isinstance(kind, str) or kind not in STEP_FIELDS:
+        return {}
+    return {key: value for key, value in defaults.items() if key in STEP_FIELDS[kind] and key not in raw}
+
+
+def _referenced(value: Any) -> set[str]:
+    """Parameter names that ``$name`` and ``${expression}`` strings anywhere in ``value`` use."""
     names: set[str] = set()
 
     def walk(value: Any) -> None:
@@ -159,8 +169,7 @@ def _referenced(raw_steps: list[dict[str, Any]], defaults: dict[str, Any]) -> se
             for item in value:
                 walk(item)
 
-    walk(raw_steps)
-    walk(defaults)
+    walk(value)
     return names
 
 
@@ -168,15 +177,10 @@ def _build_step(
     raw: Any, defaults: dict[str, Any], params: dict[str, Any], file: str, lines: dict[KeyPath, int], base: KeyPath
 ) -> Any:
     if not isinstance(raw, dict):
-        raise ScenarioError(file, f"a step must be a mapping with a 'kind', not {type(raw).__name__}", lines.get(base), _path(base))
-    kind = raw.get("kind")
-    merged = dict(raw)
-    from_defaults: list[str] = []
-    if isinstance(kind, str) and kind in STEP_FIELDS:
-        for key, value in defaults.items():
-            if key in STEP_FIELDS[kind] and key not in merged:
-                merged[key] = value
-                from_defaults.append(key)
+        raise ScenarioError(file, f"a step must be a mapping with a 'kind', not {type(raw).__name__}", lines.get(base), format_path(base))
+    taken = _taken_defaults(raw, defaults)
+    merged = {**raw, **taken}
+    from_defaults = list(taken)
     # a value taken from defaults is reported at its line in defaults
     step_lines = ChainMap({base + (k,): lines[("defaults", k)] for k in from_defaults if ("defaults", k) in lines}, lines)
     resolved = _substitute(merged, params, file, step_lines, base)  # type: ignore[arg-type]
@@ -185,13 +189,9 @@ def _build_step(
     except ValidationError as err:
         error = validation_error(err, file, step_lines, base, None)  # type: ignore[arg-type]
         key = error.key_path.rsplit(".", 1)[-1] if error.key_path else None
-        if key in from_defaults and error.key_path == _path(base + (key,)):
+        if key in from_defaults and error.key_path == format_path(base + (key,)):
             raise ScenarioError(file, f"{error.detail} (set in defaults)", error.line, error.key_path) from None
         raise error from None
-
-
-def _path(base: KeyPath) -> str:
-    return ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in base).replace(".[", "[")
 
 
 def _substitute(value: Any, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> Any:
@@ -208,6 +208,9 @@ def _substitute(value: Any, params: dict[str, Any], file: str, lines: dict[KeyPa
             return _evaluate(whole.group(1), params, file, lines, path)
 
         def inline(m: re.Match[str]) -> str:
+            text = params.get(m.group(1).strip())
+            if isinstance(text, str):  # a text parameter is spliced in as it is: "run-${tag}"
+                return text
             return _fmt(_evaluate(m.group(1), params, file, lines, path))
 
         return _INLINE.sub(inline, value)
@@ -222,10 +225,8 @@ def _evaluate(expression: str, params: dict[str, Any], file: str, lines: dict[Ke
     try:
         value = evaluate(expression, params)
     except ExpressionError as err:
-        raise ScenarioError(file, f"in '${{{expression}}}': {err}", _nearest_line(lines, path), _path(path)) from None
-    if isinstance(value, int) and value.bit_length() > 64:  # no field takes it, and str() refuses past 4300 digits
-        raise ScenarioError(file, f"in '${{{expression}}}': the result does not fit in 64 bits", _nearest_line(lines, path), _path(path))
-    return value
+        raise ScenarioError(file, f"in '${{{expression}}}': {err}", _nearest_line(lines, path), format_path(path)) from None
+    return value  # within ±expr.MAX_MAGNITUDE (1e18 < 2**63): every integer field takes it
 
 
 def _nearest_line(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
@@ -237,15 +238,11 @@ def _nearest_line(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
 
 
 def _unknown(name: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> ScenarioError:
-    line = None
-    probe = path
-    while probe and line is None:
-        line = lines.get(probe)
-        probe = probe[:-1]
+    line = _nearest_line(lines, path)
     known = ", ".join(sorted(params)) or "none"
     close = difflib.get_close_matches(name, list(params), n=1, cutoff=0.6)
     hint = f"; did you mean '${close[0]}'?" if close else ""
-    return ScenarioError(file, f"unknown parameter '${name}'{hint} (parameters and sweep axes: {known})", line, _path(path))
+    return ScenarioError(file, f"unknown parameter '${name}'{hint} (parameters and sweep axes: {known})", line, format_path(path))
 
 
 def _check_references(value: Any, known: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> None:

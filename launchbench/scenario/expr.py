@@ -36,7 +36,8 @@ def names_in(expression: str) -> set[str]:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError:
         return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in _FUNCTIONS}
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
 
 
 def evaluate(expression: str, params: Mapping[str, Any]) -> int | float:
@@ -46,9 +47,7 @@ def evaluate(expression: str, params: Mapping[str, Any]) -> int | float:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError:
         raise ExpressionError(f"'{expression}' is not an arithmetic expression") from None
-    value = _eval(tree.body, params)
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ExpressionError(f"'{expression}' is not finite")
+    value = _eval(tree.body, params)  # finite: every step stays within ±MAX_MAGNITUDE
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
@@ -56,6 +55,8 @@ def evaluate(expression: str, params: Mapping[str, Any]) -> int | float:
 
 def _eval(node: ast.AST, params: Mapping[str, Any]) -> Any:
     value = _eval_node(node, params)
+    if isinstance(value, complex):  # (-8) ** 0.5
+        raise ExpressionError(f"'{ast.unparse(node)}' is not a real number")
     if isinstance(value, (int, float)) and abs(value) > MAX_MAGNITUDE:
         raise ExpressionError(f"'{ast.unparse(node)}' exceeds {MAX_MAGNITUDE:.0e}")
     return value

@@ -253,7 +253,7 @@ def _index_lines(
         for key_node, value_node in node.value:
             key = _key(key_node, keys)
             if key in seen and key != "<<":
-                where = _oneline(_format_path(path + (key,)))
+                where = _oneline(format_path(path + (key,)))
                 raise ScenarioError(file, _oneline(f"duplicate key '{key}'"), key_node.start_mark.line + 1, where)
             seen.add(key)
             _index_lines(value_node, path + (key,), lines, file, keys)
@@ -277,7 +277,7 @@ def _check_defaults(scenario: Scenario, file: str, lines: dict[KeyPath, int]) ->
     allowed = sorted({name for fields in STEP_FIELDS.values() for name in fields} - {"kind"})
     for key in scenario.defaults:
         line = lines.get(("defaults", key), lines.get(("defaults",)))
-        where = _oneline(_format_path(("defaults", key)))
+        where = _oneline(format_path(("defaults", key)))
         if key == "kind":
             raise ScenarioError(file, "defaults cannot set 'kind': every step names its own kind", line, where)
         if key not in allowed:
@@ -290,7 +290,7 @@ def _check_defaults(scenario: Scenario, file: str, lines: dict[KeyPath, int]) ->
 # --- validation errors -------------------------------------------------------------------------------
 
 
-def _format_path(path: Iterable[Any]) -> str:
+def format_path(path: Iterable[Any]) -> str:
     out = ""
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -447,7 +447,7 @@ def validation_error(
     }
     if others:
         message += f" (and {len(others)} more error{'s' if len(others) > 1 else ''})"
-    return ScenarioError(file, _oneline(message), line, _oneline(_format_path(path)) or None)
+    return ScenarioError(file, _oneline(message), line, _oneline(format_path(path)) or None)
 
 
 def _oneline(text: str) -> str:
