@@ -5,7 +5,6 @@ Exit codes: 0 pass; 1 a regression under a --fail-on rule (or a failed expectati
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from launchbench.environment import describe_environment
 from launchbench.export.junit import comparison_junit, report_junit
 from launchbench.export.markdown import check_markdown, comparison_markdown
 from launchbench.export.tables import comparison_csv, comparison_json, report_json
-from launchbench.formatting import format_change, format_change_ci, format_number
+from launchbench.formatting import format_change, format_change_ci, format_number, format_p
 from launchbench.gate import (
     GateReport,
     GateRule,
@@ -140,7 +139,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
                 format_number(mc.current_median, "—"),
                 format_change(mc.change, "—"),
                 format_change_ci(*mc.change_ci, "—"),
-                "—" if math.isnan(mc.p_value) else f"{mc.p_value:.2g}",
+                format_p(mc.p_value, "—"),
                 verdict,
             ]
             if report is not None:

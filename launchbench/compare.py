@@ -326,7 +326,7 @@ def bootstrap_pooled_medians(
     # stage 1: each resample draws p passes with replacement; only how often each pass is drawn matters
     picks = rng.integers(0, p, size=(resamples, p))
     times = (picks[:, :, None] == np.arange(p)).sum(axis=1)  # (resamples, p)
-    _, first, pool = np.unique(times @ (p + 1) ** np.arange(p), return_index=True, return_inverse=True)
+    _, first, pool = np.unique(times, axis=0, return_index=True, return_inverse=True)  # the distinct multisets
     pool = pool.reshape(-1)
     u = rng.random(resamples)
 
@@ -375,7 +375,7 @@ def pass_level_ratio_ci(
         return None
     pooled = (np.sum((log_b - log_b.mean()) ** 2) + np.sum((log_c - log_c.mean()) ** 2)) / df
     half = float(sps.t.ppf((1 + confidence) / 2, df)) * math.sqrt(pooled * (1 / len(log_b) + 1 / len(log_c)))
-    if host_drift is not None and host_drift.df >= 1:
+    if host_drift is not None:
         # the passes of one run are not independent draws of the host's state (a state lasts 10–60 s, a
         # run a minute): the two runs may differ by as much as two single passes can
         host_half = host_drift.half_width(confidence, passes=2)
@@ -425,8 +425,6 @@ def mann_whitney_p(baseline: np.ndarray, current: np.ndarray) -> float:
     """Two-sided Mann–Whitney U p-value; 1.0 where the test is undefined (e.g. every value equal)."""
     if len(baseline) == 0 or len(current) == 0:
         return math.nan
-    if np.array_equal(np.sort(baseline), np.sort(current)):
-        return 1.0
     p = float(sps.mannwhitneyu(baseline, current, alternative="two-sided").pvalue)
     return 1.0 if math.isnan(p) else p
 
@@ -555,12 +553,9 @@ def compare_row(
     return RowComparison(scenario, case_id, mode, b_status, c_status, metrics, detail)
 
 
-def align(baseline: RunRecord, current: RunRecord) -> list[RowKey]:
+def align(baseline: Mapping[RowKey, object], current: Mapping[RowKey, object]) -> list[RowKey]:
     """Row keys in baseline order, then the rows only the current run has (in its order)."""
-    keys = list(_rows(baseline))
-    seen = set(keys)
-    keys += [k for k in _rows(current) if k not in seen]
-    return keys
+    return list(baseline) + [k for k in current if k not in baseline]
 
 
 # ---------------------------------------------------------------------------------------- environment
@@ -598,6 +593,6 @@ def compare_runs(
     b_rows, c_rows = _rows(baseline), _rows(current)
     drift = host_drift((baseline, current), settings.metrics)
     rows = tuple(
-        compare_row(key, b_rows.get(key), c_rows.get(key), settings, drift) for key in align(baseline, current)
+        compare_row(key, b_rows.get(key), c_rows.get(key), settings, drift) for key in align(b_rows, c_rows)
     )
     return Comparison(baseline_label, current_label, b_env, c_env, settings, rows)

@@ -83,10 +83,15 @@ def _crossover(eager: dict[str, float], graph: dict[str, float]) -> tuple[float,
         return math.inf, math.nan
     gap = graph["fixed"] - eager["fixed"]
     crossover = max(gap / saving, 0.0)
-    # delta method, treating the two modes' fits as independent
+    # delta method: the two modes' fits are independent, each fit's intercept and slope are not
+    # (cov(gap, saving) = -(cov_eager + cov_graph) of fixed vs per-launch)
     d_gap = 1 / saving
     d_saving = -gap / saving**2
-    var = d_gap**2 * (graph["fixed_se"] ** 2 + eager["fixed_se"] ** 2) + d_saving**2 * (eager["per_se"] ** 2 + graph["per_se"] ** 2)
+    var = (
+        d_gap**2 * (graph["fixed_se"] ** 2 + eager["fixed_se"] ** 2)
+        + d_saving**2 * (eager["per_se"] ** 2 + graph["per_se"] ** 2)
+        - 2 * d_gap * d_saving * (eager["cov"] + graph["cov"])
+    )
     return crossover, math.sqrt(var)
 
 

@@ -35,6 +35,10 @@ class HostDrift:
     variance: float
     df: int
 
+    def __post_init__(self) -> None:
+        if self.df < 1:
+            raise ValueError(f"host drift needs at least one degree of freedom, not {self.df}")
+
     def half_width(self, confidence: float = 0.95, passes: int = 1) -> float:
         """Half-width (in log units) of the t interval of one pass's log median (passes=1) or of the
         difference of two single passes (passes=2)."""

@@ -31,7 +31,7 @@ import pandas as pd
 
 from launchbench.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
 from launchbench.errors import LaunchbenchError
-from launchbench.formatting import format_change, format_change_ci, format_number
+from launchbench.formatting import format_change_summary
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.results.table import COLUMNS, run_table
 from launchbench.scenario.load import load_scenario
@@ -66,10 +66,10 @@ class GateRule:
 
     def regressed(self, mc: MetricComparison) -> bool:
         """Slower (the verdict: significant, ≥ threshold, CI of the change above 0) by at least the amount."""
-        return mc.verdict == "slower" and mc.change_ci[0] > 0 and self.size(mc) >= self.amount
+        return mc.verdict == "slower" and self.size(mc) >= self.amount
 
     def improved(self, mc: MetricComparison) -> bool:
-        return mc.verdict == "faster" and mc.change_ci[1] < 0 and -self.size(mc) >= self.amount
+        return mc.verdict == "faster" and -self.size(mc) >= self.amount
 
 
 _RULE = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<amount>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>%|us|µs)\s*$")
@@ -142,10 +142,7 @@ class GateReport:
 
 def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison) -> GateCheck:
     regressed, improved = rule.regressed(mc), rule.improved(mc)
-    numbers = (
-        f"{format_number(mc.baseline_median, '—')} → {format_number(mc.current_median, '—')} µs "
-        f"({format_change(mc.change, '—')}, 95% CI {format_change_ci(*mc.change_ci, '—', sep=' to ')}, p={mc.p_value:.2g})"
-    )
+    numbers = format_change_summary(mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value)
     amount = rule.spec.partition(":")[2]
     if regressed:
         message = f"slower by at least {amount}: {numbers}"

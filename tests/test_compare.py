@@ -646,3 +646,15 @@ def test_cpu_time_is_host_bound_in_every_row_and_gpu_bound_rows_keep_their_own_i
     wall, cpu = steady.metric("wall_us_per_launch"), steady.metric("cpu_us_per_launch")
     assert wall.ratio_ci_high / wall.ratio_ci_low < 1.05  # its own narrow interval
     assert cpu.ratio_ci_high / cpu.ratio_ci_low > 1.3  # the host's drift
+
+
+def test_pooled_bootstrap_tells_apart_every_multiset_of_many_passes() -> None:
+    """Each resample's multiset of passes picks its own pool, also with 63 passes (a numeric key of the
+    multiset overflowed 64 bits there and merged 8 of 4000 resamples into other pools). With every pass
+    constant, a pool's median is exact, so each draw can be checked against its own multiset."""
+    passes, size, resamples = 63, 2, 4000
+    values = np.repeat(np.arange(passes, dtype=float), size)
+    drawn = bootstrap_pooled_medians(values, [size] * passes, resamples, np.random.default_rng(7))
+    picks = np.random.default_rng(7).integers(0, passes, size=(resamples, passes))  # the function's first draw
+    expected = [np.median(np.repeat(np.arange(passes), size * np.bincount(row, minlength=passes))) for row in picks]
+    assert np.array_equal(drawn, expected)

@@ -1,10 +1,10 @@
 """results.csv and the host's drift: host-bound rows' CIs cover it, GPU-bound rows keep their own."""
-
 import math
 
+import pytest
 from builders import make_run
 
-from launchbench.drift import host_drift, is_host_bound
+from launchbench.drift import HostDrift, host_drift, is_host_bound
 from launchbench.results.table import run_table
 
 
@@ -37,3 +37,8 @@ def test_a_steady_host_barely_widens_anything():
     table = run_table(run)
     eager = table[table["mode"] == "eager"]
     assert (eager["wall_us_per_launch_ci_high"] / eager["wall_us_per_launch_ci_low"] < 1.1).all()
+
+
+def test_host_drift_needs_a_degree_of_freedom() -> None:
+    with pytest.raises(ValueError, match="degree of freedom"):
+        HostDrift(variance=0.01, df=0)

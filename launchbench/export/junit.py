@@ -4,23 +4,21 @@ or one per expectation check."""
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 
 from launchbench.compare import Comparison, MetricComparison, RowComparison
+from launchbench.formatting import format_change_summary
 from launchbench.gate import GateReport
 
 
 def _summary(row: RowComparison, mc: MetricComparison) -> str:
     if not mc.compared:
         return f"{mc.verdict}: {mc.detail or row.detail}"
-    low, high = mc.change_ci
-    ci = "" if math.isnan(low) else f", 95% CI {low * 100:+.1f}% to {high * 100:+.1f}%"
-    return (
-        f"{mc.verdict}: {mc.baseline_median:.4g} → {mc.current_median:.4g} µs ({mc.change * 100:+.1f}%{ci}, "
-        f"p={mc.p_value:.2g}, n={mc.n_baseline}/{mc.n_current}, passes={mc.passes_baseline}/{mc.passes_current}, "
-        f"threshold {mc.threshold * 100:g}%)"
+    counts = f"n={mc.n_baseline}/{mc.n_current}", f"passes={mc.passes_baseline}/{mc.passes_current}"
+    numbers = format_change_summary(
+        mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value, *counts, f"threshold {mc.threshold * 100:g}%"
     )
+    return f"{mc.verdict}: {numbers}"
 
 
 def _document(suite: ET.Element) -> str:

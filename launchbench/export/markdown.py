@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 from launchbench.compare import Comparison, MetricComparison, RowComparison
 from launchbench.environment import describe_environment
-from launchbench.formatting import format_change, format_change_ci, format_number
+from launchbench.formatting import format_change, format_change_ci, format_number, format_p
 from launchbench.gate import GateCheck, GateReport
 
 VERDICT_MARK = {
@@ -24,10 +23,6 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _p(mc: MetricComparison) -> str:
-    return "" if math.isnan(mc.p_value) else f"{mc.p_value:.2g}"
-
-
 def _table(pairs: Iterable[tuple[RowComparison, MetricComparison]]) -> list[str]:
     lines = [
         "| scenario/case | mode | metric | baseline µs | current µs | change | 95% CI | p | verdict |",
@@ -37,7 +32,7 @@ def _table(pairs: Iterable[tuple[RowComparison, MetricComparison]]) -> list[str]
         note = f" ({_cell(mc.detail or row.detail)})" if mc.verdict in ("missing", "failed") else ""
         lines.append(
             f"| {_cell(row.scenario + '/' + row.case)} | {row.mode} | {mc.metric} | {format_number(mc.baseline_median)} | "
-            f"{format_number(mc.current_median)} | {format_change(mc.change)} | {format_change_ci(*mc.change_ci)} | {_p(mc)} | {VERDICT_MARK[mc.verdict]}{note} |"
+            f"{format_number(mc.current_median)} | {format_change(mc.change)} | {format_change_ci(*mc.change_ci)} | {format_p(mc.p_value)} | {VERDICT_MARK[mc.verdict]}{note} |"
         )
     return lines
 

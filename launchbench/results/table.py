@@ -76,7 +76,7 @@ def _median(values: np.ndarray) -> float:
 
 def widen_for_drift(summary: Summary, drift: HostDrift | None) -> Summary:
     """A host-bound row's CI of the median, widened to at least the host's drift of one pass around it."""
-    if drift is None or drift.df < 1 or not summary.median > 0:
+    if drift is None or not summary.median > 0:
         return summary
     factor = math.exp(drift.half_width())
     return dataclasses.replace(
