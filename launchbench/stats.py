@@ -71,6 +71,16 @@ def relative_half_width(median: float, low: float, high: float) -> float:
     return math.inf if median == 0 else (high - low) / 2 / abs(median)
 
 
+def outlier_mask(values: np.ndarray) -> np.ndarray:
+    """The samples farther than OUTLIER_MADS scaled MADs from the median (none when the MAD is 0)."""
+    values = np.asarray(values, dtype=float)
+    median = np.median(values)
+    mad = np.median(np.abs(values - median))
+    if not mad > 0:
+        return np.zeros(values.shape, dtype=bool)
+    return np.abs(values - median) > OUTLIER_MADS * MAD_SCALE * mad
+
+
 def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """Distribution-free confidence interval of the median from order statistics.
 
@@ -137,7 +147,7 @@ def summarize(samples: Sequence[float] | np.ndarray, pass_sizes: Sequence[int] |
         if medians:
             low, high = min(low, *medians), max(high, *medians)
     mad = float(np.median(np.abs(values - median)))
-    outliers = int(np.sum(np.abs(values - median) > OUTLIER_MADS * MAD_SCALE * mad)) if mad > 0 else 0
+    outliers = int(np.sum(outlier_mask(values)))
     return Summary(
         median=median,
         ci_low=low,

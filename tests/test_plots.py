@@ -309,6 +309,13 @@ def test_comparison_verdicts_are_the_compare_commands(synthetic: RunRecord) -> N
         assert got == row.metric("wall_us_per_launch").verdict
 
 
+def test_comparison_counts_cases_of_a_scenario_only_one_run_has(synthetic: RunRecord) -> None:
+    """A case id shared by two scenarios is still two cases (single-chain files all call theirs 'chain')."""
+    renamed = [c.model_copy(update={"scenario": "other"}) for c in synthetic.cases[:2]]
+    cur = synthetic.model_copy(update={"cases": [*renamed, *synthetic.cases[2:]]})
+    assert "4 cases in only one run not shown" in figure_text(plots.figure_comparison(synthetic, cur))
+
+
 def test_comparison_colours_regressions_and_improvements(synthetic: RunRecord, tmp_path: Path) -> None:
     cur = scaled(make_run(seed=1), {("scale/length=100", "eager"): 1.2, ("empty/length=1000", "graph"): 0.8})
     table = plots.comparison_table(synthetic, cur)

@@ -37,7 +37,7 @@ from launchbench.environment import describe_environment  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.results.schema import MODES, CaseResult, RunRecord  # noqa: E402
 from launchbench.results.table import run_table  # noqa: E402
-from launchbench.stats import MAD_SCALE, OUTLIER_MADS  # noqa: E402
+from launchbench.stats import OUTLIER_MADS, outlier_mask  # noqa: E402
 
 FORMATS = ("png", "svg")
 
@@ -495,12 +495,10 @@ def figure_graph_lifecycle(run: RunRecord) -> Figure:
 
 def _box_stats(values: np.ndarray, position: float) -> dict[str, object]:
     """Box of samples as % deviation from their median; whiskers and outliers by the rule results.csv
-    uses (``_outliers``: beyond OUTLIER_MADS scaled MADs from the median)."""
+    uses (stats.outlier_mask)."""
     median = float(np.median(values))
     pct = (values / median - 1) * 100
-    mad = float(np.median(np.abs(pct)))
-    reach = OUTLIER_MADS * MAD_SCALE * mad
-    far = np.abs(pct) > reach if mad > 0 else np.zeros(pct.size, dtype=bool)
+    far = outlier_mask(values)
     inside = pct[~far]
     q1, q3 = np.percentile(pct, [25, 75])
     return {"med": 0.0, "q1": q1, "q3": q3, "whislo": inside.min(), "whishi": inside.max(), "fliers": pct[far],
@@ -661,7 +659,7 @@ def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
     names = [label for k, label, _ in VERDICTS if k in present]
     handles.append(Patch(facecolor=GREY, alpha=0.15))
     names.append(f"±{REGRESSION_THRESHOLD:.0%} band")
-    unmatched = len({c.case_id for c in base.cases} ^ {c.case_id for c in cur.cases})
+    unmatched = len({(c.scenario, c.case_id) for c in base.cases} ^ {(c.scenario, c.case_id) for c in cur.cases})
     subtitle = f"{_environment_line(base, 'baseline: ')}\n{_environment_line(cur, 'current: ')}"
     subtitle += "\nbars: 95% bootstrap CI of the ratio of medians" + (
         f" · {unmatched} cases in only one run not shown" if unmatched else ""
@@ -714,9 +712,7 @@ def write_all_plots(
     """Every figure: one run's in ``out_dir``; several runs' each in a subfolder (named by ``labels``,
     else run1, run2, ...), plus ``comparison_ratio`` (second run / first) in ``out_dir`` when there are two."""
     out_dir = Path(out_dir)
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    try:
+    try:  # an unknown fmt is refused by save_figure before anything is written
         return _write_all_plots(runs, out_dir, fmt, labels)
     except OSError as err:  # a full disk, a read-only folder: the user's to fix, for `plot` and `run --plot` alike
         raise LaunchbenchError(f"cannot write figures to {out_dir}: {err}") from None
