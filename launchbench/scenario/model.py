@@ -7,8 +7,9 @@ combination of values is one case (see expand.py).
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -95,7 +96,7 @@ class EmptyStep(_StepBase):
     """A kernel that does nothing: the pure cost of a launch."""
 
     kind: Literal["empty"]
-    grid: Int = Field(1, ge=1, le=2**31 - 1)
+    grid: Int = Field(1, ge=1, le=MAX_GRID[0])
     block: Int = Field(1, ge=1, le=MAX_BLOCK_THREADS)
 
 
@@ -226,9 +227,7 @@ class RawStep(_StepBase):
             if d > limit:
                 raise ValueError(f"dimension {'xyz'[axis]} is {d}; CUDA allows at most {limit}")
         if info.field_name == "block":
-            threads = 1
-            for d in dims:
-                threads *= d
+            threads = math.prod(dims)
             if threads > MAX_BLOCK_THREADS:
                 raise ValueError(f"block has {threads} threads; CUDA allows at most {MAX_BLOCK_THREADS}")
         return dims
@@ -339,7 +338,7 @@ class Scenario(_Strict):
 
 def _step_fields() -> dict[str, list[str]]:
     fields: dict[str, list[str]] = {}
-    for model in (EmptyStep, ElementwiseStep, ReductionStep, CopyStep, MemsetStep, RawStep, HostCopyStep, PythonStep):
+    for model in get_args(get_args(Step)[0]):  # the models of the Step union, in its order
         kinds = model.model_fields["kind"].annotation.__args__  # type: ignore[union-attr]
         for kind in kinds:
             fields[kind] = [info.alias or name for name, info in model.model_fields.items()]
