@@ -12,7 +12,8 @@ from launchbench.measure.sampler import ModeSamples, Sampler
 from launchbench.results.schema import CPU, GPU, LATENCY, WALL, CaseResult, Clocks, ModeResult
 from launchbench.scenario.expand import Case
 
-NODES_PER_LAUNCH = {"empty": 1, "scale": 1, "add": 1, "fma": 1, "copy": 1, "memset": 1, "raw": 1, "h2d": 1, "d2h": 1}
+# step kinds whose every launch is one graph node (a reduction's or a python step's node count is up to CuPy or the user)
+ONE_NODE_KINDS = frozenset({"empty", "scale", "add", "fma", "copy", "memset", "raw", "h2d", "d2h"})
 
 
 def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult:
@@ -30,15 +31,9 @@ def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult
 def expected_nodes(case: Case) -> int | None:
     """Graph nodes the chain must produce, where every step kind has a known node count (and the chain
     runs on one stream: the fork/join events of a multi-stream chain may add nodes)."""
-    if any(getattr(step, "stream", 0) for step in case.steps):
+    if any(step.stream for step in case.steps) or any(step.kind not in ONE_NODE_KINDS for step in case.steps):
         return None
-    total = 0
-    for step in case.steps:
-        per = NODES_PER_LAUNCH.get(step.kind)
-        if per is None:
-            return None
-        total += per * step.launches()
-    return total
+    return case.launches_per_iter
 
 
 def _identity(case: Case) -> dict[str, object]:

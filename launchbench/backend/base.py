@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock, ClockMonitor
 from launchbench.measure.sampler import Workload
 from launchbench.results.schema import GraphLifecycle
@@ -19,7 +20,7 @@ class OutputCheck:
     detail: str
 
 
-class CaseRefused(Exception):
+class CaseRefused(LaunchbenchError):
     """The case cannot run here (e.g. its buffers would not fit in free GPU memory); nothing was allocated."""
 
 

@@ -27,14 +27,6 @@ def pinned_empty(count: int, dtype: Any = np.uint8) -> np.ndarray:
     return np.frombuffer(memory, dtype=dtype, count=count)
 
 
-def pinned_like(array: np.ndarray) -> np.ndarray:
-    """A pinned host array with the shape and dtype of ``array``, holding a copy of it."""
-    memory = cupy.cuda.alloc_pinned_memory(max(1, array.nbytes))
-    out = np.frombuffer(memory, dtype=array.dtype, count=array.size).reshape(array.shape)
-    out[...] = array
-    return out
-
-
 def h2d_call(dst: cupy.ndarray, host: np.ndarray, nbytes: int, stream: cupy.cuda.Stream) -> Callable[[], None]:
     """Copy ``nbytes`` from pinned ``host`` into ``dst`` on ``stream`` (one memcpy node when captured)."""
     _check(dst.nbytes, host, nbytes)
