@@ -36,6 +36,19 @@ def test_aa_rule_passes_a_run_against_itself_and_fails_a_shifted_copy(scripts):
     assert verdicts[verdicts["metric"] != "wall_us_per_launch"]["pass"].all()
 
 
+def test_aa_rule_skips_what_neither_run_measured_and_fails_what_one_run_lacks(scripts):
+    """A graph that could not be captured has no numbers in either run: not a failed A/A row (the
+    library's non-capturable graphs failed 12 of 208 row-metrics of a run against itself)."""
+    table = run_table(load_run(ROOT / "results" / "library-h200"))
+    assert table["wall_us_per_launch"].isna().any()
+    same = scripts.compare(table, table)
+    assert same["pass"].all() and same["median_a"].notna().all()
+    lacking = table.copy()
+    first_measured = lacking["latency_us"].first_valid_index()
+    lacking.loc[first_measured, "latency_us"] = float("nan")
+    assert not scripts.compare(table, lacking)["pass"].all()
+
+
 def test_fidelity_compares_each_round_with_the_same_round_of_the_bare_loop():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
