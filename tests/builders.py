@@ -2,7 +2,7 @@
 measurement. Real H200 result files live under tests/data/h200/ and are preferred where a test can use them.
 
 ``make_run(passes=3)`` measures every case in passes like launchbench does, and imitates the host of
-the real H200 runs: a VM that switches between speed states on a 10–20 s timescale. CPU-bound series
+the real H200 runs: a VM that switches between speed states on a 10–60 s timescale. CPU-bound series
 (every eager series; graph CPU time and the launch part of graph latency) are multiplied by a host
 speed factor per pass (``eager_drift``, default ×1.0, ×1.0, ×1.35), while the GPU-bound graph wall and
 GPU times stay within ±0.2% between passes.
@@ -11,6 +11,7 @@ GPU times stay within ±0.2% between passes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -173,3 +174,19 @@ def make_run(
         scenarios=[ScenarioInfo(name="quickstart", description="synthetic", file="scenarios/quickstart.yaml", sha256="0" * 64)],
         cases=cases,
     )
+
+
+def first_graph_row(run: RunRecord) -> tuple[str, str, float]:
+    """(scenario, case, median wall µs per launch) of the run's first measured graph row."""
+    from launchbench.results.table import run_table
+
+    table = run_table(run)
+    row = table[(table["mode"] == "graph") & table["wall_us_per_launch"].notna()].iloc[0]
+    return row["scenario"], row["case"], float(row["wall_us_per_launch"])
+
+
+def expectation_scenario(path: Path, name: str, expect: str) -> Path:
+    """A one-chain scenario file named ``name`` whose ``expect:`` block is ``expect`` (YAML lines)."""
+    path.write_text(f"name: {name}\ndescription: test\nchains:\n  empty:\n    - kind: empty\nexpect:\n{expect}", encoding="utf-8")
+    return path
+

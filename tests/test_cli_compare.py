@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import test_compare
+from builders import expectation_scenario, first_graph_row
 from click.testing import CliRunner, Result
 from test_compare import (
     OTHER_GPU,
@@ -28,7 +29,6 @@ from launchbench.cli import cli
 from launchbench.compare import DEFAULT_METRICS
 from launchbench.results.schema import RunRecord
 from launchbench.results.store import write_run
-from launchbench.results.table import run_table
 
 baseline_run = test_compare.baseline_run
 GATE = ["--fail-on", "wall_us_per_launch:5%"]
@@ -252,22 +252,11 @@ def test_bad_results_files_exit_2(baseline_run: RunRecord, tmp_path: Path) -> No
 # ---------------------------------------------------------------------------------------------- check
 
 
-def _scenario(path: Path, name: str, expect: str) -> Path:
-    path.write_text(f"name: {name}\ndescription: t\nchains:\n  empty:\n    - kind: empty\nexpect:\n{expect}", encoding="utf-8")
-    return path
-
-
-def _graph_row(run: RunRecord) -> tuple[str, str, float]:
-    table = run_table(run)
-    row = table[(table["mode"] == "graph") & table["wall_us_per_launch"].notna()].iloc[0]
-    return row["scenario"], row["case"], float(row["wall_us_per_launch"])
-
-
 def test_check_passes_and_fails(baseline_run: RunRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    scenario, case, median = _graph_row(baseline_run)
+    scenario, case, median = first_graph_row(baseline_run)
     run_dir = save(tmp_path, "run", baseline_run)
-    good = _scenario(tmp_path / "good.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n")
-    bad = _scenario(
+    good = expectation_scenario(tmp_path / "good.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n")
+    bad = expectation_scenario(
         tmp_path / "bad.yaml",
         scenario,
         f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median / 2}\n"
@@ -288,8 +277,8 @@ def test_check_passes_and_fails(baseline_run: RunRecord, tmp_path: Path, monkeyp
 
 
 def test_check_uses_the_recorded_scenario_file(baseline_run: RunRecord, tmp_path: Path) -> None:
-    scenario, case, median = _graph_row(baseline_run)
-    file = _scenario(tmp_path / "recorded.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    min: {median / 2}\n")
+    scenario, case, median = first_graph_row(baseline_run)
+    file = expectation_scenario(tmp_path / "recorded.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    min: {median / 2}\n")
     infos = [s.model_copy(update={"file": str(file)}) for s in baseline_run.scenarios]
     run_dir = save(tmp_path, "run", baseline_run.model_copy(update={"scenarios": infos}))
     assert invoke("check", run_dir).exit_code == 0

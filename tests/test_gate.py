@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import test_compare
+from builders import expectation_scenario, first_graph_row
 from test_compare import chosen_keys, comparable_keys, drifting_eager_key, pass_spread, scale_rows
 
 from launchbench.compare import CompareSettings, compare_runs
@@ -138,14 +139,8 @@ def test_fail_on_missing(baseline_run: RunRecord) -> None:
 # -------------------------------------------------------------------------------------- expectations
 
 
-def _first_graph_row(run: RunRecord) -> tuple[str, str, float]:
-    table = run_table(run)
-    row = table[(table["mode"] == "graph") & table["wall_us_per_launch"].notna()].iloc[0]
-    return row["scenario"], row["case"], float(row["wall_us_per_launch"])
-
-
 def test_check_run_passes_and_fails(baseline_run: RunRecord) -> None:
-    scenario, case, median = _first_graph_row(baseline_run)
+    scenario, case, median = first_graph_row(baseline_run)
     passing = Expectation(case=case, mode="graph", metric="wall_us_per_launch", max=median * 1.5, min=median * 0.5)
     failing = Expectation(case=case, mode="graph", metric="wall_us_per_launch", max=median * 0.5)
     report = check_run(baseline_run, [passing])
@@ -182,16 +177,10 @@ def test_empty_expectations_pass() -> None:
     assert GateReport().passed
 
 
-def _scenario_file(path: Path, name: str, expect: str) -> Path:
-    path.write_text(
-        f"name: {name}\ndescription: test\nchains:\n  empty:\n    - kind: empty\nexpect:\n{expect}", encoding="utf-8"
-    )
-    return path
-
 
 def test_run_expectations_from_given_and_recorded_files(baseline_run: RunRecord, tmp_path: Path) -> None:
-    scenario, case, median = _first_graph_row(baseline_run)
-    file = _scenario_file(
+    scenario, case, median = first_graph_row(baseline_run)
+    file = expectation_scenario(
         tmp_path / "s.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n"
     )
     expectations, _ = run_expectations(baseline_run, [file])

@@ -52,6 +52,29 @@ def test_rounds_interleave_so_drift_hits_both_modes():
     assert len(e) == len(g) == 30
     # with A B / B A rounds, drift adds the same on average: medians within a small fraction
     assert abs(sorted(e)[15] / sorted(g)[15] - 1) < 0.02
+    # tighter than sampling one mode, then the other, can reach (1.2% apart; interleaved 0.2%)
+    assert abs(sorted(e)[15] / sorted(g)[15] - 1) < 0.005
+
+
+def test_sampling_rounds_alternate_between_the_modes():
+    clock = SteppingClock()
+    order: list[str] = []
+    work = {}
+    for mode, seed in (("eager", 0), ("graph", 4)):
+        workload = ScriptedWorkload(clock, 1, 1e-3, noise=0.0, seed=seed)
+        run_latency = workload.run_latency
+
+        def logged(mode: str = mode, run_latency=run_latency) -> float:  # one latency sample per sample taken
+            order.append(mode)
+            return run_latency()
+
+        workload.run_latency = logged  # type: ignore[method-assign]
+        work[mode] = workload
+    Sampler(settings(min_samples=20, target_noise=0.5, sample_time=1e-3), clock).run(work)
+    blocks = [order[i : i + SAMPLES_PER_ROUND] for i in range(0, len(order), SAMPLES_PER_ROUND)]
+    assert len(blocks) >= 4 and all(len(set(block)) == 1 for block in blocks)  # a mode's samples come in blocks
+    expected = [mode for i in range(len(blocks) // 2) for mode in (("eager", "graph") if i % 2 == 0 else ("graph", "eager"))]
+    assert [block[0] for block in blocks] == expected  # rounds A B, B A, A B, ...
 
 
 def test_throttled_rounds_are_counted():
