@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import hashlib
 import math
 import multiprocessing
 import re
@@ -93,8 +92,7 @@ def plan(paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, m
         if overrides:
             expanded = [dataclasses.replace(c, measure=c.measure.model_copy(update=overrides)) for c in expanded]
         cases.extend(expanded)
-        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        infos.append(ScenarioInfo(name=scenario.name, description=scenario.description.strip(), file=str(path), sha256=digest))
+        infos.append(ScenarioInfo(name=scenario.name, description=scenario.description.strip(), file=str(path), sha256=loaded.sha256))
     return Plan(cases, infos)
 
 

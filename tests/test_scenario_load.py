@@ -407,3 +407,13 @@ def test_a_text_parameter_is_spliced_into_a_string(tmp_path):
             label: "run-${tag}-${n * 2}"
         """)
     assert expand_scenario(path)[0].steps[0].label == "run-warm-8"
+
+
+def test_a_run_records_the_hash_of_the_bytes_it_loaded():
+    import hashlib
+
+    from launchbench.runner import plan
+
+    path = ROOT / "scenarios" / "quickstart.yaml"
+    (info,) = plan([str(path)], {}, None).scenarios
+    assert info.sha256 == load_scenario_file(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()

@@ -9,6 +9,7 @@ is a few lines that expand to 10⁹ values), and no alias may refer to a node th
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
 import types
 import typing
@@ -38,6 +39,7 @@ class ScenarioFile:
     file: str
     scenario: Scenario
     lines: dict[KeyPath, int]
+    sha256: str  # of the bytes that were read: what the run records it measured
 
 
 def load_scenario_file(path: str | Path) -> ScenarioFile:
@@ -55,7 +57,7 @@ def load_scenario_file(path: str | Path) -> ScenarioFile:
     except ValidationError as err:
         raise validation_error(err, file, lines, (), Scenario) from None
     _check_defaults(scenario, file, lines)
-    return ScenarioFile(file, scenario, lines)
+    return ScenarioFile(file, scenario, lines, hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
 def load_scenario(path: str | Path) -> Scenario:
