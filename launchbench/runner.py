@@ -23,7 +23,7 @@ from launchbench.errors import LaunchbenchError, NoGpuError
 from launchbench.execute import execute_case, failed_case
 from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
-from launchbench.results.store import create_run_dir, write_run
+from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
 from launchbench.scenario.expand import Case, expand_loaded
 from launchbench.scenario.load import load_scenario_file
 from launchbench.worker import cupy_backend, serve
@@ -221,8 +221,8 @@ def run(
     """Measure every case of the plan that the resumed record lacks; write results.json after every case
     and the tables after every pass (and on interruption)."""
     events = events or SilentEvents()
-    if resume is None and (run_dir / "results.json").exists():
-        create_run_dir(run_dir)  # raises: runs are never overwritten
+    if resume is None:
+        refuse_used_run_dir(run_dir)  # before a worker starts; nothing is created until it is ready
     worker: _Worker | None = None
     backend: Any = None
     if options.isolate:

@@ -41,6 +41,16 @@ def test_a_run_directory_is_never_overwritten(tmp_path):
         runner.run(plan, tmp_path / "run", options(isolate=False))
 
 
+def test_a_directory_holding_only_a_results_csv_is_refused_before_a_worker_starts(tmp_path, monkeypatch):
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.csv").write_text("scenario\n")
+    with pytest.raises(ResultsFileError, match="never overwritten"):
+        runner.run(runner.plan([DATA / "three.yaml"]), tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend))
+    assert not starts.exists()  # no worker (no GPU context) was started for a run that cannot be written
+
+
 def test_worker_isolation_fails_only_the_faulting_cases(tmp_path):
     plan = runner.plan([DATA / "faults.yaml"])
     record = runner.run(plan, tmp_path / "run", options(isolate=True))

@@ -44,12 +44,17 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def create_run_dir(path: Path) -> Path:
-    """Make a fresh run directory; refuse one that already holds results."""
+def refuse_used_run_dir(path: Path) -> None:
+    """Raise when ``path`` cannot be a fresh run directory: not a directory, or already holding results."""
     if path.exists() and not path.is_dir():
         raise ResultsFileError(f"{path} exists and is not a directory")
     if (path / RESULTS_JSON).exists() or (path / RESULTS_CSV).exists():
         raise ResultsFileError(f"{path} already holds results; choose another --out (runs are never overwritten)")
+
+
+def create_run_dir(path: Path) -> Path:
+    """Make a fresh run directory; refuse one that already holds results."""
+    refuse_used_run_dir(path)
     path.mkdir(parents=True, exist_ok=True)
     return path
 
