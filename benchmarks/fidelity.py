@@ -96,10 +96,6 @@ class BareLoop:
 
 def bare_loop(case: Case, mode: str, stream: cupy.cuda.Stream) -> BareLoop:
     step = case.steps[0]
-    written_for = step.kind == "empty" or (step.kind == "scale" and step.dtype == "float32")
-    if len(case.steps) != 1 or not written_for or step.stream:
-        raise SystemExit(f"fidelity: {case.case_id}: the bare loop is written for one empty or float32 scale step "
-                         f"on the main stream, not {case.kinds}")
     return BareLoop(step.kind, case.launches_per_iter, getattr(step, "size", None), getattr(step, "alpha", 1.0), mode, stream)
 
 
