@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from launchbench.analysis.table import run_table
 from launchbench.results.store import load_run
-from launchbench.results.table import run_table
 
 METRICS = ("wall_us_per_launch", "cpu_us_per_launch", "gpu_us_per_iter", "latency_us")
 TOLERANCE = 0.03

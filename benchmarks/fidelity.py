@@ -28,10 +28,10 @@ from _paired import round_ratios
 from _report import write_report
 
 from launchbench.backend.cupy_backend import CupyBackend
-from launchbench.environment import describe_environment
+from launchbench.backend.environment import describe_environment
 from launchbench.measure.sampler import SAMPLES_PER_ROUND, BatchTiming, Sampler
+from launchbench.run.worker import cupy_backend
 from launchbench.scenario.expand import Case, expand_scenario
-from launchbench.worker import cupy_backend
 
 MODES = ("eager", "graph")
 EAGER_BOUNDS = (0.93, 1.07)

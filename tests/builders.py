@@ -178,7 +178,7 @@ def make_run(
 
 def first_graph_row(run: RunRecord) -> tuple[str, str, float]:
     """(scenario, case, median wall µs per launch) of the run's first measured graph row."""
-    from launchbench.results.table import run_table
+    from launchbench.analysis.table import run_table
 
     table = run_table(run)
     row = table[(table["mode"] == "graph") & table["wall_us_per_launch"].notna()].iloc[0]

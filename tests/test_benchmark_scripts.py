@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from launchbench.analysis.table import run_table
 from launchbench.results.store import load_run
-from launchbench.results.table import run_table
 
 ROOT = Path(__file__).parent.parent
 H200 = Path(__file__).parent / "data" / "h200"

@@ -25,10 +25,10 @@ from test_compare import (
     with_gpu,
 )
 
+from launchbench.analysis.compare import DEFAULT_METRICS
 from launchbench.cli import cli
-from launchbench.compare import DEFAULT_METRICS
+from launchbench.report.run_files import write_run_files as write_run
 from launchbench.results.schema import RunRecord
-from launchbench.results.store import write_run
 
 baseline_run = test_compare.baseline_run
 GATE = ["--fail-on", "wall_us_per_launch:5%"]

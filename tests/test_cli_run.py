@@ -67,7 +67,7 @@ def test_run_check_prints_the_notes_that_check_prints(tmp_path):
 
     from rich.console import Console
 
-    from launchbench import cli_run
+    from launchbench.cli import run as cli_run
     from launchbench.results.store import load_run
 
     record = load_run(Path(__file__).parent / "data" / "h200" / "quickstart-a")
@@ -114,9 +114,9 @@ def test_run_check_shows_the_table_that_check_shows(tmp_path):
 
     from rich.console import Console
 
-    from launchbench import cli_run
-    from launchbench.cli_compare import render_checks
-    from launchbench.gate import check_against_scenarios
+    from launchbench.analysis.gate import check_against_scenarios
+    from launchbench.cli import run as cli_run
+    from launchbench.cli.compare import render_checks
     from launchbench.results.store import load_run
 
     strict = tmp_path / "quickstart.yaml"

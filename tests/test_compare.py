@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from builders import make_run
 
-from launchbench.compare import (
+from launchbench.analysis.compare import (
     COMPARABLE_STATUSES,
     DEFAULT_METRICS,
     DEFAULT_THRESHOLD,
@@ -41,11 +41,11 @@ from launchbench.compare import (
     pass_level_ratio_ci,
     ratio_of_medians_ci,
 )
-from launchbench.drift import drift_applies
-from launchbench.environment import describe_environment, summarize_environment
+from launchbench.analysis.drift import drift_applies
+from launchbench.analysis.stats import pass_medians
+from launchbench.backend.environment import describe_environment, summarize_environment
 from launchbench.results.schema import WALL, CaseResult, RunRecord
 from launchbench.results.store import load_run
-from launchbench.stats import pass_medians
 
 H200 = Path(__file__).parent / "data" / "h200"
 REAL_BASELINE = H200 / "quickstart-a"  # first of two back-to-back quickstart runs

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from builders import make_run
 
-from launchbench.costmodel import fit_cost_model, fit_line
-from launchbench.results.table import run_table
+from launchbench.analysis.costmodel import fit_cost_model, fit_line
+from launchbench.analysis.table import run_table
 
 
 def test_fit_recovers_an_exact_line():

@@ -4,8 +4,8 @@ import math
 import pytest
 from builders import make_run
 
-from launchbench.drift import HostDrift, host_drift, is_host_bound
-from launchbench.results.table import run_table
+from launchbench.analysis.drift import HostDrift, host_drift, is_host_bound
+from launchbench.analysis.table import run_table
 
 
 def test_host_bound_rows_are_eager_and_the_one_launch_graph():

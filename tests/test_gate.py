@@ -9,8 +9,8 @@ import test_compare
 from builders import expectation_scenario, first_graph_row
 from test_compare import chosen_keys, comparable_keys, drifting_eager_key, pass_spread, scale_rows
 
-from launchbench.compare import CompareSettings, compare_runs
-from launchbench.gate import (
+from launchbench.analysis.compare import CompareSettings, compare_runs
+from launchbench.analysis.gate import (
     GateReport,
     GateRule,
     GateRuleError,
@@ -21,8 +21,8 @@ from launchbench.gate import (
     parse_rule,
     run_expectations,
 )
+from launchbench.analysis.table import run_table
 from launchbench.results.schema import RunRecord
-from launchbench.results.table import run_table
 from launchbench.scenario.model import Expectation
 
 baseline_run = test_compare.baseline_run

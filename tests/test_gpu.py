@@ -29,7 +29,7 @@ def _cases(name: str):
     "chain", ["empty", "scale_f16", "scale_f32", "scale_f64", "add_f32", "fma_f64", "fma_f16", "reduction", "copy", "memset", "raw", "mixed"]
 )
 def test_graph_output_equals_eager_for_every_step_kind(backend, chain):
-    from launchbench.execute import execute_case
+    from launchbench.run.execute import execute_case
 
     case = _cases("every_kind.yaml")[chain]
     result = execute_case(backend, case, backend.clock)
@@ -98,7 +98,7 @@ def test_capture_refusal_is_a_reason_not_a_crash(backend):
 
 def test_lifecycle_is_split_with_cuda_bindings(backend):
     pytest.importorskip("cuda.bindings")
-    from launchbench.execute import execute_case
+    from launchbench.run.execute import execute_case
 
     case = _cases("every_kind.yaml")["empty"]
     life = execute_case(backend, case, backend.clock).modes["graph"].lifecycle
@@ -110,8 +110,8 @@ def test_ten_thousand_eager_launches_keep_the_queue_bounded(backend):
     a launch cost instead of becoming GPU time."""
     import cupy
 
+    from launchbench.backend.kernels.steps import StepBuilder
     from launchbench.backend.workload import LaunchLoop
-    from launchbench.kernels.steps import StepBuilder
     from launchbench.scenario.model import RawStep
 
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -145,8 +145,8 @@ def test_latency_of_a_chain_within_one_window_block_records_no_window_event(back
 
     import cupy
 
+    from launchbench.backend.kernels.steps import EMPTY_SOURCE
     from launchbench.backend.workload import LaunchLoop
-    from launchbench.kernels.steps import EMPTY_SOURCE
 
     stream = backend.stream(0)
     call = partial(cupy.RawKernel(EMPTY_SOURCE, "launchbench_empty"), (1,), (1,), ())
@@ -164,7 +164,7 @@ def test_nvml_finds_the_same_device_by_pci_bus_id_as_by_uuid():
     import cupy
     import pynvml
 
-    from launchbench.environment import collect_environment, nvml_handle
+    from launchbench.backend.environment import collect_environment, nvml_handle
 
     pynvml.nvmlInit()
     raw = cupy.cuda.runtime.getDeviceProperties(0)["uuid"]

@@ -13,11 +13,12 @@ from click.testing import CliRunner
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from launchbench.analysis.table import run_table
 from launchbench.cli import cli
 from launchbench.report import plots
+from launchbench.report.run_files import write_run_files as write_run
 from launchbench.results.schema import WALL, CaseResult, ModeResult, RunRecord
-from launchbench.results.store import load_run, write_run
-from launchbench.results.table import run_table
+from launchbench.results.store import load_run
 from tests.builders import LENGTHS, make_case, make_run
 
 H200_RUN = Path(__file__).parent / "data" / "h200" / "quickstart-a" / "results.json"
@@ -299,7 +300,7 @@ def test_a_graph_that_never_wins_says_so(synthetic: RunRecord) -> None:
 
 
 def test_comparison_verdicts_are_the_compare_commands(synthetic: RunRecord) -> None:
-    from launchbench.compare import CompareSettings, compare_runs
+    from launchbench.analysis.compare import CompareSettings, compare_runs
 
     cur = scaled(make_run(seed=1), {("scale/length=100", "eager"): 1.2})
     table = plots.comparison_table(synthetic, cur)

@@ -5,10 +5,11 @@ from pathlib import Path
 import pytest
 from builders import make_run
 
+from launchbench.analysis.table import COLUMNS, run_table
 from launchbench.errors import ResultsFileError
+from launchbench.report.run_files import write_run_files as write_run
 from launchbench.results.schema import SCHEMA_VERSION
-from launchbench.results.store import create_run_dir, load_run, write_run
-from launchbench.results.table import COLUMNS, run_table
+from launchbench.results.store import create_run_dir, load_run
 
 ROOT = Path(__file__).parent.parent
 

@@ -7,15 +7,16 @@ import pandas as pd
 import pytest
 from fakes import STARTS_FILE_VARIABLE, counting_backend, scripted_backend
 
-from launchbench import runner
 from launchbench.errors import ResultsFileError
+from launchbench.report.run_files import write_tables
 from launchbench.results.store import load_run
+from launchbench.run import runner
 
 DATA = Path(__file__).parent / "data" / "scripted"
 
 
 def options(isolate: bool) -> runner.RunOptions:
-    return runner.RunOptions(isolate=isolate, backend_factory=scripted_backend)
+    return runner.RunOptions(isolate=isolate, backend_factory=scripted_backend, write_tables=write_tables)
 
 
 def test_in_process_run_writes_every_case(tmp_path):

@@ -412,7 +412,7 @@ def test_a_text_parameter_is_spliced_into_a_string(tmp_path):
 def test_a_run_records_the_hash_of_the_bytes_it_loaded():
     import hashlib
 
-    from launchbench.runner import plan
+    from launchbench.run.runner import plan
 
     path = ROOT / "scenarios" / "quickstart.yaml"
     (info,) = plan([str(path)], {}, None).scenarios

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from launchbench.stats import median_ci, summarize
+from launchbench.analysis.stats import median_ci, summarize
 
 
 def test_summary_of_known_samples():

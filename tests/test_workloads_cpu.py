@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import yaml
 
+from launchbench.backend.kernels.python_step import PythonStepError, load_callable, normalise_result
 from launchbench.errors import LaunchbenchError, ScenarioError
-from launchbench.execute import expected_nodes
-from launchbench.kernels.python_step import PythonStepError, load_callable, normalise_result
+from launchbench.run.execute import expected_nodes
 from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.model import STEP_FIELDS, STEP_KINDS, HostCopyStep, PythonStep
 

@@ -31,7 +31,7 @@ def fast(case, max_time: float = 0.3):
 def run_case(backend, case):
     """Measured briefly; a chain of thousands of launches gets the time its warm-up, clock settling and
     calibration take before the sampler's first round (or it would end with no samples)."""
-    from launchbench.execute import execute_case
+    from launchbench.run.execute import execute_case
 
     return execute_case(backend, fast(case, 0.3 if case.launches_per_iter < 1000 else 3.0), backend.clock)
 

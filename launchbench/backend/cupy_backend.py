@@ -12,11 +12,11 @@ import numpy as np
 
 from launchbench.backend.base import CaseRefused, OutputCheck
 from launchbench.backend.check import compare_outputs
+from launchbench.backend.environment import NvmlMonitor, collect_environment
 from launchbench.backend.graph import CaptureFailed, capture
+from launchbench.backend.kernels.steps import EMPTY_SOURCE, BuiltStep, StepBuilder, step_bytes
 from launchbench.backend.workload import LaunchLoop
-from launchbench.environment import NvmlMonitor, collect_environment
 from launchbench.errors import LaunchbenchError
-from launchbench.kernels.steps import EMPTY_SOURCE, BuiltStep, StepBuilder, step_bytes
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import GraphLifecycle
 from launchbench.scenario.expand import Case

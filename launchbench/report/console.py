@@ -13,9 +13,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from launchbench.environment import describe_environment
+from launchbench.analysis.table import run_table
+from launchbench.backend.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
-from launchbench.results.table import run_table
 from launchbench.scenario.expand import Case
 
 
@@ -119,7 +119,7 @@ def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
 
 def cost_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list[str]:
     """One line per chain whose length varies: the fitted per-launch and fixed costs and the crossover."""
-    from launchbench.costmodel import fit_cost_model
+    from launchbench.analysis.costmodel import fit_cost_model
 
     model = fit_cost_model(run_table(run) if frame is None else frame)
     lines = []

@@ -31,13 +31,13 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
-from launchbench.compare import DEFAULT_THRESHOLD  # noqa: E402
-from launchbench.costmodel import fit_cost_model, length_axes  # noqa: E402
-from launchbench.environment import describe_environment  # noqa: E402
+from launchbench.analysis.compare import DEFAULT_THRESHOLD  # noqa: E402
+from launchbench.analysis.costmodel import fit_cost_model, length_axes  # noqa: E402
+from launchbench.analysis.stats import OUTLIER_MADS, outlier_mask  # noqa: E402
+from launchbench.analysis.table import run_table  # noqa: E402
+from launchbench.backend.environment import describe_environment  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.results.schema import MODES, CaseResult, RunRecord  # noqa: E402
-from launchbench.results.table import run_table  # noqa: E402
-from launchbench.stats import OUTLIER_MADS, outlier_mask  # noqa: E402
 
 FORMATS = ("png", "svg")
 
@@ -333,7 +333,7 @@ class _ModelCrossover:
 
 
 def _model_crossovers(table: pd.DataFrame) -> list[_ModelCrossover] | None:
-    """Crossovers from launchbench.costmodel.fit_cost_model (None when its table lacks a column)."""
+    """Crossovers from launchbench.analysis.costmodel.fit_cost_model (None when its table lacks a column)."""
     try:
         model = fit_cost_model(table)
         if "group" not in model:
@@ -600,7 +600,7 @@ VERDICTS = (
 def comparison_table(base: RunRecord, cur: RunRecord, metric: str = "wall_us_per_launch") -> pd.DataFrame:
     """One row per case and mode measured in both runs: ratio (cur / base median), its CI and the verdict,
     exactly as `launchbench compare` decides them (pass-aware bootstrap, Mann–Whitney, 5% threshold)."""
-    from launchbench.compare import CompareSettings, compare_runs
+    from launchbench.analysis.compare import CompareSettings, compare_runs
 
     comparison = compare_runs(base, cur, CompareSettings(metrics=(metric,)), allow_different_gpu=True)
     several = len({c.scenario for c in cur.cases}) > 1

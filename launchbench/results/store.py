@@ -1,8 +1,7 @@
-"""Run directories: results.json (the record, raw samples) and results.csv (the table).
+"""Run directories: results.json (the record, raw samples), read and written atomically.
 
-The runner writes results.json after every case, so an interrupted run keeps every case it finished, and
-the tables (results.csv, costmodel.csv) after every pass and at the end: building them summarises every
-case (a few ms each), which after every case of a large sweep would cost more than measuring it. Every
+The runner writes results.json after every case, so an interrupted run keeps every case it finished. The
+tables derived from it (results.csv, costmodel.csv) are written by ``launchbench.report.run_files``. Every
 file is written atomically (temporary file, then rename). A run directory that already holds results is
 never overwritten.
 """
@@ -17,10 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from launchbench.costmodel import fit_cost_model
 from launchbench.errors import ResultsFileError
 from launchbench.results.schema import SCHEMA_VERSION, TOOL_NAME, RunRecord
-from launchbench.results.table import run_table
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
@@ -59,17 +56,9 @@ def create_run_dir(path: Path) -> Path:
     return path
 
 
-def write_run(run_dir: Path, run: RunRecord, tables: bool = True) -> None:
-    """results.json, and with ``tables`` results.csv and (where a chain length varies) costmodel.csv,
-    each atomically."""
+def write_run(run_dir: Path, run: RunRecord) -> None:
+    """results.json, atomically."""
     atomic_write_text(run_dir / RESULTS_JSON, run.model_dump_json())
-    if not tables:
-        return
-    table = run_table(run)
-    atomic_write_text(run_dir / RESULTS_CSV, table.to_csv(index=False))
-    model = fit_cost_model(table)
-    if len(model):
-        atomic_write_text(run_dir / COSTMODEL_CSV, model.to_csv(index=False))
 
 
 def resolve_results_file(path: str | Path) -> Path:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from launchbench.cli_common import handle_errors
+from launchbench.cli.common import handle_errors
 from launchbench.results.store import load_run, resolve_results_file
 
 

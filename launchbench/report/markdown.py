@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from launchbench.compare import Comparison, MetricComparison, RowComparison
-from launchbench.environment import describe_environment
-from launchbench.formatting import format_change, format_change_ci, format_number, format_p
-from launchbench.gate import GateCheck, GateReport
+from launchbench.analysis.compare import Comparison, MetricComparison, RowComparison
+from launchbench.analysis.formatting import format_change, format_change_ci, format_number, format_p
+from launchbench.analysis.gate import GateCheck, GateReport
+from launchbench.backend.environment import describe_environment
 
 VERDICT_MARK = {
     "slower": "🔴 slower",

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from launchbench.drift import HostDrift, drift_applies, host_drift, is_host_bound
+from launchbench.analysis.drift import HostDrift, drift_applies, host_drift, is_host_bound
+from launchbench.analysis.stats import Summary, summarize
 from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, RunRecord
-from launchbench.stats import Summary, summarize
 
 # Column name → (unit, meaning). Timing metrics are followed by their spread columns (SPREAD_SUFFIXES).
 ID_COLUMNS: dict[str, tuple[str, str]] = {
@@ -85,7 +85,7 @@ def widen_for_drift(summary: Summary, drift: HostDrift | None) -> Summary:
 
 
 def case_rows(case: CaseResult, gpu_name: str, drift: Mapping[str, HostDrift] | None = None) -> list[dict[str, Any]]:
-    """The case's rows; ``drift`` (per metric, see launchbench.drift) widens host-bound rows' CIs."""
+    """The case's rows; ``drift`` (per metric, see launchbench.analysis.drift) widens host-bound rows' CIs."""
     rows: list[dict[str, Any]] = []
     eager_wall = _median(case.samples("eager", WALL))
     drift = drift or {}

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from launchbench.cli_common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, handle_errors
+from launchbench.cli.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, handle_errors
 from launchbench.errors import LaunchbenchError
 from launchbench.scenario.expand import expand_scenario
 
@@ -81,9 +81,9 @@ def run(
     quiet: bool,
 ) -> None:
     """Measure scenario files: every case eagerly and as a CUDA Graph, results.json after every case."""
-    from launchbench import runner
     from launchbench.report.console import ConsoleEvents, print_summary
     from launchbench.results.store import load_run
+    from launchbench.run import runner
 
     resume = None
     if resume_dir is not None:
@@ -98,7 +98,9 @@ def run(
         overrides["passes"] = passes
     the_plan = runner.plan(scenarios, overrides, max_cases)
     run_dir = out or runner.default_run_dir(results_root, the_plan.scenarios)
-    options = runner.RunOptions(device=device, overrides=overrides, isolate=not no_isolate)
+    from launchbench.report.run_files import write_tables
+
+    options = runner.RunOptions(device=device, overrides=overrides, isolate=not no_isolate, write_tables=write_tables)
     console = Console(stderr=False)
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
@@ -128,8 +130,8 @@ def run(
 def _check_expectations(record: Any, console: Console) -> int:
     """`run --check`: the scenarios' expectations, each scoped to its own scenario (gate owns the rules),
     shown as `launchbench check` shows them."""
-    from launchbench import gate
-    from launchbench.cli_compare import render_checks
+    from launchbench.analysis import gate
+    from launchbench.cli.compare import render_checks
 
     try:
         report = gate.check_against_scenarios(record)
@@ -153,7 +155,7 @@ def _write_plots(record: Any, run_dir: Path, console: Console) -> None:
 @handle_errors
 def env(device: int, as_json: bool) -> None:
     """What GPU, driver, CUDA, CuPy and host launchbench sees (exit 2 without a usable GPU)."""
-    from launchbench.environment import collect_environment, host_environment, require_gpu
+    from launchbench.backend.environment import collect_environment, host_environment, require_gpu
 
     try:
         require_gpu(device)

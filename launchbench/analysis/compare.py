@@ -80,11 +80,11 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from launchbench.drift import HostDrift, drift_applies, host_drift, is_host_bound
-from launchbench.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
+from launchbench.analysis.drift import HostDrift, drift_applies, host_drift, is_host_bound
+from launchbench.analysis.stats import log_pass_medians, usable_passes
+from launchbench.backend.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import MEASURED_STATUSES, METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
-from launchbench.stats import log_pass_medians, usable_passes
 
 Verdict = Literal["faster", "slower", "same", "uncertain", "missing", "failed"]
 VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "uncertain", "same", "missing", "failed")

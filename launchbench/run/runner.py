@@ -20,13 +20,13 @@ from typing import Any, Protocol
 
 from launchbench import __version__
 from launchbench.errors import LaunchbenchError, NoGpuError
-from launchbench.execute import execute_case, failed_case
 from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
 from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
+from launchbench.run.execute import execute_case, failed_case
+from launchbench.run.worker import cupy_backend, serve
 from launchbench.scenario.expand import Case, expand_loaded
 from launchbench.scenario.load import load_scenario_file
-from launchbench.worker import cupy_backend, serve
 
 WORKER_START_TIMEOUT = 180.0
 CASE_TIMEOUT_FLOOR = 300.0
@@ -69,6 +69,8 @@ class RunOptions:
     overrides: dict[str, Any] = field(default_factory=dict)
     isolate: bool = True
     backend_factory: Callable[[int], Any] = cupy_backend
+    # writes the tables derived from results.json (after every pass and at the end); None writes none
+    write_tables: Callable[[Path, RunRecord], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -286,11 +288,15 @@ def run(
             merged = merge_pass(previous, result)
             record = record.with_case(merged)
             pass_ends = index + 1 == len(schedule) or schedule[index + 1][1] != pass_index
-            write_run(run_dir, record, tables=pass_ends)
+            write_run(run_dir, record)
+            if pass_ends and options.write_tables is not None:
+                options.write_tables(run_dir, record)
             events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
     except BaseException:
         record = record.model_copy(update={"status": "interrupted", "finished": _now()})
         write_run(run_dir, record)
+        if options.write_tables is not None:
+            options.write_tables(run_dir, record)
         if worker is not None:
             worker.stop()
         raise
@@ -298,4 +304,6 @@ def run(
         worker.stop()
     record = record.model_copy(update={"status": "complete", "finished": _now()})
     write_run(run_dir, record)
+    if options.write_tables is not None:
+        options.write_tables(run_dir, record)
     return record

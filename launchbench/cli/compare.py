@@ -17,8 +17,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from launchbench.cli_common import EXIT_FAIL, EXIT_OK, handle_errors
-from launchbench.compare import (
+from launchbench.analysis.compare import (
     DEFAULT_ALPHA,
     DEFAULT_METRICS,
     DEFAULT_THRESHOLD,
@@ -28,12 +27,8 @@ from launchbench.compare import (
     compare_runs,
     parse_threshold,
 )
-from launchbench.environment import describe_environment
-from launchbench.export.junit import comparison_junit, report_junit
-from launchbench.export.markdown import check_markdown, comparison_markdown
-from launchbench.export.tables import comparison_csv, comparison_json, report_json
-from launchbench.formatting import format_change, format_change_ci, format_number, format_p
-from launchbench.gate import (
+from launchbench.analysis.formatting import format_change, format_change_ci, format_number, format_p
+from launchbench.analysis.gate import (
     GateReport,
     GateRule,
     GateRuleError,
@@ -41,6 +36,11 @@ from launchbench.gate import (
     evaluate_rules,
     parse_rule,
 )
+from launchbench.backend.environment import describe_environment
+from launchbench.cli.common import EXIT_FAIL, EXIT_OK, handle_errors
+from launchbench.report.junit import comparison_junit, report_junit
+from launchbench.report.markdown import check_markdown, comparison_markdown
+from launchbench.report.tables import comparison_csv, comparison_json, report_json
 from launchbench.results.schema import METRIC_BY_NAME
 from launchbench.results.store import atomic_write_text, load_run
 

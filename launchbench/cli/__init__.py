@@ -10,8 +10,12 @@ import sys
 
 import click
 
-from launchbench import __version__, cli_compare, cli_graph, cli_plot, cli_run
-from launchbench.cli_common import EXIT_INTERRUPTED
+from launchbench import __version__
+from launchbench.cli import compare as cli_compare
+from launchbench.cli import graph as cli_graph
+from launchbench.cli import plot as cli_plot
+from launchbench.cli import run as cli_run
+from launchbench.cli.common import EXIT_INTERRUPTED
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

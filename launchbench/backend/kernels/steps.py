@@ -19,9 +19,9 @@ from typing import Any
 import cupy
 import numpy as np
 
+from launchbench.backend.kernels.host_copy import d2h_call, h2d_call, pinned_empty
+from launchbench.backend.kernels.python_step import call_user_function, load_callable
 from launchbench.errors import LaunchbenchError
-from launchbench.kernels.host_copy import d2h_call, h2d_call, pinned_empty
-from launchbench.kernels.python_step import call_user_function, load_callable
 from launchbench.scenario.model import (
     CopyStep,
     ElementwiseStep,

@@ -16,15 +16,15 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from launchbench.errors import LaunchbenchError
-from launchbench.execute import execute_case, failed_case
 from launchbench.measure.clock import SystemClock
+from launchbench.run.execute import execute_case, failed_case
 
 PROGRESS_STEP = 0.05
 
 
 def cupy_backend(device: int) -> Any:
     """The real backend (imports CuPy; raises NoGpuError with one sentence when there is no GPU)."""
-    from launchbench.environment import require_gpu
+    from launchbench.backend.environment import require_gpu
 
     require_gpu(device)
     from launchbench.backend.cupy_backend import CupyBackend

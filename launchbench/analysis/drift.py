@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from launchbench.analysis.stats import log_pass_medians
 from launchbench.results.schema import MEASURED_STATUSES, CaseResult, RunRecord
-from launchbench.stats import log_pass_medians
 
 HOST_BOUND_SHARE = 0.8  # CPU time at least 80% of the wall time: the row measures the host's launch cost
 HOST_METRICS = frozenset({"cpu_us_per_launch", "cpu_us_per_iter"})  # the host's own time, in every row

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from launchbench.compare import Comparison, MetricComparison, RowComparison
-from launchbench.formatting import format_change_summary
-from launchbench.gate import GateReport
+from launchbench.analysis.compare import Comparison, MetricComparison, RowComparison
+from launchbench.analysis.formatting import format_change_summary
+from launchbench.analysis.gate import GateReport
 
 
 def _summary(row: RowComparison, mc: MetricComparison) -> str:
@@ -40,7 +40,7 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
             case = ET.SubElement(
                 suite,
                 "testcase",
-                {"classname": f"launchbench.compare.{row.scenario}", "name": f"{row.case} [{row.mode}] {mc.metric}"},
+                {"classname": f"launchbench.analysis.compare.{row.scenario}", "name": f"{row.case} [{row.mode}] {mc.metric}"},
             )
             hits = [c for c in report.checks_for(row.key, mc.metric) if not c.passed] if report is not None else []
             if hits:

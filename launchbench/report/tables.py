@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from launchbench.compare import Comparison
-from launchbench.gate import GateCheck, GateReport
+from launchbench.analysis.compare import Comparison
+from launchbench.analysis.gate import GateCheck, GateReport
 
 COMPARISON_COLUMNS: tuple[str, ...] = (
     "scenario",

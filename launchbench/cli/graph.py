@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from launchbench.cli_common import EXIT_OK, handle_errors
+from launchbench.cli.common import EXIT_OK, handle_errors
 from launchbench.errors import LaunchbenchError
 from launchbench.scenario.expand import expand_scenario
 
@@ -27,7 +27,7 @@ def graph(scenario: str, case_id: str | None, out: Path, device: int) -> None:
     if chosen is None:
         known = ", ".join(c.case_id for c in cases[:20])
         raise LaunchbenchError(f"{scenario}: no case '{case_id}'; cases: {known}")
-    from launchbench.worker import cupy_backend
+    from launchbench.run.worker import cupy_backend
 
     backend = cupy_backend(device)
     prepared = backend.prepare(chosen)

@@ -29,11 +29,11 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from launchbench.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
+from launchbench.analysis.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
+from launchbench.analysis.formatting import format_change_summary
+from launchbench.analysis.table import COLUMNS, run_table
 from launchbench.errors import LaunchbenchError
-from launchbench.formatting import format_change_summary
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
-from launchbench.results.table import COLUMNS, run_table
 from launchbench.scenario.load import load_scenario
 from launchbench.scenario.model import Expectation, Scenario
 
