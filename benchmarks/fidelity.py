@@ -28,8 +28,8 @@ from _paired import round_ratios
 from _report import write_report
 
 from launchbench.backend.cupy_backend import CupyBackend
-from launchbench.backend.environment import describe_environment
 from launchbench.measure.sampler import SAMPLES_PER_ROUND, BatchTiming, Sampler
+from launchbench.results.environment import describe_environment
 from launchbench.run.worker import cupy_backend
 from launchbench.scenario.expand import Case, expand_scenario
 

@@ -21,7 +21,8 @@ import pandas as pd
 from _report import write_report
 from cupy.cuda import nccl
 
-from launchbench.backend.environment import collect_environment, describe_environment
+from launchbench.backend.gpu_probe import collect_environment
+from launchbench.results.environment import describe_environment
 
 SIZES = [256, 65_536, 4_194_304]  # float32 elements per device: 1 KiB, 256 KiB, 16 MiB
 STEPS = 8  # all-reduces per iteration

@@ -27,7 +27,8 @@ import pandas as pd
 from _report import write_report
 from cuda.bindings import runtime as cudart
 
-from launchbench.backend.environment import collect_environment, describe_environment
+from launchbench.backend.gpu_probe import collect_environment
+from launchbench.results.environment import describe_environment
 
 FEATURES = 1024
 CHAIN = 8  # steps per iteration: even steps one kernel, odd steps two

@@ -43,7 +43,7 @@ from launchbench.analysis.compare import (
 )
 from launchbench.analysis.drift import drift_applies
 from launchbench.analysis.stats import pass_medians
-from launchbench.backend.environment import describe_environment, summarize_environment
+from launchbench.results.environment import describe_environment, summarize_environment
 from launchbench.results.schema import WALL, CaseResult, RunRecord
 from launchbench.results.store import load_run
 

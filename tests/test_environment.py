@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from launchbench.backend.environment import complete_uuid, nvml_handle
+from launchbench.backend.nvml import complete_uuid, nvml_handle
 
 RAW_UUID = bytes.fromhex("1dd57fde4b8cf8e5a5bd4794b6901383")  # an H200 of the device tool
 BUS_ID = "00000000:00:05.0"

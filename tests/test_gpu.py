@@ -164,7 +164,8 @@ def test_nvml_finds_the_same_device_by_pci_bus_id_as_by_uuid():
     import cupy
     import pynvml
 
-    from launchbench.backend.environment import collect_environment, nvml_handle
+    from launchbench.backend.gpu_probe import collect_environment
+    from launchbench.backend.nvml import nvml_handle
 
     pynvml.nvmlInit()
     raw = cupy.cuda.runtime.getDeviceProperties(0)["uuid"]

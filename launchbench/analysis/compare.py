@@ -82,8 +82,8 @@ from scipy import stats as sps
 
 from launchbench.analysis.drift import HostDrift, drift_applies, host_drift, is_host_bound
 from launchbench.analysis.stats import log_pass_medians, usable_passes
-from launchbench.backend.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
 from launchbench.errors import LaunchbenchError
+from launchbench.results.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
 from launchbench.results.schema import MEASURED_STATUSES, METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
 
 Verdict = Literal["faster", "slower", "same", "uncertain", "missing", "failed"]

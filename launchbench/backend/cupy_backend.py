@@ -12,9 +12,10 @@ import numpy as np
 
 from launchbench.backend.base import CaseRefused, OutputCheck
 from launchbench.backend.check import compare_outputs
-from launchbench.backend.environment import NvmlMonitor, collect_environment
+from launchbench.backend.gpu_probe import collect_environment
 from launchbench.backend.graph import CaptureFailed, capture
 from launchbench.backend.kernels.steps import EMPTY_SOURCE, BuiltStep, StepBuilder, step_bytes
+from launchbench.backend.nvml import NvmlMonitor
 from launchbench.backend.workload import LaunchLoop
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock

@@ -36,11 +36,11 @@ from launchbench.analysis.gate import (
     evaluate_rules,
     parse_rule,
 )
-from launchbench.backend.environment import describe_environment
 from launchbench.cli.common import EXIT_FAIL, EXIT_OK, handle_errors
 from launchbench.report.junit import comparison_junit, report_junit
 from launchbench.report.markdown import check_markdown, comparison_markdown
 from launchbench.report.tables import comparison_csv, comparison_json, report_json
+from launchbench.results.environment import describe_environment
 from launchbench.results.schema import METRIC_BY_NAME
 from launchbench.results.store import atomic_write_text, load_run
 

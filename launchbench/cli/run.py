@@ -155,7 +155,8 @@ def _write_plots(record: Any, run_dir: Path, console: Console) -> None:
 @handle_errors
 def env(device: int, as_json: bool) -> None:
     """What GPU, driver, CUDA, CuPy and host launchbench sees (exit 2 without a usable GPU)."""
-    from launchbench.backend.environment import collect_environment, host_environment, require_gpu
+    from launchbench.backend.gpu_probe import collect_environment, require_gpu
+    from launchbench.results.environment import host_environment
 
     try:
         require_gpu(device)

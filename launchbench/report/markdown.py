@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from launchbench.analysis.compare import Comparison, MetricComparison, RowComparison
 from launchbench.analysis.formatting import format_change, format_change_ci, format_number, format_p
 from launchbench.analysis.gate import GateCheck, GateReport
-from launchbench.backend.environment import describe_environment
+from launchbench.results.environment import describe_environment
 
 VERDICT_MARK = {
     "slower": "🔴 slower",

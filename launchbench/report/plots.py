@@ -35,8 +35,8 @@ from launchbench.analysis.compare import DEFAULT_THRESHOLD  # noqa: E402
 from launchbench.analysis.costmodel import fit_cost_model, length_axes  # noqa: E402
 from launchbench.analysis.stats import OUTLIER_MADS, outlier_mask  # noqa: E402
 from launchbench.analysis.table import run_table  # noqa: E402
-from launchbench.backend.environment import describe_environment  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
+from launchbench.results.environment import describe_environment  # noqa: E402
 from launchbench.results.schema import MODES, CaseResult, RunRecord  # noqa: E402
 
 FORMATS = ("png", "svg")

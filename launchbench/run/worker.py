@@ -24,7 +24,7 @@ PROGRESS_STEP = 0.05
 
 def cupy_backend(device: int) -> Any:
     """The real backend (imports CuPy; raises NoGpuError with one sentence when there is no GPU)."""
-    from launchbench.backend.environment import require_gpu
+    from launchbench.backend.gpu_probe import require_gpu
 
     require_gpu(device)
     from launchbench.backend.cupy_backend import CupyBackend

@@ -1,0 +1,97 @@
+"""The host part of a run's environment (CPU, Python, launchbench, git commit, time) and how any recorded
+environment is summarized and described (GPU, driver, CUDA runtime, CuPy) for reports."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from launchbench import __version__
+
+
+def host_cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit(start: Path | None = None) -> str | None:
+    where = start or Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5, check=False
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=where, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def host_environment() -> dict[str, Any]:
+    return {
+        "host": {
+            "cpu": host_cpu(),
+            "cores": os.cpu_count(),
+            "platform": platform.platform(),
+            "hostname": platform.node(),
+        },
+        "python": sys.version.split()[0],
+        "launchbench": __version__,
+        "git_commit": git_commit(),
+        "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+ENV_ITEMS: tuple[str, ...] = ("gpu", "driver", "cuda_runtime", "cupy")
+ENV_LABELS: dict[str, str] = {"gpu": "GPU", "driver": "driver", "cuda_runtime": "CUDA runtime", "cupy": "CuPy"}
+# Where each item may sit: collect_environment's layout first, then older or hand-written layouts, then a
+# summary's own (so summarizing a summary gives it back).
+_ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "gpu": (("gpu", "name"), ("gpu_name",), ("gpu",)),
+    "driver": (("driver",), ("gpu", "driver"), ("driver_version",), ("gpu", "driver_version")),
+    "cuda_runtime": (("cuda_runtime",), ("cuda", "runtime"), ("cuda_runtime_version",)),
+    "cupy": (("cupy",), ("cupy_version",), ("cupy", "version")),
+}
+UNKNOWN = "unknown"
+
+
+def _lookup(env: Mapping[str, Any], path: Sequence[str]) -> Any:
+    node: Any = env
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    if isinstance(node, Mapping):
+        node = node.get("version")
+    return node
+
+
+def summarize_environment(env: Mapping[str, Any]) -> dict[str, str]:
+    """GPU model, driver, CUDA runtime and CuPy version of an environment ('unknown' where not recorded)."""
+    out: dict[str, str] = {}
+    for item in ENV_ITEMS:
+        value = next((v for p in _ENV_PATHS[item] if (v := _lookup(env, p)) not in (None, "")), None)
+        out[item] = UNKNOWN if value is None else str(value)
+    return out
+
+
+def describe_environment(env: Mapping[str, Any], *more: str) -> str:
+    """One line naming what a run ran on, e.g. 'NVIDIA H200 (driver 580.159.04, CUDA 13.2, CuPy 14.2.0)';
+    ``env`` is a recorded environment or its summary, ``more`` further items for the parentheses."""
+    s = summarize_environment(env)
+    items = [f"driver {s['driver']}", f"CUDA {s['cuda_runtime']}", f"CuPy {s['cupy']}", *more]
+    return f"{s['gpu']} ({', '.join(items)})"
