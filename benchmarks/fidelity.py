@@ -31,7 +31,8 @@ from launchbench.backend.cupy_backend import CupyBackend
 from launchbench.measure.sampler import SAMPLES_PER_ROUND, BatchTiming, Sampler
 from launchbench.results.environment import describe_environment
 from launchbench.run.worker import cupy_backend
-from launchbench.scenario.expand import Case, expand_scenario
+from launchbench.scenario.core import Case
+from launchbench.scenario.expand import expand_scenario
 
 MODES = ("eager", "graph")
 EAGER_BOUNDS = (0.93, 1.07)

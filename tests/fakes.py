@@ -14,7 +14,7 @@ from launchbench.backend.base import CaseRefused, OutputCheck
 from launchbench.measure.clock import ClockReading
 from launchbench.measure.sampler import BatchTiming
 from launchbench.results.schema import GraphLifecycle
-from launchbench.scenario.expand import Case
+from launchbench.scenario.core import Case
 
 
 class SteppingClock:

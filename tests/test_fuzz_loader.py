@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from launchbench.errors import LaunchbenchError
-from launchbench.scenario.expand import Case, expand_scenario
+from launchbench.scenario.core import Case
+from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.model import STEP_FIELDS, STEP_KINDS
 
 FIELDS = sorted({f for fields in STEP_FIELDS.values() for f in fields})

@@ -5,7 +5,7 @@ from fakes import ScriptedMonitor, ScriptedWorkload, SteppingClock
 from launchbench.measure.clock import ClockReading
 from launchbench.measure.sampler import SAMPLES_PER_ROUND, Sampler
 from launchbench.measure.stopping import StopRule
-from launchbench.scenario.model import MeasureSettings
+from launchbench.scenario.core import MeasureSettings
 
 
 def settings(**kw):

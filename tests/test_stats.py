@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from launchbench.analysis.stats import median_ci, summarize
+from launchbench.analysis.stats import summarize
+from launchbench.measure.precision import median_ci
 
 
 def test_summary_of_known_samples():

@@ -1,7 +1,6 @@
 """Pure statistics over timing samples (seconds in, seconds out).
 
-Median confidence interval: distribution-free, from order statistics (the ranks come from the
-binomial(n, 1/2) quantiles; see e.g. Conover, *Practical Nonparametric Statistics*, 3rd ed., §3.2).
+Median confidence interval: measure/precision.py (the stopping rule uses it too).
 Outliers: samples further than 3 scaled MADs from the median (Leys et al., 2013, "Detecting outliers:
 do not use standard deviation around the mean, use absolute deviation around the median").
 """
@@ -13,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats as sps
+
+from launchbench.measure.precision import median_ci, relative_half_width
 
 MAD_SCALE = 1.4826  # makes the MAD a consistent estimator of the standard deviation for normal data
 OUTLIER_MADS = 3.0
@@ -66,11 +66,6 @@ class Summary:
         return out
 
 
-def relative_half_width(median: float, low: float, high: float) -> float:
-    """Half-width of an interval around ``median`` over the median (inf when the median is 0)."""
-    return math.inf if median == 0 else (high - low) / 2 / abs(median)
-
-
 def outlier_mask(values: np.ndarray) -> np.ndarray:
     """The samples farther than OUTLIER_MADS scaled MADs from the median (none when the MAD is 0)."""
     values = np.asarray(values, dtype=float)
@@ -79,25 +74,6 @@ def outlier_mask(values: np.ndarray) -> np.ndarray:
     if not mad > 0:
         return np.zeros(values.shape, dtype=bool)
     return np.abs(values - median) > OUTLIER_MADS * MAD_SCALE * mad
-
-
-def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free confidence interval of the median from order statistics.
-
-    With fewer than 6 samples no interval of 95% coverage exists between order statistics, so the
-    whole range is returned.
-    """
-    values = np.sort(np.asarray(samples, dtype=float))
-    n = len(values)
-    if n == 0:
-        return (math.nan, math.nan)
-    if n < 6:
-        return (float(values[0]), float(values[-1]))
-    alpha = 1 - confidence
-    lower_rank = int(sps.binom.ppf(alpha / 2, n, 0.5))  # 1-based rank of the lower bound
-    lower_rank = max(lower_rank, 1)
-    upper_rank = n - lower_rank + 1
-    return (float(values[lower_rank - 1]), float(values[upper_rank - 1]))
 
 
 def pass_medians(values: np.ndarray, pass_sizes: Sequence[int]) -> list[float]:

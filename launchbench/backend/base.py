@@ -9,7 +9,7 @@ from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock, ClockMonitor
 from launchbench.measure.sampler import Workload
 from launchbench.results.schema import GraphLifecycle
-from launchbench.scenario.expand import Case
+from launchbench.scenario.core import Case
 
 
 @dataclass(frozen=True)

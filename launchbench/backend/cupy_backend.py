@@ -20,7 +20,7 @@ from launchbench.backend.workload import LaunchLoop
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import GraphLifecycle
-from launchbench.scenario.expand import Case
+from launchbench.scenario.core import Case
 
 MEMORY_HEADROOM = 0.9  # refuse a case whose buffers would take more than this share of free memory
 HARNESS_ITERS = 20_000

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from launchbench.measure.clock import Clock, ClockMonitor, ClockReading
 from launchbench.measure.stopping import StopRule
-from launchbench.scenario.model import MeasureSettings
+from launchbench.scenario.core import MeasureSettings
 
 SAMPLES_PER_ROUND = 5
 MAX_ITERS_PER_SAMPLE = 1_000_000

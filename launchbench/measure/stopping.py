@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from launchbench.analysis.stats import median_ci, relative_half_width
+from launchbench.measure.precision import median_ci, relative_half_width
 
 
 @dataclass(frozen=True)

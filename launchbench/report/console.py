@@ -16,7 +16,7 @@ from rich.table import Table
 from launchbench.analysis.table import run_table
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
-from launchbench.scenario.expand import Case
+from launchbench.scenario.core import Case
 
 
 def _fmt(value: Any, digits: int = 2, suffix: str = "") -> str:

@@ -10,7 +10,7 @@ from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import ModeSamples, Sampler
 from launchbench.results.schema import CPU, GPU, LATENCY, WALL, CaseResult, Clocks, ModeResult
-from launchbench.scenario.expand import Case
+from launchbench.scenario.core import Case
 
 # step kinds whose every launch is one graph node (a reduction's or a python step's node count is up to CuPy or the user)
 ONE_NODE_KINDS = frozenset({"empty", "scale", "add", "fma", "copy", "memset", "raw", "h2d", "d2h"})

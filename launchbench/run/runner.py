@@ -25,7 +25,8 @@ from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
 from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
 from launchbench.run.execute import execute_case, failed_case
 from launchbench.run.worker import cupy_backend, serve
-from launchbench.scenario.expand import Case, expand_loaded
+from launchbench.scenario.core import Case
+from launchbench.scenario.expand import expand_loaded
 from launchbench.scenario.load import load_scenario_file
 
 WORKER_START_TIMEOUT = 180.0

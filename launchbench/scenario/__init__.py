@@ -1,6 +1,7 @@
 """Scenario files: YAML → validated models → expanded cases."""
 
-from launchbench.scenario.expand import Case, expand_scenario
+from launchbench.scenario.core import Case
+from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.load import ScenarioFile, load_scenario, load_scenario_file
 from launchbench.scenario.model import Scenario
 

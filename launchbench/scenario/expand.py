@@ -11,48 +11,21 @@ import itertools
 import math
 import re
 from collections import ChainMap
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from launchbench.errors import ScenarioError
+from launchbench.scenario.core import Case
 from launchbench.scenario.expr import ExpressionError, evaluate, names_in
 from launchbench.scenario.load import KeyPath, format_path, load_scenario_file, validation_error
-from launchbench.scenario.model import STEP_FIELDS, MeasureSettings, Scenario, Step, SweepRange
+from launchbench.scenario.model import STEP_FIELDS, Scenario, Step, SweepRange
 
 _STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
 _REFERENCE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _INLINE = re.compile(r"\$\{([^{}]*)\}")  # ${name} or ${arithmetic over names}, see expr.py
 _WHOLE_EXPRESSION = re.compile(r"^\$\{([^{}]*)\}$")
-
-
-@dataclass(frozen=True)
-class Case:
-    """One chain with every parameter fixed: the unit that is measured."""
-
-    scenario: str
-    chain: str
-    case_id: str
-    params: dict[str, Any]
-    steps: tuple[Any, ...]
-    measure: MeasureSettings
-    source: str = ""
-    axes: tuple[str, ...] = field(default=())
-
-    @property
-    def launches_per_iter(self) -> int:
-        return sum(step.launches() for step in self.steps)
-
-    @property
-    def kinds(self) -> str:
-        """The step kinds of the chain, in order, without repeats (e.g. 'scale' or 'scale+reduction')."""
-        seen: list[str] = []
-        for step in self.steps:
-            if step.kind not in seen:
-                seen.append(step.kind)
-        return "+".join(seen)
 
 
 def axis_values(axis: str, spec: list[float | int] | SweepRange) -> list[float | int]:

@@ -11,67 +11,32 @@ import math
 import re
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationInfo,
-    field_validator,
-    model_validator,
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+
+from launchbench.backend.kinds.fields import (
+    MAX_BLOCK,
+    MAX_BLOCK_THREADS,
+    MAX_BYTES,
+    MAX_ELEMENTS,
+    MAX_GRID,
+    MAX_LAUNCHES_PER_CALL,
+    MAX_REPEAT,
+    MAX_STREAM,
+    Float,
+    Int,
+    Number,
+    ParamValue,
+    Strict,
 )
-from pydantic_core import PydanticCustomError
+from launchbench.scenario.core import MeasureSettings
 
 FloatDType = Literal["float16", "float32", "float64"]
 ScalarDType = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
 
-MAX_ELEMENTS = 1 << 34  # 16 Gi elements: more than any GPU holds in one buffer
-MAX_REPEAT = 100_000
-MAX_BYTES = 1 << 37  # 128 GiB
 MAX_SWEEP_MAGNITUDE = 1e18  # range ends beyond this are typos, and their arithmetic overflows
-MAX_GRID = (2**31 - 1, 65535, 65535)
-MAX_BLOCK = (1024, 1024, 64)
-MAX_BLOCK_THREADS = 1024
-MAX_STREAM = 7  # stream 0 is the case's main stream; 1..MAX_STREAM are auxiliary streams the backend creates
-MAX_LAUNCHES_PER_CALL = 100_000
 
 
-def _number(value: Any) -> Any:
-    """Numbers must be written as numbers: no booleans (lax mode reads true as 1) and no strings."""
-    if isinstance(value, bool):
-        raise PydanticCustomError("number_type", "expected a number, not the boolean {value}", {"value": str(value).lower()})
-    if isinstance(value, str):
-        hint = ""
-        if value.startswith("$"):
-            hint = " ($name references work only in chain steps and defaults)"
-        else:
-            try:
-                float(value)
-                hint = " (write it without quotes)"
-            except ValueError:
-                pass
-        raise PydanticCustomError("number_type", "expected a number, not the string {value}{hint}", {"value": repr(value), "hint": hint})
-    return value
-
-
-def _not_bool(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise PydanticCustomError("value_type", "expected a number or a string, not the boolean {value}", {"value": str(value).lower()})
-    return value
-
-
-Int = Annotated[int, BeforeValidator(_number)]
-Float = Annotated[float, BeforeValidator(_number)]
-Number = Annotated[float | int, BeforeValidator(_number)]
-ParamValue = Annotated[float | int | str, BeforeValidator(_not_bool)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-
-class _StepBase(_Strict):
+class _StepBase(Strict):
     repeat: Int = Field(1, ge=1, le=MAX_REPEAT, description="how many times the step is launched in a row")
     label: str | None = Field(None, description="a name for the step in reports")
     stream: Int = Field(
@@ -181,17 +146,17 @@ class PythonStep(_StepBase):
         return self.repeat * self.launches_per_call
 
 
-class RawBuffer(_Strict):
+class RawBuffer(Strict):
     size: Int = Field(..., ge=1, le=MAX_ELEMENTS)
     dtype: ScalarDType = "float32"
     init: Literal["random", "zeros", "ones", "arange"] = "random"
 
 
-class BufferArg(_Strict):
+class BufferArg(Strict):
     buffer: str
 
 
-class ScalarArg(_Strict):
+class ScalarArg(Strict):
     scalar: Number
     dtype: ScalarDType = "float32"
 
@@ -252,7 +217,7 @@ Step = Annotated[
 
 
 
-class SweepRange(_Strict):
+class SweepRange(Strict):
     """A numeric axis given as a range: ``num`` values from ``start`` to ``stop``, linear or log spaced."""
 
     start: Float = Field(..., ge=-MAX_SWEEP_MAGNITUDE, le=MAX_SWEEP_MAGNITUDE)
@@ -268,25 +233,7 @@ class SweepRange(_Strict):
         return self
 
 
-class MeasureSettings(_Strict):
-    """How long and how precisely to measure each case (all times in seconds)."""
-
-    target_noise: Float = Field(0.01, gt=0, le=1, description="stop when the median's 95% CI half-width is within this fraction")
-    latency_target_noise: Float = Field(
-        0.03, gt=0, le=1, description="the same target for launch-to-completion latency, whose samples are single iterations"
-    )
-    min_samples: Int = Field(10, ge=3, le=1_000_000)
-    max_samples: Int = Field(2000, ge=3, le=10_000_000)
-    max_time: Float = Field(4.0, gt=0, le=86_400, description="time budget per case, both modes together")
-    warmup_time: Float = Field(0.1, ge=0, le=600, description="warm-up per mode before each pass samples")
-    sample_time: Float = Field(0.005, gt=0, le=60, description="minimum duration of one throughput sample")
-    passes: Int = Field(
-        5, ge=1, le=100, description="passes over all cases, each in a fresh worker process; each case's budget is split among them so drift shows in its CI"
-    )
-    max_in_flight: Int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
-
-
-class Expectation(_Strict):
+class Expectation(Strict):
     """A rule checked on a single run: e.g. graph wall time per launch below 1 µs for a case."""
 
     case: str = Field("*", description="case id or fnmatch pattern")
@@ -314,7 +261,7 @@ Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]  # what 
 SweepValues = Annotated[list[Number], Field(min_length=1)]
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     name: str = Field(..., min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = Field(..., min_length=1)
     params: dict[Identifier, ParamValue] = Field(default_factory=dict)

@@ -1,0 +1,54 @@
+"""Pydantic building blocks shared by the scenario schema and the step kinds: strict frozen models,
+numbers that must be written as numbers, and the limits CUDA and the tool set."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic_core import PydanticCustomError
+
+MAX_ELEMENTS = 1 << 34  # 16 Gi elements: more than any GPU holds in one buffer
+MAX_REPEAT = 100_000
+MAX_BYTES = 1 << 37  # 128 GiB
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_BLOCK_THREADS = 1024
+MAX_STREAM = 7  # stream 0 is the case's main stream; 1..MAX_STREAM are auxiliary streams the backend creates
+MAX_LAUNCHES_PER_CALL = 100_000
+
+
+def _number(value: Any) -> Any:
+    """Numbers must be written as numbers: no booleans (lax mode reads true as 1) and no strings."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("number_type", "expected a number, not the boolean {value}", {"value": str(value).lower()})
+    if isinstance(value, str):
+        hint = ""
+        if value.startswith("$"):
+            hint = " ($name references work only in chain steps and defaults)"
+        else:
+            try:
+                float(value)
+                hint = " (write it without quotes)"
+            except ValueError:
+                pass
+        raise PydanticCustomError("number_type", "expected a number, not the string {value}{hint}", {"value": repr(value), "hint": hint})
+    return value
+
+
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("value_type", "expected a number or a string, not the boolean {value}", {"value": str(value).lower()})
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_number)]
+Float = Annotated[float, BeforeValidator(_number)]
+Number = Annotated[float | int, BeforeValidator(_number)]
+ParamValue = Annotated[float | int | str, BeforeValidator(_not_bool)]
+
+
+class Strict(BaseModel):
+    """A frozen model that refuses unknown keys and non-finite floats."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

@@ -1,0 +1,56 @@
+"""What measuring needs from a scenario: the measurement settings and the Case (one chain with every
+parameter fixed). The YAML schema (model.py) builds on these; measure/ imports only this module."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+from launchbench.backend.kinds.fields import Float, Int, Strict
+
+
+class MeasureSettings(Strict):
+    """How long and how precisely to measure each case (all times in seconds)."""
+
+    target_noise: Float = Field(0.01, gt=0, le=1, description="stop when the median's 95% CI half-width is within this fraction")
+    latency_target_noise: Float = Field(
+        0.03, gt=0, le=1, description="the same target for launch-to-completion latency, whose samples are single iterations"
+    )
+    min_samples: Int = Field(10, ge=3, le=1_000_000)
+    max_samples: Int = Field(2000, ge=3, le=10_000_000)
+    max_time: Float = Field(4.0, gt=0, le=86_400, description="time budget per case, both modes together")
+    warmup_time: Float = Field(0.1, ge=0, le=600, description="warm-up per mode before each pass samples")
+    sample_time: Float = Field(0.005, gt=0, le=60, description="minimum duration of one throughput sample")
+    passes: Int = Field(
+        5, ge=1, le=100, description="passes over all cases, each in a fresh worker process; each case's budget is split among them so drift shows in its CI"
+    )
+    max_in_flight: Int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One chain with every parameter fixed: the unit that is measured."""
+
+    scenario: str
+    chain: str
+    case_id: str
+    params: dict[str, Any]
+    steps: tuple[Any, ...]
+    measure: MeasureSettings
+    source: str = ""
+    axes: tuple[str, ...] = field(default=())
+
+    @property
+    def launches_per_iter(self) -> int:
+        return sum(step.launches() for step in self.steps)
+
+    @property
+    def kinds(self) -> str:
+        """The step kinds of the chain, in order, without repeats (e.g. 'scale' or 'scale+reduction')."""
+        seen: list[str] = []
+        for step in self.steps:
+            if step.kind not in seen:
+                seen.append(step.kind)
+        return "+".join(seen)
