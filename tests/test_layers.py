@@ -1,0 +1,214 @@
+"""Import direction between launchbench's packages: a module never imports one on a higher layer.
+
+Layers, low to high: errors (and the package's own ``__init__``) < the step-kind definitions
+(``backend/kinds``) < scenario < measure < results < backend < run < analysis < history < report < cli
+(``__main__`` with it). Every import counts, the lazy ones inside functions too. CuPy, cuda.bindings and
+NVML are imported at module level only by backend modules outside ``backend/kinds``, so the rest imports
+on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "launchbench"
+LAYERS = ("errors", "definitions", "scenario", "measure", "results", "backend", "run", "analysis", "history", "report", "cli")
+GPU_MODULES = ("cupy", "cupyx", "cuda", "pynvml")
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a launchbench module ('launchbench.x.y'), None for a module outside launchbench, and
+    '' for a launchbench module no layer holds."""
+    parts = module.split(".")
+    if parts[0] != "launchbench":
+        return None
+    if module in ("launchbench", "launchbench.errors"):
+        return "errors"
+    if module == "launchbench.__main__":
+        return "cli"
+    if parts[1:3] == ["backend", "kinds"]:
+        return "definitions"
+    return parts[1] if parts[1] in LAYERS else ""
+
+
+def module_name(path: Path, root: Path) -> str:
+    relative = path.relative_to(root.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@dataclass(frozen=True)
+class Import:
+    target: str
+    line: int
+    top_level: bool  # at module level (not inside a function)
+
+
+def imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
+    """Every module ``source`` imports, lazy imports inside functions and ``importlib.import_module``
+    calls with a literal name included; ``from a import b`` yields ``a.b`` (b may be a module)."""
+    tree = ast.parse(source)
+    inside_function: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inside_function.update(id(child) for child in ast.walk(node) if child is not node)
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        top = id(node) not in inside_function
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield Import(alias.name, node.lineno, top)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                yield Import(f"{base}.{alias.name}" if alias.name != "*" else base, node.lineno, top)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            yield Import(node.args[0].value, node.lineno, top)
+
+
+def _layer_of_target(target: str, known: set[str]) -> str | None:
+    """The layer of an imported name: the longest prefix of it that is a launchbench module."""
+    parts = target.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in known:
+            return layer_of(candidate)
+    return layer_of(target)
+
+
+def violations(root: Path) -> list[str]:
+    """Imports of a higher layer, modules on no layer, and module-level GPU imports outside the backend,
+    for the package at ``root``; each as 'path:line: message'."""
+    files = sorted(root.rglob("*.py"))
+    known = {module_name(path, root) for path in files}
+    found: list[str] = []
+    for path in files:
+        module = module_name(path, root)
+        where = path.relative_to(root.parent)
+        own = layer_of(module)
+        if not own:
+            found.append(f"{where}:1: module {module} is on no layer")
+            continue
+        for imp in imports(path.read_text(), module, path.name == "__init__.py"):
+            target = _layer_of_target(imp.target, known)
+            if target is None:
+                gpu = imp.target.split(".")[0] in GPU_MODULES
+                if gpu and imp.top_level and own != "backend":
+                    found.append(f"{where}:{imp.line}: {module} ({own}) imports {imp.target} at module level")
+                continue
+            if not target:
+                found.append(f"{where}:{imp.line}: {module} imports {imp.target}, which is on no layer")
+            elif LAYERS.index(target) > LAYERS.index(own):
+                found.append(f"{where}:{imp.line}: {module} ({own}) imports {imp.target} ({target}), a higher layer")
+    return found
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert violations(PACKAGE) == []
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {path.parent.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("__init__.py")} - {"."}
+    assert packages, "no packages found"
+    for package in packages:
+        assert layer_of("launchbench." + package.replace("/", ".")), package
+
+
+# ------------------------------------------------------------------------------------ the checker itself
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "launchbench"
+    for name, source in {"__init__.py": "", "errors.py": "", **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(root).parents:
+            (root / parent / "__init__.py").touch()
+        path.write_text(source)
+    return root
+
+
+def test_a_lazy_import_of_a_higher_layer_is_found(tmp_path: Path) -> None:
+    root = _plant(
+        tmp_path,
+        {
+            "analysis/stats.py": "def median(): pass\n",
+            "measure/stopping.py": "def rule():\n    from launchbench.analysis.stats import median\n    return median\n",
+        },
+    )
+    assert violations(root) == [
+        "launchbench/measure/stopping.py:2: launchbench.measure.stopping (measure) imports "
+        "launchbench.analysis.stats.median (analysis), a higher layer"
+    ]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import launchbench.report.console",
+        "from launchbench.report import console",
+        "from ..report import console",
+        "import importlib\nimportlib.import_module('launchbench.report.console')",
+    ],
+)
+def test_every_spelling_of_an_import_is_found(tmp_path: Path, statement: str) -> None:
+    root = _plant(tmp_path, {"report/console.py": "", "results/store.py": statement + "\n"})
+    (found,) = violations(root)
+    assert "launchbench.results.store (results) imports launchbench.report" in found
+
+
+def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
+    root = _plant(
+        tmp_path,
+        {
+            "backend/kinds/empty.py": "from launchbench.errors import LaunchbenchError\n",
+            "scenario/model.py": "from launchbench.backend.kinds import empty\nfrom . import core\n",
+            "scenario/core.py": "import launchbench\n",
+            "cli/run.py": "def run():\n    from launchbench.scenario.model import x\n",
+            "__main__.py": "from launchbench.cli.run import run\n",
+        },
+    )
+    assert violations(root) == []
+
+
+def test_the_kind_definitions_sit_below_the_backend(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {"backend/base.py": "", "backend/kinds/empty.py": "from launchbench.backend import base\n"})
+    (found,) = violations(root)
+    assert "(definitions) imports launchbench.backend.base (backend)" in found
+
+
+def test_module_level_gpu_imports_outside_the_backend_are_found(tmp_path: Path) -> None:
+    root = _plant(
+        tmp_path,
+        {
+            "backend/graph.py": "import cupy\n",
+            "backend/kinds/empty.py": "import cupy\n\ndef build():\n    import cupy\n",
+            "measure/clock.py": "def read():\n    import pynvml\n",
+        },
+    )
+    assert violations(root) == [
+        "launchbench/backend/kinds/empty.py:1: launchbench.backend.kinds.empty (definitions) imports cupy at module level"
+    ]
+
+
+def test_a_module_on_no_layer_is_found(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {"extras/thing.py": ""})
+    assert any("module launchbench.extras is on no layer" in v for v in violations(root))
