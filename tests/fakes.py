@@ -145,3 +145,25 @@ def counting_backend(device: int) -> ScriptedBackend:
     with open(os.environ[STARTS_FILE_VARIABLE], "a") as starts:
         starts.write(f"{os.getpid()}\n")
     return ScriptedBackend()
+
+
+ORDER_FILE_VARIABLE = "LAUNCHBENCH_TEST_ORDER"
+SIDE_VARIABLE = "LAUNCHBENCH_TEST_SIDE"
+SLOWDOWN_VARIABLE = "LAUNCHBENCH_TEST_SLOWDOWN"
+
+
+class RecordingBackend(ScriptedBackend):
+    """A scripted backend that appends "SIDE CASE" to the file named by ORDER_FILE_VARIABLE for every
+    case it prepares (SIDE from SIDE_VARIABLE), so a test can read the order an ab run measured in; its
+    eager launches cost 1 + SLOWDOWN_VARIABLE times the usual."""
+
+    def prepare(self, case: Case) -> ScriptedPreparedCase:
+        with open(os.environ[ORDER_FILE_VARIABLE], "a") as order:
+            order.write(f"{os.environ.get(SIDE_VARIABLE, '?')} {case.case_id}\n")
+        return super().prepare(case)
+
+
+def recording_backend(device: int) -> RecordingBackend:
+    """A picklable factory of RecordingBackend (a worker started as a program imports it by name)."""
+    slowdown = float(os.environ.get(SLOWDOWN_VARIABLE, "0"))
+    return RecordingBackend(eager_per_launch=6.5e-6 * (1 + slowdown), noise=0.02)

@@ -96,7 +96,26 @@ def test_uncertain_rows_never_fail(baseline_run: RunRecord) -> None:
     report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%"), parse_rule("wall_us_per_iter:0.001us")])
     assert report.passed
     checks = [c for c in report.checks if (c.scenario, c.case, c.mode) == key]
-    assert len(checks) == 2 and all(c.message.startswith("uncertain") for c in checks)
+    assert len(checks) == 2 and all("uncertain, not significant" in c.message for c in checks)
+    # the row could not have failed a 5% rule: the check says so, and --fail-on-blind fails it
+    percent = next(c for c in checks if c.rule == "wall_us_per_launch:5%")
+    assert percent.blind and percent.message.startswith("cannot detect < ") and "launchbench ab" in percent.message
+    assert any("cannot detect" in note for note in report.notes)
+    strict = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], fail_on_blind=True)
+    failed = [c for c in strict.failures if (c.scenario, c.case, c.mode) == key]
+    assert not strict.passed and [c.kind for c in failed] == ["blind"]
+
+
+def test_rows_that_can_see_the_rule_are_not_blind(baseline_run: RunRecord) -> None:
+    """Graph rows bound by the GPU whose passes agree within 1% have MDEs below 5%: never blind, so
+    --fail-on-blind fails none of them on a run compared with itself."""
+    comparison = compare_runs(baseline_run, baseline_run)
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], fail_on_blind=True)
+    chosen = {k for k in chosen_keys(baseline_run) if pass_spread(baseline_run, k) < 0.01}
+    assert chosen
+    for check in report.checks:
+        if (check.scenario, check.case, check.mode) in chosen:
+            assert check.passed and not check.blind, check
 
 
 def test_absolute_rule_needs_a_slower_verdict(baseline_run: RunRecord) -> None:

@@ -1,72 +1,45 @@
-"""Compare two runs: rows aligned on (scenario, case, mode), per metric the ratio of medians with a
-bootstrap confidence interval, a Mann–Whitney U test on the raw samples, and a verdict.
+"""Compare two runs: rows aligned on (scenario, case, mode); per metric the change of the median, its
+confidence interval, a test, the smallest change the row could have shown (MDE), and a verdict.
+
+The unit of inference is the pass (a fresh worker process): samples inside one pass share one host
+state and are not independent, so no test here treats raw samples as independent draws.
+
+Separate runs (``compare_runs``), per row and metric: the log of each pass's median on each side; the
+change is estimated by the difference of the sides' mean log pass medians, its standard error by the
+row's own pooled between-pass variance, shrunk toward the variance of rows of its kind (an
+empirical-Bayes prior over the rows of both runs; launchbench.analysis.drift and docs/statistics.md).
+The interval is the t interval on the moderated degrees of freedom, placed around both that estimate
+and the log ratio of the pooled medians that the row reports (their hull), so it always holds the
+reported ratio. The p value is the moderated t test of a zero change.
+
+Paired runs (``compare_paired``, ``launchbench ab``): the two variants were measured interleaved,
+round by round, seconds apart; per row and metric the log ratio of B's to A's pass median in each
+round, their mean (the reported ratio is its exponential), and a t interval over rounds with the same
+shrinkage of the rounds' variance. What both sides share in a round (the host's state) cancels.
+
+Rows measured in one pass on both sides have no between-pass evidence: their interval is the exact
+bootstrap of the ratio of sample medians (order statistics; Efron & Tibshirani 1993, §2 and problem
+2.4), which cannot see drift between runs, and they get no p value.
 
 Verdict of one metric of one row (``threshold`` is a relative change, 5% unless configured; "CI" is
-the confidence interval of the change, ratio − 1):
+the confidence interval of the change, ratio − 1; "significant" is p < alpha, 0.01 unless configured,
+or for one-pass rows the CI excluding 0):
 
 ==============================================================  =========================================
-significant (Mann–Whitney p < alpha), change ≥ thr, CI above 0   ``slower``
+significant, change ≥ thr, CI above 0                            ``slower``
 significant, change ≤ −thr, CI below 0                           ``faster``
-|change| ≥ thr otherwise (not significant, or CI includes 0)     ``uncertain`` (drift or too few samples)
-|change| < thr, CI inside ±thr                                   ``same`` (significant or not)
-|change| < thr, CI reaching beyond ±thr                          ``uncertain`` (more samples or passes)
+|change| ≥ thr otherwise                                         ``uncertain``
+|change| < thr, CI inside ±thr                                   ``same``
+|change| < thr, CI reaching beyond ±thr                          ``uncertain`` (more passes, or ``ab``)
 ==============================================================  =========================================
 
-Mann–Whitney sees every sample as independent, so with hundreds of samples it calls any drift of the
-host significant. The CI is what carries drift: with several passes (``ModeResult.pass_sizes``) it
-comes from a two-stage bootstrap that resamples passes as well as samples, widened to cover the
-classical t interval with passes as the units (below), so a row whose passes disagree (a VM host
-switching speed states) gets a CI as wide as that disagreement, and a change no larger than it comes
-out ``uncertain``, never ``slower`` or ``faster``.
+MDE (minimum detectable effect): the relative change the row's test detects with probability POWER
+(80%) at level alpha, exp((t₁₋α/₂ + t_power)·SE) − 1 on the row's moderated degrees of freedom. A gate
+rule tighter than a row's MDE cannot fail on that row; the gate says so (launchbench.analysis.gate).
 
 Rows present on one side only get ``missing``; rows whose status is neither ``ok`` nor ``budget`` on
 either side get ``failed``. Nothing here prints or exits; a different GPU model raises
 DifferentGpuError (a LaunchbenchError: exit 2 in the CLI).
-
-The confidence interval of the ratio of medians is a seeded percentile bootstrap, the two runs
-resampled independently. How one side's median is resampled:
-
-* one pass: the bootstrap distribution of the median is drawn exactly from order statistics instead
-  of by resampling (the median of a resample of n values is its ⌈n/2⌉-th order statistic, and the
-  number of resampled values at or below the k-th smallest one is binomial(n, k/n); Efron &
-  Tibshirani, *An Introduction to the Bootstrap*, 1993, §2 and problem 2.4). O(n) per side.
-* several passes: a hierarchical (two-stage) bootstrap (Davison & Hinkley, *Bootstrap Methods and
-  their Application*, 1997, §3.8): stage 1 draws P passes with replacement out of the P; stage 2
-  resamples each drawn pass's own samples (as many as it has) and takes the median of the pool. Given
-  stage 1's draw, the number of pooled values at or below a value v is a sum of independent binomials
-  (one per pass, n = its samples × times drawn, p = the pass's share of values ≤ v), so stage 2's
-  median is drawn from that count's distribution, by a refined normal approximation (continuity and
-  skewness corrections; Volkova, "A refinement of the central limit theorem for sums of
-  independent random indicators", *Theory Probab. Appl.*, 1996) instead of by drawing samples. A
-  draw of stage 1 costs O(n) once per distinct multiset of passes (10 for 3 passes), not per resample.
-
-For an even count, the two middle order statistics are drawn with the same uniform (a slightly
-conservative approximation). Both ways agree with brute-force resampling to well within the CI's
-own noise (tests/test_compare.py checks), and a quickstart comparison takes well under a second.
-
-With few passes, a bootstrap over passes covers drift poorly: with 3 passes a side, a resample made
-of one pass only is a 1-in-27 draw, so the 2.5% tails barely reach the extreme passes. When either
-side has several passes, the interval is therefore widened to cover the two-sample t interval of the
-difference of the mean log pass medians, variance pooled over both runs' passes (P_b + P_c − 2
-degrees of freedom): passes of the same host drift alike, so drift seen in one run counts for both.
-On the real back-to-back H200 runs (tests/data/h200/quickstart-a, -b) the bootstrap alone called the
-latency of four rows slower (+39% to +195%: run b's first passes met a slow host state that run a
-never did); covering the t interval makes them uncertain, while rows whose passes agree keep an
-interval as narrow as the bootstrap's. The t interval is placed around both the mean difference of
-log pass medians and the log ratio of pooled medians (their hull), so it always contains the ratio
-the row reports.
-
-Host-bound rows. A row whose CPU time per iteration is at least 80% of its wall time (eager chains, a
-one-launch graph) measures the host's launch cost, and the host's speed state lasts longer than a
-pass: five passes of one run may all fall in its slow state and agree closely with each other (seen on
-the H200: every pass of one run at 6.4–7.1 µs per launch, another run's at 4.8–6.6). Their spread
-then understates how far the next run can land. So the drift of the host is estimated from every
-host-bound row of both runs together (the variance of each row's log pass medians about its own
-mean, pooled: HostDrift), and a host-bound row's interval (and the CPU-time metric of every row) is
-at least as wide as the t interval of the difference of two single passes with that variance. On a
-quiet host that floor is a percent or two; on the H200 machines here it was 14–18% (standard
-deviation), which keeps eager rows of back-to-back runs out of "slower" and "faster" while graph rows
-bound by the GPU keep their own narrow intervals (and a 10% longer chain is flagged on them).
 """
 
 from __future__ import annotations
@@ -80,11 +53,19 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from launchbench.analysis.drift import HostDrift, drift_applies, host_drift, is_host_bound
-from launchbench.analysis.stats import log_pass_medians, usable_passes
+from launchbench.analysis.drift import HOST_BOUND_SHARE, NoisePrior, RowVariance, fit_priors, stratum
+from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
 from launchbench.errors import LaunchbenchError
 from launchbench.results.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
-from launchbench.results.schema import MEASURED_STATUSES, METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
+from launchbench.results.schema import (
+    CPU,
+    MEASURED_STATUSES,
+    METRIC_BY_NAME,
+    WALL,
+    CaseResult,
+    ModeResult,
+    RunRecord,
+)
 
 Verdict = Literal["faster", "slower", "same", "uncertain", "missing", "failed"]
 VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "uncertain", "same", "missing", "failed")
@@ -97,9 +78,10 @@ DEFAULT_METRICS: tuple[str, ...] = (
     "latency_us",
 )
 DEFAULT_THRESHOLD = 0.05
-DEFAULT_ALPHA = 0.05
+DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 4000
+POWER = 0.8  # the MDE is the change detected with this probability
 COMPARABLE_STATUSES = MEASURED_STATUSES
 
 RowKey = tuple[str, str, str]  # (scenario, case, mode)
@@ -180,6 +162,7 @@ class MetricComparison:
     n_current: int = 0
     passes_baseline: int = 1
     passes_current: int = 1
+    mde: float = math.nan  # relative change this row's test detects with probability POWER
     detail: str = ""
 
     @property
@@ -251,6 +234,17 @@ class Comparison:
     current_env: Mapping[str, str]
     settings: CompareSettings
     rows: tuple[RowComparison, ...]
+    paired: bool = False  # interleaved rounds of one invocation (launchbench ab), not separate runs
+
+    @property
+    def method_note(self) -> str:
+        """One sentence on how the verdicts were reached, for the renderers' footnotes."""
+        unit = "interleaved rounds (B/A ratio per round)" if self.paired else "passes (log pass medians)"
+        return (
+            f"slower/faster: a t test over {unit} with p < {self.settings.alpha:g}, |change| ≥ threshold and the"
+            " 95% CI of the change on that side of 0; each row's variance is its own, shrunk toward rows of its kind;"
+            " MDE: the change detectable with 80% power"
+        )
 
     @property
     def env_differences(self) -> tuple[EnvDifference, ...]:
@@ -297,144 +291,55 @@ def bootstrap_medians(samples: np.ndarray, resamples: int, rng: np.random.Genera
     return 0.5 * (order_statistic(n // 2) + order_statistic(n // 2 + 1))
 
 
-_SQRT_2PI = math.sqrt(2 * math.pi)
+@dataclass(frozen=True)
+class Inference:
+    """What a row's evidence says about log(current / baseline)."""
+
+    ratio_ci: tuple[float, float]
+    p_value: float
+    significant: bool
+    mde: float
 
 
-def _count_at_least(rank: np.ndarray, mean: np.ndarray, var: np.ndarray, third: np.ndarray) -> np.ndarray:
-    """P(C ≥ rank) for C a sum of independent binomials with the given mean, variance and third central
-    moment: refined normal approximation with continuity correction (Volkova 1996). ``rank`` is a
-    column (one per pool), the moments are (pool, value) arrays."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = (rank - 0.5 - mean) / np.sqrt(var)
-        skew = third / var**1.5
-        below = special.ndtr(x) + skew / 6 * (1 - x * x) * np.exp(-0.5 * x * x) / _SQRT_2PI
-    return np.where(var > 0, 1 - np.clip(below, 0.0, 1.0), (mean >= rank).astype(float))
+def t_inference(
+    centers: Sequence[float], se: float, df: float, confidence: float, alpha: float, power: float = POWER
+) -> Inference:
+    """t interval of a log change with standard error ``se`` on ``df`` degrees of freedom, placed around
+    every one of ``centers`` (the first is the tested estimate); the two-sided p value of a zero change;
+    the MDE at level ``alpha`` and ``power``."""
+    estimate = centers[0]
+    half = float(special.stdtrit(df, (1 + confidence) / 2)) * se  # the t quantile (scipy's fast ufunc)
+    no_spread = 0.0 if estimate != 0 else 1.0
+    p = float(2 * special.stdtr(df, -abs(estimate) / se)) if se > 0 else no_spread
+    mde = math.expm1((float(special.stdtrit(df, 1 - alpha / 2)) + float(special.stdtrit(df, power))) * se)
+    return Inference((math.exp(min(centers) - half), math.exp(max(centers) + half)), p, p < alpha, mde)
 
 
-def bootstrap_pooled_medians(
-    samples: np.ndarray, pass_sizes: Sequence[int], resamples: int, rng: np.random.Generator
-) -> np.ndarray:
-    """Draws from the two-stage bootstrap distribution of the median of samples pooled over passes:
-    passes resampled with replacement, then each chosen pass's samples (see the module docstring).
-    ``samples`` holds the passes' samples one pass after the other, ``pass_sizes`` how many each has."""
-    values = np.asarray(samples, dtype=float)
-    sizes_list = usable_passes(pass_sizes, len(values))
-    if sizes_list is None:
-        return bootstrap_medians(values, resamples, rng)
-    sizes = np.asarray(sizes_list, dtype=np.int64)
-    p, n = len(sizes), len(values)
-    # stage 1: each resample draws p passes with replacement; only how often each pass is drawn matters
-    picks = rng.integers(0, p, size=(resamples, p))
-    times = (picks[:, :, None] == np.arange(p)).sum(axis=1)  # (resamples, p)
-    _, first, pool = np.unique(times, axis=0, return_index=True, return_inverse=True)  # the distinct multisets
-    pool = pool.reshape(-1)
-    u = rng.random(resamples)
-
-    # stage 2, per distinct pool (multiset of passes): the count of pooled values ≤ each value
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
-    labels = np.repeat(np.arange(p), sizes)[order]
-    last_tie = np.searchsorted(ordered, ordered, side="right") - 1
-    share = np.cumsum(labels[:, None] == np.arange(p), axis=0)[last_tie] / sizes  # (n, p): pass's share ≤ value
-    counts = times[first] * sizes  # (pools, p): samples each pass contributes to the pool
-    mean = counts @ share.T
-    var = counts @ (share * (1 - share)).T
-    third = counts @ (share * (1 - share) * (1 - 2 * share)).T
-    total = counts.sum(axis=1)[:, None]
-    offsets = 2.0 * np.arange(len(first))  # one searchsorted over every pool's CDF laid end to end
-    middle = []
-    for rank in ((total + 1) // 2, total // 2 + 1):
-        cdf = np.maximum.accumulate(_count_at_least(rank, mean, var, third), axis=1)  # P(rank-th ≤ value)
-        cdf[:, -1] = 1.0
-        flat = (cdf + offsets[:, None]).ravel()
-        index = np.searchsorted(flat, u + offsets[pool], side="left") - pool * n
-        middle.append(ordered[np.clip(index, 0, n - 1)])
-    return 0.5 * (middle[0] + middle[1])
-
-
-def pass_level_ratio_ci(
-    baseline: np.ndarray,
-    current: np.ndarray,
-    confidence: float = DEFAULT_CONFIDENCE,
-    baseline_passes: Sequence[int] | None = None,
-    current_passes: Sequence[int] | None = None,
-    host_drift: HostDrift | None = None,
-) -> tuple[float, float] | None:
-    """The classical two-sample t interval of the ratio, with passes as the units: its half-width from
-    the log of each pass's median, variance pooled over both runs' passes (P_b + P_c − 2 degrees of
-    freedom), around both the mean difference of log pass medians and the log ratio of the pooled
-    medians (their hull). With ``host_drift`` (a host-bound row or
-    metric) the half-width is at least that of the difference of two single passes of the host-bound
-    rows' pooled variance. None when there is no degree of freedom (one pass on each side) or a median
-    is not positive."""
-    log_b, log_c = log_pass_medians(baseline, baseline_passes), log_pass_medians(current, current_passes)
-    if log_b is None or log_c is None:
-        return None
-    df = len(log_b) + len(log_c) - 2
-    if df < 1:
-        return None
-    pooled = (np.sum((log_b - log_b.mean()) ** 2) + np.sum((log_c - log_c.mean()) ** 2)) / df
-    half = float(sps.t.ppf((1 + confidence) / 2, df)) * math.sqrt(pooled * (1 / len(log_b) + 1 / len(log_c)))
-    if host_drift is not None:
-        # the passes of one run are not independent draws of the host's state (a state lasts 10–60 s, a
-        # run a minute): the two runs may differ by as much as two single passes can
-        host_half = host_drift.half_width(confidence, passes=2)
-        half = max(half, host_half)
-    # around the mean log pass-median difference and around the ratio of pooled medians that compare
-    # reports (the two part when a few passes are extreme; a CI that misses its own estimate misleads)
-    b_median, c_median = float(np.median(baseline)), float(np.median(current))
-    if b_median <= 0 or c_median <= 0:
-        return None
-    centers = (float(log_c.mean() - log_b.mean()), math.log(c_median / b_median))
-    return (math.exp(min(centers) - half), math.exp(max(centers) + half))
-
-
-def ratio_of_medians_ci(
-    baseline: np.ndarray,
-    current: np.ndarray,
-    confidence: float = DEFAULT_CONFIDENCE,
-    resamples: int = DEFAULT_RESAMPLES,
-    seed: int = 0,
-    baseline_passes: Sequence[int] | None = None,
-    current_passes: Sequence[int] | None = None,
-    host_drift: HostDrift | None = None,
-) -> tuple[float, float]:
-    """CI of median(current) / median(baseline); the two sides are independent.
-
-    A percentile bootstrap; a side with pass sizes (≥ 2 passes) is resampled in two stages, passes
-    then samples. When either side has several passes the interval is widened to cover the pass-level
-    t interval too (pass_level_ratio_ci): with three passes a side, the bootstrap's tails are the
-    1-in-27 draws of one pass three times, too few to cover drift between passes reliably."""
-    rng = np.random.default_rng(seed)
-    base = bootstrap_pooled_medians(baseline, baseline_passes or (), resamples, rng)
-    cur = bootstrap_pooled_medians(current, current_passes or (), resamples, rng)
+def bootstrap_inference(
+    baseline: np.ndarray, current: np.ndarray, settings: CompareSettings, power: float = POWER
+) -> Inference:
+    """One pass a side: the exact bootstrap of the ratio of sample medians; no p value (samples of one
+    pass are not independent draws), significant when the CI excludes 1; the MDE from the CI's width."""
+    rng = np.random.default_rng(settings.seed)
+    base = bootstrap_medians(baseline, settings.resamples, rng)
+    cur = bootstrap_medians(current, settings.resamples, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = cur / base
-    if not np.all(np.isfinite(ratios)):
-        return (math.nan, math.nan)
-    tail = (1 - confidence) / 2 * 100
+    if not np.all(np.isfinite(ratios)) or np.any(ratios <= 0):
+        return Inference((math.nan, math.nan), math.nan, False, math.nan)
+    tail = (1 - settings.confidence) / 2 * 100
     low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
-    if usable_passes(baseline_passes, len(baseline)) or usable_passes(current_passes, len(current)):
-        classical = pass_level_ratio_ci(baseline, current, confidence, baseline_passes, current_passes, host_drift)
-        if classical is not None:
-            low, high = min(low, classical[0]), max(high, classical[1])
-    return (low, high)
-
-
-def mann_whitney_p(baseline: np.ndarray, current: np.ndarray) -> float:
-    """Two-sided Mann–Whitney U p-value; 1.0 where the test is undefined (e.g. every value equal)."""
-    if len(baseline) == 0 or len(current) == 0:
-        return math.nan
-    p = float(sps.mannwhitneyu(baseline, current, alternative="two-sided").pvalue)
-    return 1.0 if math.isnan(p) else p
+    z = float(sps.norm.ppf((1 + settings.confidence) / 2))
+    se = math.log(high / low) / (2 * z)
+    mde = math.expm1((float(sps.norm.ppf(1 - settings.alpha / 2)) + float(sps.norm.ppf(power))) * se)
+    return Inference((low, high), math.nan, low > 1 or high < 1, mde)
 
 
 def decide(significant: bool, change: float, change_ci: tuple[float, float], threshold: float) -> Verdict:
     """The verdict rules (see the module docstring). ``change`` and its CI are relative (0.1 = +10%).
 
-    A direction needs all three: Mann–Whitney significance, |change| ≥ threshold, and a CI on that
-    side of 0. The CI carries the drift between passes that the pooled Mann–Whitney test cannot see.
-    """
+    A direction needs all three: significance (p < alpha), |change| ≥ threshold, and a CI on that side
+    of 0."""
     low, high = change_ci
     if math.isnan(change) or math.isnan(low) or math.isnan(high):
         return "uncertain"
@@ -449,7 +354,95 @@ def decide(significant: bool, change: float, change_ci: tuple[float, float], thr
     return "uncertain"
 
 
-# ------------------------------------------------------------------------------------------ alignment
+# ------------------------------------------------------------------------------------------- evidence
+
+
+@dataclass(frozen=True)
+class LogEvidence:
+    """A row-metric's evidence on log(current / baseline) at the level of passes (or paired rounds):
+    the estimate (first of ``centers``; the others are where the interval must reach too), the row's
+    own variance of its units, and the factor from that variance to the estimate's (1/P_b + 1/P_c, or
+    1/rounds)."""
+
+    centers: tuple[float, ...]
+    own: RowVariance
+    scale: float
+    units: tuple[int, int]  # passes (or rounds) on each side
+
+
+def log_evidence(
+    baseline: np.ndarray,
+    current: np.ndarray,
+    baseline_passes: Sequence[int] | None,
+    current_passes: Sequence[int] | None,
+    paired: bool = False,
+) -> LogEvidence | None:
+    """The evidence of one metric of one row, or None when a median is not positive or there is no
+    sample. Paired: round k is pass k of both sides (rounds beyond the shorter side are left out)."""
+    if len(baseline) == 0 or len(current) == 0:
+        return None
+    log_b, log_c = log_pass_medians(baseline, baseline_passes), log_pass_medians(current, current_passes)
+    medians = (sorted_median(np.sort(baseline)), sorted_median(np.sort(current)))
+    return evidence_of(log_b, log_c, medians, paired)
+
+
+def evidence_of(
+    log_b: np.ndarray | None, log_c: np.ndarray | None, medians: tuple[float, float], paired: bool
+) -> LogEvidence | None:
+    """log_evidence from each side's log pass medians and pooled median."""
+    if log_b is None or log_c is None or not (medians[0] > 0 and medians[1] > 0):
+        return None
+    if paired:
+        rounds = min(len(log_b), len(log_c))
+        diffs = log_c[:rounds] - log_b[:rounds]
+        return LogEvidence((math.fsum(diffs.tolist()) / rounds,), RowVariance.of(diffs), 1 / rounds, (rounds, rounds))
+    centers = (_mean(log_c) - _mean(log_b), math.log(medians[1] / medians[0]))
+    scale = 1 / len(log_b) + 1 / len(log_c)
+    return LogEvidence(centers, RowVariance.of(log_b, log_c), scale, (len(log_b), len(log_c)))
+
+
+def _mean(values: np.ndarray) -> float:
+    return math.fsum(values.tolist()) / len(values)
+
+
+class RowSeries:
+    """One side of one row, each raw series read and summarised once: samples (seconds), pass sizes, log
+    pass medians and pooled median. Metrics that share a series differ only by a scale factor."""
+
+    def __init__(self, case: CaseResult, mode: str):
+        self.case, self.mode = case, mode
+        self.sizes = case.pass_sizes(mode)
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray | None, float]] = {}
+
+    def series(self, key: str) -> tuple[np.ndarray, np.ndarray | None, float]:
+        if key not in self._cache:
+            samples = self.case.samples(self.mode, key)
+            logs = log_pass_medians(samples, self.sizes) if len(samples) else None
+            median = sorted_median(np.sort(samples)) if len(samples) else math.nan
+            self._cache[key] = (samples, logs, median)
+        return self._cache[key]
+
+    def metric(self, name: str) -> tuple[np.ndarray, np.ndarray | None, float]:
+        """Samples, log pass medians and median of a metric, in its unit."""
+        metric = METRIC_BY_NAME[name]
+        samples, logs, median = self.series(metric.sample_key)
+        scale = metric.scale(self.case.launches_per_iter)
+        return samples * scale, None if logs is None else logs + math.log(scale), median * scale
+
+    @property
+    def host_bound(self) -> bool:
+        wall, cpu = self.series(WALL)[2], self.series(CPU)[2]
+        return wall > 0 and cpu >= HOST_BOUND_SHARE * wall
+
+
+def infer(evidence: LogEvidence | None, prior: NoisePrior | None, baseline: np.ndarray, current: np.ndarray, settings: CompareSettings) -> Inference:
+    """The t inference on the row's moderated variance; the samples' bootstrap when the row has no
+    between-pass variance and no prior to borrow one from."""
+    if evidence is not None and (evidence.own.df >= 1 or prior is not None):
+        variance, df = prior.moderate(evidence.own) if prior is not None else (evidence.own.variance, evidence.own.df)
+        if math.isfinite(variance) and df >= 1:
+            return t_inference(evidence.centers, math.sqrt(variance * evidence.scale), df, settings.confidence, settings.alpha)
+    return bootstrap_inference(baseline, current, settings)
 
 
 def compare_samples(
@@ -459,11 +452,16 @@ def compare_samples(
     settings: CompareSettings,
     baseline_passes: Sequence[int] | None = None,
     current_passes: Sequence[int] | None = None,
-    host_drift: HostDrift | None = None,
+    prior: NoisePrior | None = None,
+    paired: bool = False,
+    evidence: LogEvidence | None = None,
+    medians: tuple[float, float] | None = None,
 ) -> MetricComparison:
     """Compare the raw samples of one metric (in its unit) of one row. ``*_passes``: how many samples
-    each pass contributed, in order (None or fewer than two passes: one pass). ``host_drift``: for a
-    host-bound row, the drift between passes that every host-bound row of the two runs shows."""
+    each pass contributed, in order (None or fewer than two passes: one pass). ``prior``: the noise of
+    rows of this row's kind (drift.fit_priors), toward which the row's own variance is shrunk.
+    ``paired``: pass k of both sides is one interleaved round. ``evidence``: log_evidence of these
+    samples, and ``medians`` their pooled medians, when the caller has them already."""
     threshold = settings.threshold(metric)
     nb, nc = len(baseline), len(current)
     b_passes, c_passes = usable_passes(baseline_passes, nb), usable_passes(current_passes, nc)
@@ -473,32 +471,36 @@ def compare_samples(
         return MetricComparison(
             metric, "missing", threshold=threshold, n_baseline=nb, n_current=nc, detail=f"no samples in {side}"
         )
-    b_med, c_med = float(np.median(baseline)), float(np.median(current))
-    ratio = c_med / b_med if b_med > 0 else math.nan
-    low, high = ratio_of_medians_ci(
-        baseline, current, settings.confidence, settings.resamples, settings.seed, b_passes, c_passes, host_drift
-    )
-    p = mann_whitney_p(baseline, current)
-    significant = p < settings.alpha
-    verdict = decide(significant, ratio - 1, (low - 1, high - 1), threshold)
-    detail = "" if b_med > 0 else "baseline median is not positive; no ratio"
+    b_med, c_med = medians or (sorted_median(np.sort(baseline)), sorted_median(np.sort(current)))
+    if not (b_med > 0 and c_med > 0):
+        return MetricComparison(
+            metric, "uncertain", b_med, c_med, threshold=threshold, n_baseline=nb, n_current=nc,
+            passes_baseline=pb, passes_current=pc, detail="a median is not positive; no ratio",
+        )
+    evidence = evidence or log_evidence(baseline, current, b_passes, c_passes, paired)
+    inference = infer(evidence, prior, baseline, current, settings)
+    ratio = math.exp(evidence.centers[0]) if paired and evidence is not None else c_med / b_med
+    low, high = inference.ratio_ci
     return MetricComparison(
         metric=metric,
-        verdict=verdict,
+        verdict=decide(inference.significant, ratio - 1, (low - 1, high - 1), threshold),
         baseline_median=b_med,
         current_median=c_med,
         ratio=ratio,
         ratio_ci_low=low,
         ratio_ci_high=high,
-        p_value=p,
-        significant=significant,
+        p_value=inference.p_value,
+        significant=inference.significant,
         threshold=threshold,
         n_baseline=nb,
         n_current=nc,
         passes_baseline=pb,
         passes_current=pc,
-        detail=detail,
+        mde=inference.mde,
     )
+
+
+# ------------------------------------------------------------------------------------------ alignment
 
 
 def _describe(status: str | None, result: ModeResult | None, case: CaseResult | None) -> str:
@@ -512,14 +514,21 @@ def _rows(run: RunRecord) -> dict[RowKey, tuple[CaseResult, ModeResult]]:
     return {(case.scenario, case.case_id, mode): (case, result) for case in run.cases for mode, result in case.modes.items()}
 
 
+Priors = Mapping[tuple[str, bool], NoisePrior]
+Side = tuple[CaseResult, ModeResult]
+
+
 def compare_row(
     key: RowKey,
-    baseline: tuple[CaseResult, ModeResult] | None,
-    current: tuple[CaseResult, ModeResult] | None,
+    baseline: Side | None,
+    current: Side | None,
     settings: CompareSettings,
-    host_drift: Mapping[str, HostDrift] | None = None,
+    priors: Priors | None = None,
+    paired: bool = False,
+    series: tuple[RowSeries, RowSeries] | None = None,
 ) -> RowComparison:
-    """One row's metrics; ``host_drift`` (per metric) applies when the row is host-bound on either side."""
+    """One row's metrics; ``priors`` (per drift.stratum) moderate each metric's variance; ``series``:
+    the two sides' RowSeries when the caller made them already."""
     scenario, case_id, mode = key
     b_case, b_result = baseline if baseline else (None, None)
     c_case, c_result = current if current else (None, None)
@@ -537,20 +546,39 @@ def compare_row(
     if b_status not in COMPARABLE_STATUSES or c_status not in COMPARABLE_STATUSES:
         detail = f"baseline: {_describe(b_status, b_result, b_case)}; current: {_describe(c_status, c_result, c_case)}"
         return same_verdict("failed", detail)
-    b_passes, c_passes = b_case.pass_sizes(mode), c_case.pass_sizes(mode)
-    drift = host_drift or {}
-    host_bound = is_host_bound(b_case, mode) or is_host_bound(c_case, mode)
-    metrics = tuple(
-        compare_samples(
-            m, b_case.metric_samples(mode, m), c_case.metric_samples(mode, m), settings, b_passes, c_passes,
-            drift.get(m) if drift_applies(m, host_bound) else None,
+    b_series, c_series = series or (RowSeries(b_case, mode), RowSeries(c_case, mode))
+    host_bound = b_series.host_bound or c_series.host_bound
+    metrics = []
+    for m in settings.metrics:
+        b_samples, b_logs, b_median = b_series.metric(m)
+        c_samples, c_logs, c_median = c_series.metric(m)
+        evidence = evidence_of(b_logs, c_logs, (b_median, c_median), paired)
+        metrics.append(
+            compare_samples(
+                m, b_samples, c_samples, settings, b_series.sizes, c_series.sizes,
+                (priors or {}).get(stratum(m, host_bound)), paired, evidence, (b_median, c_median),
+            )
         )
-        for m in settings.metrics
-    )
     detail = ""
     if b_case.launches_per_iter != c_case.launches_per_iter:
         detail = f"launches per iteration differ: {b_case.launches_per_iter} → {c_case.launches_per_iter}"
-    return RowComparison(scenario, case_id, mode, b_status, c_status, metrics, detail)
+    return RowComparison(scenario, case_id, mode, b_status, c_status, tuple(metrics), detail)
+
+
+def noise_priors(
+    series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str], paired: bool = False
+) -> dict[tuple[str, bool], NoisePrior]:
+    """The prior of each stratum, fitted to the own variances of every row measured on both sides."""
+    variances: dict[tuple[str, bool], list[RowVariance]] = {}
+    for b_series, c_series in series.values():
+        host_bound = b_series.host_bound or c_series.host_bound
+        for metric in metrics:
+            b_logs, b_median = b_series.metric(metric)[1:]
+            c_logs, c_median = c_series.metric(metric)[1:]
+            evidence = evidence_of(b_logs, c_logs, (b_median, c_median), paired)
+            if evidence is not None and evidence.own.df >= 1:
+                variances.setdefault(stratum(metric, host_bound), []).append(evidence.own)
+    return fit_priors(variances)
 
 
 def align(baseline: Mapping[RowKey, object], current: Mapping[RowKey, object]) -> list[RowKey]:
@@ -579,9 +607,10 @@ def compare_runs(
     allow_different_gpu: bool = False,
     baseline_label: str = "baseline",
     current_label: str = "current",
+    paired: bool = False,
 ) -> Comparison:
     """Align two runs and compare every metric of every row. Raises DifferentGpuError when the GPU
-    models differ and ``allow_different_gpu`` is false."""
+    models differ and ``allow_different_gpu`` is false. ``paired``: see compare_paired."""
     settings = settings or CompareSettings()
     b_env, c_env = summarize_environment(baseline.environment), summarize_environment(current.environment)
     if gpu_models_differ(b_env["gpu"], c_env["gpu"]) and not allow_different_gpu:
@@ -591,8 +620,22 @@ def compare_runs(
             "(pass --allow-different-gpu to compare them anyway)"
         )
     b_rows, c_rows = _rows(baseline), _rows(current)
-    drift = host_drift((baseline, current), settings.metrics)
+    series = {
+        key: (RowSeries(b_rows[key][0], key[2]), RowSeries(c_rows[key][0], key[2]))
+        for key in b_rows
+        if key in c_rows and b_rows[key][1].status in COMPARABLE_STATUSES and c_rows[key][1].status in COMPARABLE_STATUSES
+    }
+    priors = noise_priors(series, settings.metrics, paired)
     rows = tuple(
-        compare_row(key, b_rows.get(key), c_rows.get(key), settings, drift) for key in align(b_rows, c_rows)
+        compare_row(key, b_rows.get(key), c_rows.get(key), settings, priors, paired, series.get(key))
+        for key in align(b_rows, c_rows)
     )
-    return Comparison(baseline_label, current_label, b_env, c_env, settings, rows)
+    return Comparison(baseline_label, current_label, b_env, c_env, settings, rows, paired)
+
+
+def compare_paired(
+    a: RunRecord, b: RunRecord, settings: CompareSettings | None = None, *, a_label: str = "A", b_label: str = "B"
+) -> Comparison:
+    """The paired comparison of two sides of one interleaved invocation (launchbench ab): pass k of both
+    sides is round k; the statistics are on each round's B/A ratio."""
+    return compare_runs(a, b, settings, allow_different_gpu=True, baseline_label=a_label, current_label=b_label, paired=True)

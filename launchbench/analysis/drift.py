@@ -1,48 +1,35 @@
-"""The host's drift: how far a host that changes speed states moves the rows bound by its launch cost.
+"""How much a row moves between passes: its own variance of log pass medians, shrunk toward the
+variance of rows like it (an empirical-Bayes prior; docs/statistics.md gives the model and why).
 
-A row whose launch loop keeps the CPU busy for most of its wall time (eager chains, a one-launch graph)
-measures the host's launch cost, and on a VM host that cost changes with the host's speed state (on the
-H200 machines here: 4.7 ↔ 6.5 µs per eager launch, states lasting 10–60 s). Five passes of one run may
-all meet one state and agree closely, so a row's own spread understates where the next run can land.
-The drift is therefore estimated from every host-bound row together: the variance of each row's log
-pass medians about its own mean, pooled over the rows (one-way ANOVA's within-group mean square). Used
-by results.csv (a host-bound row's CI is at least one pass's drift wide) and by compare (a difference
-of two runs must exceed the drift of two single passes).
+A pass sits in one host state (its samples are not independent of each other), so the unit of
+inference is the pass: a row's noise is the variance of its log pass medians. With five passes that
+variance has four degrees of freedom and is itself very uncertain; rows of one kind share their
+noise source, so each row's variance is shrunk toward the value its stratum shows, by how much the
+data say the rows differ (Smyth, "Linear models and empirical Bayes methods for assessing
+differential expression in microarray experiments", *Stat. Appl. Genet. Mol. Biol.* 3(1), 2004:
+a scaled inverse-χ² prior fitted by moments of the log variances, and the posterior variance
+(d0·s0² + d·s²)/(d0 + d) with d0 + d degrees of freedom). Rows whose spreads agree are pooled almost
+fully; a quiet row among noisy ones keeps most of its own small variance.
+
+Strata: host-bound rows (the launch loop keeps the CPU busy: eager chains, a one-launch graph; their
+time is the host's launch cost) and the others (their time is the GPU's), per metric; the CPU-time
+metrics of every row are the host's own time and count as host-bound.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
+from scipy import optimize, special
 
-from launchbench.analysis.stats import log_pass_medians
-from launchbench.results.schema import MEASURED_STATUSES, CaseResult, RunRecord
+from launchbench.results.schema import CaseResult
 
 HOST_BOUND_SHARE = 0.8  # CPU time at least 80% of the wall time: the row measures the host's launch cost
 HOST_METRICS = frozenset({"cpu_us_per_launch", "cpu_us_per_iter"})  # the host's own time, in every row
-
-
-@dataclass(frozen=True)
-class HostDrift:
-    """How far the host moved host-bound rows between passes, pooled over every such row of both runs
-    (one metric): the variance of a row's log pass medians about the row's mean, and its degrees of
-    freedom (passes minus rows)."""
-
-    variance: float
-    df: int
-
-    def __post_init__(self) -> None:
-        if self.df < 1:
-            raise ValueError(f"host drift needs at least one degree of freedom, not {self.df}")
-
-    def half_width(self, confidence: float = 0.95, passes: int = 1) -> float:
-        """Half-width (in log units) of the t interval of one pass's log median (passes=1) or of the
-        difference of two single passes (passes=2)."""
-        return float(sps.t.ppf((1 + confidence) / 2, self.df)) * math.sqrt(passes * self.variance)
+MIN_ROWS_FOR_PRIOR = 3  # fewer rows with a variance in a stratum: the metric's rows together
 
 
 def is_host_bound(case: CaseResult, mode: str) -> bool:
@@ -56,28 +43,83 @@ def is_host_bound(case: CaseResult, mode: str) -> bool:
     return wall_median > 0 and float(np.median(cpu)) >= HOST_BOUND_SHARE * wall_median
 
 
-def drift_applies(metric: str, host_bound: bool) -> bool:
-    """Whether the host's drift bounds a metric's interval: every metric of a host-bound row, and the
-    CPU-time metrics (the host's own time) of every row."""
-    return host_bound or metric in HOST_METRICS
+def stratum(metric: str, host_bound: bool) -> tuple[str, bool]:
+    """The group of rows whose noise is alike: (metric, host-bound), CPU-time metrics host-bound always."""
+    return (metric, host_bound or metric in HOST_METRICS)
 
 
-def host_drift(runs: Sequence[RunRecord], metrics: Sequence[str]) -> dict[str, HostDrift]:
-    """Per metric, the variance of log pass medians about each row's mean, pooled over every host-bound
-    row (measured in at least two passes) of the given runs. Passes of one run follow the host's speed
-    state as a whole: a row whose passes all fell in one state has a small spread of its own, yet the
-    other rows show how far the host moves, and that is what a difference between runs must exceed.
-    A metric no host-bound row has two passes of is absent."""
-    squares = dict.fromkeys(metrics, 0.0)
-    dfs = dict.fromkeys(metrics, 0)
-    for run in runs:
-        for case in run.cases:
-            for mode, result in case.modes.items():
-                if result.status not in MEASURED_STATUSES or not is_host_bound(case, mode):
-                    continue
-                for metric in metrics:
-                    logs = log_pass_medians(case.metric_samples(mode, metric), case.pass_sizes(mode))
-                    if logs is not None and len(logs) >= 2:
-                        squares[metric] += float(np.sum((logs - logs.mean()) ** 2))
-                        dfs[metric] += len(logs) - 1
-    return {metric: HostDrift(squares[metric] / dfs[metric], dfs[metric]) for metric in metrics if dfs[metric]}
+@dataclass(frozen=True)
+class RowVariance:
+    """A row's variance of log pass medians (or of log round ratios) and its degrees of freedom."""
+
+    variance: float
+    df: int
+
+    @staticmethod
+    def of(*groups: np.ndarray) -> RowVariance:
+        """Pooled within-group variance of the given groups of log values (e.g. baseline and current)."""
+        df, squares = 0, 0.0
+        for group in groups:
+            values = group.tolist()  # a handful of passes: plain floats cost less than numpy's reductions
+            if values:
+                mean = math.fsum(values) / len(values)
+                squares += math.fsum((v - mean) ** 2 for v in values)
+                df += len(values) - 1
+        return RowVariance(squares / df if df > 0 else math.nan, df)
+
+
+@dataclass(frozen=True)
+class NoisePrior:
+    """A scaled inverse-χ² prior on the rows' variances: typical value ``variance`` (s0²) worth ``df``
+    (d0) degrees of freedom; df = inf when the rows' variances differ no more than sampling explains."""
+
+    variance: float
+    df: float
+
+    def moderate(self, row: RowVariance) -> tuple[float, float]:
+        """(variance, df) of the row after shrinkage: (d0·s0² + d·s²)/(d0 + d) on d0 + d df."""
+        if math.isinf(self.df):
+            return self.variance, math.inf
+        if row.df == 0 or math.isnan(row.variance):
+            return self.variance, self.df
+        total = self.df + row.df
+        return (self.df * self.variance + row.df * row.variance) / total, total
+
+
+def _trigamma_inverse(y: float) -> float:
+    """x with trigamma(x) = y (y > 0); trigamma falls from +inf to 0 on (0, inf)."""
+    upper = 1.0
+    while special.polygamma(1, upper) > y:
+        upper *= 2
+    return float(optimize.brentq(lambda x: float(special.polygamma(1, x)) - y, 1e-8, upper, xtol=1e-10))
+
+
+def fit_prior(rows: Iterable[RowVariance]) -> NoisePrior | None:
+    """Smyth's (2004) moment estimate of the prior from rows' variances; None with fewer than
+    MIN_ROWS_FOR_PRIOR rows that have a positive variance."""
+    usable = [r for r in rows if r.df > 0 and r.variance > 0 and math.isfinite(r.variance)]
+    if len(usable) < MIN_ROWS_FOR_PRIOR:
+        return None
+    s2 = np.array([r.variance for r in usable])
+    d = np.array([r.df for r in usable], dtype=float)
+    e = np.log(s2) - special.digamma(d / 2) + np.log(d / 2)
+    e_mean = float(e.mean())
+    excess = float(np.var(e, ddof=1) - np.mean(special.polygamma(1, d / 2)))
+    if excess <= 0:
+        return NoisePrior(math.exp(e_mean), math.inf)
+    d0 = 2 * _trigamma_inverse(excess)
+    return NoisePrior(math.exp(e_mean + special.digamma(d0 / 2) - math.log(d0 / 2)), d0)
+
+
+def fit_priors(rows: Mapping[tuple[str, bool], Sequence[RowVariance]]) -> dict[tuple[str, bool], NoisePrior]:
+    """A prior per stratum; a stratum with too few rows gets the prior of its metric's rows together."""
+    by_metric: dict[str, list[RowVariance]] = {}
+    for (metric, _), variances in rows.items():
+        by_metric.setdefault(metric, []).extend(variances)
+    metric_priors = {metric: fit_prior(variances) for metric, variances in by_metric.items()}
+    out = {}
+    for key, variances in rows.items():
+        prior = fit_prior(variances) or metric_priors[key[0]]
+        if prior is not None:
+            out[key] = prior
+    return out

@@ -30,3 +30,8 @@ def format_change_summary(baseline: float, current: float, change: float, ci: tu
     """'6.595 → 13.3 µs (+101.6%, 95% CI +51.0% to +170.1%, p=4.1e-80)'; ``more`` adds items in the parentheses."""
     items = [format_change(change, "—"), f"95% CI {format_change_ci(*ci, '—', sep=' to ')}", f"p={format_p(p, '—')}", *more]
     return f"{format_number(baseline, '—')} → {format_number(current, '—')} µs ({', '.join(items)})"
+
+
+def format_mde(x: float, missing: str = "") -> str:
+    """A minimum detectable effect (0.38 = a 38% change), e.g. '38%' or '0.6%'."""
+    return missing if math.isnan(x) else f"{x * 100:.2g}%" if x < 0.1 else f"{x * 100:.0f}%"

@@ -5,12 +5,16 @@ an exit code.
 
 Regression rules use pytest-benchmark's syntax: ``metric:N%`` (relative change of the median) or
 ``metric:Nus`` (absolute change of the median, µs). A row regresses under a rule only when the
-comparison's verdict for that metric is ``slower`` (Mann–Whitney significant, change ≥ the
-threshold, the change's CI entirely above 0) and the change is at least the rule's amount: ``N%``
+comparison's verdict for that metric is ``slower`` (significant at the comparison's alpha, change ≥
+the threshold, the change's CI entirely above 0) and the change is at least the rule's amount: ``N%``
 relative, or ``N`` µs between the medians for an absolute rule. So a row the comparison calls
-``uncertain`` (drift between passes as large as the change) never fails the gate. The CLI lowers a
+``uncertain`` (a change no larger than the row's noise) never fails the gate. The CLI lowers a
 metric's threshold to its tightest ``N%`` rule, so a rule is never looser than it says. Improvements
 (verdict ``faster`` by as much) are reported, never failed.
+
+A gate that cannot see: when a gated row's minimum detectable effect (MetricComparison.mde) exceeds
+the rule's amount, the rule could not have failed on that row whatever happened. The check says so
+("blind": "cannot detect < 38% here"); with ``fail_on_blind`` such a check fails instead of passing.
 
 Expectations come from a scenario file's ``expect:`` entries: a case pattern (fnmatch), a mode, a
 results.csv column and a max and/or min, checked against the run table's value (the median for
@@ -37,7 +41,8 @@ from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.scenario.load import load_scenario
 from launchbench.scenario.model import Expectation, Scenario
 
-CheckKind = Literal["regression", "missing", "expectation"]
+CheckKind = Literal["regression", "missing", "expectation", "blind"]
+BLIND_ADVICE = "use `launchbench ab` or more passes"
 
 
 class GateRuleError(LaunchbenchError):
@@ -71,6 +76,14 @@ class GateRule:
     def improved(self, mc: MetricComparison) -> bool:
         return mc.verdict == "faster" and -self.size(mc) >= self.amount
 
+    def detectable(self, mc: MetricComparison) -> float:
+        """The row's MDE in this rule's unit (relative, or µs of the baseline median)."""
+        return mc.mde if self.unit == "%" else mc.mde * mc.baseline_median
+
+    def blind(self, mc: MetricComparison) -> bool:
+        """The row's MDE exceeds the rule's amount: a regression of that size would pass unseen."""
+        return mc.compared and not math.isnan(mc.mde) and self.detectable(mc) > self.amount
+
 
 _RULE = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<amount>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>%|us|µs)\s*$")
 
@@ -102,6 +115,7 @@ class GateCheck:
     message: str
     value: float | None = None
     improved: bool = False
+    blind: bool = False  # the row's MDE exceeds the rule: it could not have failed
 
     @property
     def subject(self) -> str:
@@ -126,6 +140,11 @@ class GateReport:
     def improvements(self) -> tuple[GateCheck, ...]:
         return tuple(c for c in self.checks if c.improved)
 
+    @property
+    def blind(self) -> tuple[GateCheck, ...]:
+        """Checks whose row could not have shown a change of the rule's size."""
+        return tuple(c for c in self.checks if c.blind)
+
     def checks_for(self, key: tuple[str | None, str, str], metric: str) -> tuple[GateCheck, ...]:
         """The checks that judge one row's metric: its rules for that metric, and a --fail-on-missing
         check of the row (which has no metric: it judges every metric of the row)."""
@@ -140,10 +159,18 @@ class GateReport:
 # ------------------------------------------------------------------------------------- regression gate
 
 
-def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison) -> GateCheck:
+def blind_message(rule: GateRule, mc: MetricComparison) -> str:
+    """'cannot detect < 38% here; use `launchbench ab` or more passes'."""
+    amount = f"{rule.detectable(mc) * 100:.0f}%" if rule.unit == "%" else f"{rule.detectable(mc):.3g} µs"
+    return f"cannot detect < {amount} here; {BLIND_ADVICE}"
+
+
+def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison, fail_on_blind: bool = False) -> GateCheck:
     regressed, improved = rule.regressed(mc), rule.improved(mc)
-    numbers = format_change_summary(mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value)
+    mde = f"MDE {mc.mde * 100:.1f}%" if not math.isnan(mc.mde) else "MDE —"
+    numbers = format_change_summary(mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value, mde)
     amount = rule.spec.partition(":")[2]
+    blind = not regressed and rule.blind(mc)
     if regressed:
         message = f"slower by at least {amount}: {numbers}"
     elif improved:
@@ -156,12 +183,19 @@ def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricC
         message = f"{mc.verdict}, {why}: {numbers}"
     else:
         message = numbers
-    return GateCheck("regression", scenario, case, mode, mc.metric, rule.spec, not regressed, message, mc.current_median, improved)
+    if blind:
+        message = f"{blind_message(rule, mc)}: {message}"
+    kind: CheckKind = "blind" if blind and fail_on_blind else "regression"
+    passed = not regressed and not (blind and fail_on_blind)
+    return GateCheck(kind, scenario, case, mode, mc.metric, rule.spec, passed, message, mc.current_median, improved, blind)
 
 
-def evaluate_rules(comparison: Comparison, rules: Sequence[GateRule], fail_on_missing: bool = False) -> GateReport:
+def evaluate_rules(
+    comparison: Comparison, rules: Sequence[GateRule], fail_on_missing: bool = False, fail_on_blind: bool = False
+) -> GateReport:
     """Apply every rule to every compared row. With ``fail_on_missing``, a row that was ok (or budget)
-    in the baseline and is absent or not ok in the current run fails too."""
+    in the baseline and is absent or not ok in the current run fails too. With ``fail_on_blind``, a
+    row whose MDE exceeds a rule's amount fails that rule (it could not have seen the regression)."""
     checks: list[GateCheck] = []
     notes: list[str] = []
     for rule in rules:
@@ -171,11 +205,14 @@ def evaluate_rules(comparison: Comparison, rules: Sequence[GateRule], fail_on_mi
         for rule in rules:
             mc = row.metric(rule.metric)
             if mc is not None and mc.compared:
-                checks.append(_rule_check(rule, row.scenario, row.case, row.mode, mc))
+                checks.append(_rule_check(rule, row.scenario, row.case, row.mode, mc, fail_on_blind))
         lost = row.baseline_status in COMPARABLE_STATUSES and row.current_status not in COMPARABLE_STATUSES
         if fail_on_missing and lost:
             message = "missing from the current run" if row.current_status is None else f"current run: {row.detail}"
             checks.append(GateCheck("missing", row.scenario, row.case, row.mode, "", "--fail-on-missing", False, message))
+    blind = sum(c.blind for c in checks)
+    if blind:
+        notes.append(f"{blind} gated row-metric(s) cannot detect a change of their rule's size ({BLIND_ADVICE})")
     return GateReport(tuple(checks), tuple(notes))
 
 

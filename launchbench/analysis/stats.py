@@ -76,15 +76,30 @@ def outlier_mask(values: np.ndarray) -> np.ndarray:
     return np.abs(values - median) > OUTLIER_MADS * MAD_SCALE * mad
 
 
+def sorted_median(ordered: np.ndarray) -> float:
+    """Median of values already sorted (np.median's checks cost more than the sort on short passes)."""
+    n = len(ordered)
+    middle = n // 2
+    return float(ordered[middle]) if n % 2 else 0.5 * (float(ordered[middle - 1]) + float(ordered[middle]))
+
+
 def pass_medians(values: np.ndarray, pass_sizes: Sequence[int]) -> list[float]:
     """Median of each pass's slice of the pooled samples (slices in order)."""
+    sizes = np.asarray(pass_sizes, dtype=np.int64)
+    if len(sizes) and np.all(sizes > 0) and int(sizes.sum()) == len(values):
+        # every pass at once: sort by (pass, value), then read each pass's middle one or two
+        labels = np.repeat(np.arange(len(sizes)), sizes)
+        ordered = values[np.lexsort((values, labels))]
+        starts = np.cumsum(sizes) - sizes
+        low, high = ordered[starts + (sizes - 1) // 2], ordered[starts + sizes // 2]
+        return (0.5 * (low + high)).tolist()
     medians = []
     start = 0
     for size in pass_sizes:
         chunk = values[start : start + size]
         start += size
         if len(chunk):
-            medians.append(float(np.median(chunk)))
+            medians.append(sorted_median(np.sort(chunk)))
     return medians
 
 

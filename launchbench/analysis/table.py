@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import special
 
-from launchbench.analysis.drift import HostDrift, drift_applies, host_drift, is_host_bound
-from launchbench.analysis.stats import Summary, summarize
+from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors, is_host_bound, stratum
+from launchbench.analysis.stats import Summary, log_pass_medians, summarize
 from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, RunRecord
 
 # Column name → (unit, meaning). Timing metrics are followed by their spread columns (SPREAD_SUFFIXES).
@@ -51,7 +52,7 @@ CHECK_COLUMNS: dict[str, tuple[str, str]] = {
     "mem_clock_mhz": ("MHz", "memory clock read through NVML during the case"),
     "throttle_reasons": ("—", "NVML clock-event reasons seen during the case (idle excluded)"),
     "passes": ("passes", "passes over the run in which the case was measured (samples pooled)"),
-    "host_bound": ("—", "CPU time ≥ 80% of wall time: the row measures the host's launch cost; its CIs cover the host's drift"),
+    "host_bound": ("—", "CPU time ≥ 80% of wall time: the row measures the host's launch cost (its noise is shrunk toward that of rows like it)"),
     "harness_us_per_iter": ("µs", "the timing loop's own cost per iteration around an empty call"),
     "gpu_name": ("—", "GPU the case ran on"),
 }
@@ -74,21 +75,39 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(values)) if len(values) else math.nan
 
 
-def widen_for_drift(summary: Summary, drift: HostDrift | None) -> Summary:
-    """A host-bound row's CI of the median, widened to at least the host's drift of one pass around it."""
-    if drift is None or not summary.median > 0:
+def widen_to_pass_noise(summary: Summary, logs: np.ndarray | None, prior: NoisePrior | None) -> Summary:
+    """A multi-pass row's CI of the median, widened to at least the t interval of its mean log pass
+    median, on the row's between-pass variance shrunk toward the rows of its kind (drift.NoisePrior)."""
+    if logs is None or len(logs) < 2 or not summary.median > 0:
         return summary
-    factor = math.exp(drift.half_width())
+    own = RowVariance.of(logs)
+    variance, df = prior.moderate(own) if prior is not None else (own.variance, own.df)
+    if not (math.isfinite(variance) and df >= 1):
+        return summary
+    factor = math.exp(float(special.stdtrit(df, 0.975)) * math.sqrt(variance / len(logs)))
     return dataclasses.replace(
         summary, ci_low=min(summary.ci_low, summary.median / factor), ci_high=max(summary.ci_high, summary.median * factor)
     )
 
 
-def case_rows(case: CaseResult, gpu_name: str, drift: Mapping[str, HostDrift] | None = None) -> list[dict[str, Any]]:
-    """The case's rows; ``drift`` (per metric, see launchbench.analysis.drift) widens host-bound rows' CIs."""
+def noise_priors(run: RunRecord) -> dict[tuple[str, bool], NoisePrior]:
+    """Per stratum (drift.stratum), the prior fitted to the between-pass variances of the run's rows."""
+    variances: dict[tuple[str, bool], list[RowVariance]] = {}
+    for case in run.cases:
+        for mode in case.modes:
+            host_bound = is_host_bound(case, mode)
+            for metric in METRICS:
+                logs = log_pass_medians(case.metric_samples(mode, metric), case.pass_sizes(mode))
+                if logs is not None and len(logs) >= 2:
+                    variances.setdefault(stratum(metric.name, host_bound), []).append(RowVariance.of(logs))
+    return fit_priors(variances)
+
+
+def case_rows(case: CaseResult, gpu_name: str, priors: Mapping[tuple[str, bool], NoisePrior] | None = None) -> list[dict[str, Any]]:
+    """The case's rows; a multi-pass row's CI covers its pass noise, shrunk toward ``priors`` (noise_priors)."""
     rows: list[dict[str, Any]] = []
     eager_wall = _median(case.samples("eager", WALL))
-    drift = drift or {}
+    priors = priors or {}
     for mode, result in case.modes.items():
         host_bound = is_host_bound(case, mode)
         row: dict[str, Any] = {
@@ -104,9 +123,11 @@ def case_rows(case: CaseResult, gpu_name: str, drift: Mapping[str, HostDrift] | 
             "iters_per_sample": result.iters_per_sample or None,
         }
         for metric in METRICS:
-            summary = summarize(case.metric_samples(mode, metric), case.pass_sizes(mode))
-            if drift_applies(metric.name, host_bound):
-                summary = widen_for_drift(summary, drift.get(metric.name))
+            samples, sizes = case.metric_samples(mode, metric), case.pass_sizes(mode)
+            summary = summarize(samples, sizes)
+            if sizes is not None:
+                prior = priors.get(stratum(metric.name, host_bound))
+                summary = widen_to_pass_noise(summary, log_pass_medians(samples, sizes), prior)
             row[metric.name] = summary.median
             for suffix, value in summary.as_dict().items():
                 if suffix != "median":
@@ -149,7 +170,7 @@ def case_rows(case: CaseResult, gpu_name: str, drift: Mapping[str, HostDrift] | 
 
 
 def run_table(run: RunRecord) -> pd.DataFrame:
-    drift = host_drift((run,), [metric.name for metric in METRICS])
-    rows = [row for case in run.cases for row in case_rows(case, run.gpu_name, drift)]
+    priors = noise_priors(run)
+    rows = [row for case in run.cases for row in case_rows(case, run.gpu_name, priors)]
     frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     return frame.replace([math.inf, -math.inf], math.nan)

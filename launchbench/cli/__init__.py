@@ -11,6 +11,7 @@ import sys
 import click
 
 from launchbench import __version__
+from launchbench.cli import ab as cli_ab
 from launchbench.cli import compare as cli_compare
 from launchbench.cli import graph as cli_graph
 from launchbench.cli import plot as cli_plot
@@ -28,7 +29,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
-for _module in (cli_run, cli_compare, cli_plot, cli_graph):
+for _module in (cli_run, cli_compare, cli_ab, cli_plot, cli_graph):
     for _command in _module.COMMANDS:
         cli.add_command(_command)
 

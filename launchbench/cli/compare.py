@@ -27,7 +27,13 @@ from launchbench.analysis.compare import (
     compare_runs,
     parse_threshold,
 )
-from launchbench.analysis.formatting import format_change, format_change_ci, format_number, format_p
+from launchbench.analysis.formatting import (
+    format_change,
+    format_change_ci,
+    format_mde,
+    format_number,
+    format_p,
+)
 from launchbench.analysis.gate import (
     GateReport,
     GateRule,
@@ -119,6 +125,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
         ("change", "right"),
         ("95% CI", "right"),
         ("p", "right"),
+        ("MDE", "right"),
         ("verdict", "left"),
     ]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
@@ -140,6 +147,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
                 format_change(mc.change, "—"),
                 format_change_ci(*mc.change_ci, "—"),
                 format_p(mc.p_value, "—"),
+                format_mde(mc.mde, "—"),
                 verdict,
             ]
             if report is not None:
@@ -156,9 +164,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
     counts = comparison.counts()
     console.print(
         "Verdicts: " + ", ".join(f"[{VERDICT_STYLE[v]}]{v} {n}[/]" for v, n in counts.items() if n)
-        + f"  [dim](slower/faster: Mann–Whitney p < {comparison.settings.alpha:g}, |change| ≥ threshold and"
-        " the 95% CI of the change on one side of 0; with several passes the CI includes the drift between"
-        " passes)[/]"
+        + f"  [dim]({escape(comparison.method_note)})[/]"
     )
     if report is not None:
         render_report(console, report, "regression")
@@ -171,6 +177,9 @@ def render_report(console: Console, report: GateReport, what: str, list_checks: 
     if list_checks:
         for check in report.improvements:
             console.print(f"[green]improved[/] {escape(check.subject)} ({escape(check.rule)}): {escape(check.message)}")
+        for check in report.blind:
+            if check.passed:
+                console.print(f"[yellow]blind[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}")
         for check in report.failures:
             console.print(f"[bold red]FAIL[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}")
     if report.passed:
@@ -236,11 +245,13 @@ FORMATS = ("table", "markdown", "csv", "json")
               callback=_parse_many(parse_threshold, CompareSettingsError),
               help="Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_ALPHA, show_default=True,
-              help="Significance level of the Mann–Whitney U test on the raw samples.")
+              help="Significance level of the t test over passes (or, in ab, over rounds).")
 @click.option("--fail-on", "rules", multiple=True, metavar="METRIC:N%|METRIC:Nus", callback=_parse_many(parse_rule, GateRuleError),
               help="Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
               "e.g. wall_us_per_launch:5%.")
 @click.option("--fail-on-missing", is_flag=True, help="Also exit 1 when a row that was ok in the baseline is missing or failed in the current run.")
+@click.option("--fail-on-blind", is_flag=True,
+              help="Also exit 1 when a gated row's minimum detectable effect exceeds its --fail-on amount (it could not have failed).")
 @click.option("--allow-different-gpu", is_flag=True, help="Compare runs taken on different GPU models (refused otherwise).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
@@ -254,6 +265,7 @@ def compare(
     alpha: float,
     rules: list[GateRule],
     fail_on_missing: bool,
+    fail_on_blind: bool,
     allow_different_gpu: bool,
     fmt: str,
     output: str | None,
@@ -261,11 +273,12 @@ def compare(
 ) -> None:
     """Compare two runs (run directories or results files): BASELINE → CURRENT.
 
-    Rows are matched on (scenario, case, mode). For each metric: the ratio of medians with a 95%
-    bootstrap confidence interval (passes resampled too, so drift between passes widens it), a
-    Mann–Whitney U test, and a verdict: faster or slower (significant, beyond the threshold and the CI
-    on that side of 0), same, uncertain (drift or too few samples), missing or failed. Only slower rows
-    fail a --fail-on rule; improvements never do. $GITHUB_STEP_SUMMARY, when set, gets a markdown summary.
+    Rows are matched on (scenario, case, mode). For each metric: the ratio of medians, a 95% confidence
+    interval and a t test over passes (each row's between-pass variance, shrunk toward rows of its
+    kind), the minimum detectable effect (MDE), and a verdict: faster or slower (significant, beyond the
+    threshold and the CI on that side of 0), same, uncertain, missing or failed. Only slower rows fail
+    a --fail-on rule; improvements never do; a gated row whose MDE exceeds the rule is reported
+    (failed with --fail-on-blind). $GITHUB_STEP_SUMMARY, when set, gets a markdown summary.
 
     Exit 0 when no --fail-on rule finds a regression, 1 when one does, 2 on a usage or input error
     (including runs taken on different GPU models without --allow-different-gpu).
@@ -282,7 +295,14 @@ def compare(
         baseline_label=baseline,
         current_label=current,
     )
-    report = evaluate_rules(comparison, rules, fail_on_missing) if rules or fail_on_missing else None
+    report = evaluate_rules(comparison, rules, fail_on_missing, fail_on_blind) if rules or fail_on_missing else None
+    emit_comparison(comparison, report, fmt, output, junit)
+    sys.exit(EXIT_FAIL if report is not None and not report.passed else EXIT_OK)
+
+
+def emit_comparison(comparison: Comparison, report: GateReport | None, fmt: str, output: str | None, junit: str | None) -> None:
+    """What compare and ab print and write: the chosen format (to FILE or the terminal), JUnit, and the
+    step summary."""
     renderers: dict[str, Callable[[], str]] = {
         "markdown": lambda: comparison_markdown(comparison, report),
         "csv": lambda: comparison_csv(comparison, report),
@@ -300,7 +320,6 @@ def compare(
     if junit:
         _write(junit, comparison_junit(comparison, report))
     _append_step_summary(comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS))
-    sys.exit(EXIT_FAIL if report is not None and not report.passed else EXIT_OK)
 
 
 @click.command()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from launchbench.analysis.compare import Comparison, MetricComparison, RowComparison
-from launchbench.analysis.formatting import format_change_summary
+from launchbench.analysis.formatting import format_change_summary, format_mde
 from launchbench.analysis.gate import GateReport
 
 
@@ -16,7 +16,7 @@ def _summary(row: RowComparison, mc: MetricComparison) -> str:
         return f"{mc.verdict}: {mc.detail or row.detail}"
     counts = f"n={mc.n_baseline}/{mc.n_current}", f"passes={mc.passes_baseline}/{mc.passes_current}"
     numbers = format_change_summary(
-        mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value, *counts, f"threshold {mc.threshold * 100:g}%"
+        mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value, *counts, f"threshold {mc.threshold * 100:g}%", f"MDE {format_mde(mc.mde, '—')}"
     )
     return f"{mc.verdict}: {numbers}"
 
@@ -42,16 +42,20 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
                 "testcase",
                 {"classname": f"launchbench.analysis.compare.{row.scenario}", "name": f"{row.case} [{row.mode}] {mc.metric}"},
             )
-            hits = [c for c in report.checks_for(row.key, mc.metric) if not c.passed] if report is not None else []
+            checks = report.checks_for(row.key, mc.metric) if report is not None else ()
+            hits = [c for c in checks if not c.passed]
+            blind = [c for c in checks if c.blind and c.passed]
             if hits:
                 failures += 1
                 message = "; ".join(f"{c.rule}: {c.message}" for c in hits)
-                ET.SubElement(case, "failure", {"message": message, "type": "regression"}).text = _summary(row, mc)
+                kind = "blind" if all(c.kind == "blind" for c in hits) else "regression"
+                ET.SubElement(case, "failure", {"message": message, "type": kind}).text = _summary(row, mc)
             elif not mc.compared:
                 skipped += 1
                 ET.SubElement(case, "skipped", {"message": _summary(row, mc)})
             else:
-                ET.SubElement(case, "system-out").text = _summary(row, mc)
+                warnings = "".join(f"\nwarning: {c.rule}: {c.message}" for c in blind)
+                ET.SubElement(case, "system-out").text = _summary(row, mc) + warnings
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

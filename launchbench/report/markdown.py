@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from launchbench.analysis.compare import Comparison, MetricComparison, RowComparison
-from launchbench.analysis.formatting import format_change, format_change_ci, format_number, format_p
+from launchbench.analysis.formatting import (
+    format_change,
+    format_change_ci,
+    format_mde,
+    format_number,
+    format_p,
+)
 from launchbench.analysis.gate import GateCheck, GateReport
 from launchbench.results.environment import describe_environment
 
@@ -25,14 +31,15 @@ def _cell(text: object) -> str:
 
 def _table(pairs: Iterable[tuple[RowComparison, MetricComparison]]) -> list[str]:
     lines = [
-        "| scenario/case | mode | metric | baseline µs | current µs | change | 95% CI | p | verdict |",
-        "|---|---|---|---:|---:|---:|---|---:|---|",
+        "| scenario/case | mode | metric | baseline µs | current µs | change | 95% CI | p | MDE | verdict |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---|",
     ]
     for row, mc in pairs:
         note = f" ({_cell(mc.detail or row.detail)})" if mc.verdict in ("missing", "failed") else ""
         lines.append(
             f"| {_cell(row.scenario + '/' + row.case)} | {row.mode} | {mc.metric} | {format_number(mc.baseline_median)} | "
-            f"{format_number(mc.current_median)} | {format_change(mc.change)} | {format_change_ci(*mc.change_ci)} | {format_p(mc.p_value)} | {VERDICT_MARK[mc.verdict]}{note} |"
+            f"{format_number(mc.current_median)} | {format_change(mc.change)} | {format_change_ci(*mc.change_ci)} | {format_p(mc.p_value)} | "
+            f"{format_mde(mc.mde)} | {VERDICT_MARK[mc.verdict]}{note} |"
         )
     return lines
 
@@ -51,12 +58,13 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
     """Headline, environment differences, verdict counts, gate results, changed rows, then all rows.
     ``max_rows`` caps each table (a GitHub step summary holds at most 1 MiB)."""
     counts = comparison.counts()
+    command = "launchbench ab" if comparison.paired else "launchbench compare"
     if report is None:
-        headline = "## launchbench compare"
+        headline = f"## {command}"
     elif report.passed:
-        headline = "## launchbench compare: ✅ no regression"
+        headline = f"## {command}: ✅ no regression"
     else:
-        headline = f"## launchbench compare: ❌ {len(report.failures)} regression(s)"
+        headline = f"## {command}: ❌ {len(report.failures)} regression(s)"
     lines = [headline, "", f"Baseline `{comparison.baseline_label}` → current `{comparison.current_label}`", ""]
     diffs = comparison.env_differences
     if diffs:
@@ -69,9 +77,7 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
     lines += [
         "Verdicts (row × metric): " + " · ".join(f"{VERDICT_MARK[v]} {n}" for v, n in counts.items() if n),
         "",
-        f"<sub>Slower/faster: Mann–Whitney p < {comparison.settings.alpha:g}, the change at least the threshold "
-        f"({thresholds}) and its 95% CI on one side of 0. With several passes per case the CI includes the drift "
-        "between passes; a change no larger than that drift is uncertain.</sub>",
+        f"<sub>Thresholds: {thresholds}. {_cell(comparison.method_note)}.</sub>",
         "",
     ]
     for side in ("baseline", "current"):
@@ -84,6 +90,9 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
             lines += ["### Regressions", "", *_check_lines(report.failures, "❌"), ""]
         if report.improvements:
             lines += ["### Improvements", "", *_check_lines(report.improvements, "✅"), ""]
+        blind = [c for c in report.blind if c.passed]
+        if blind:
+            lines += ["### Cannot judge", "", *_check_lines(blind, "🙈"), ""]
         if report.notes:
             lines += [f"- {_cell(n)}" for n in report.notes] + [""]
     pairs = [(row, mc) for row in comparison.rows for mc in row.metrics]

@@ -599,7 +599,7 @@ VERDICTS = (
 
 def comparison_table(base: RunRecord, cur: RunRecord, metric: str = "wall_us_per_launch") -> pd.DataFrame:
     """One row per case and mode measured in both runs: ratio (cur / base median), its CI and the verdict,
-    exactly as `launchbench compare` decides them (pass-aware bootstrap, Mann–Whitney, 5% threshold)."""
+    exactly as `launchbench compare` decides them (t test over passes, 5% threshold)."""
     from launchbench.analysis.compare import CompareSettings, compare_runs
 
     comparison = compare_runs(base, cur, CompareSettings(metrics=(metric,)), allow_different_gpu=True)

@@ -82,3 +82,22 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
         conn.send(("result", (result, restart)))
         if restart:
             _exit_now()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """A worker started as its own program (``python -m launchbench.run.worker FD FACTORY DEVICE``), by
+    a parent that may run another interpreter: FD is the inherited end of a socket pair, FACTORY the
+    backend factory as "module:function"."""
+    import importlib
+    import socket
+    from multiprocessing.connection import Connection
+
+    fd, factory_spec, device = argv if argv is not None else sys.argv[1:]
+    module, _, name = factory_spec.partition(":")
+    factory = getattr(importlib.import_module(module), name)
+    conn = Connection(socket.socket(fileno=int(fd)).detach())
+    serve(conn, factory, int(device))
+
+
+if __name__ == "__main__":
+    main()

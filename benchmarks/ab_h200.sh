@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The evidence for launchbench ab and the row-level statistics (docs/ab.md), on a machine with an NVIDIA
+# GPU, in one go: the ab GPU tests; three ab A/A invocations on the quickstart; one ab whose variant B
+# adds host work per launch in a python step (examples/ab/pr); separate runs base, chains 10% longer,
+# base again, with compare. Everything lands under OUT; wall times in OUT/wall_time.txt.
+#
+#     bash benchmarks/ab_h200.sh [OUT] [AB_OPTIONS...]
+#
+# AB_OPTIONS go to the three A/A invocations (e.g. --max-time 2 to halve their time).
+set -uo pipefail
+out=${1:-results/ab-h200}
+shift || true
+aa_options=("$@")
+mkdir -p "$out"
+lb() { python3 -m launchbench "$@"; }
+timed() {  # NAME COMMAND...: run, log the exit code and the wall time
+  local name=$1 start status
+  shift
+  start=$(date +%s.%N)
+  "$@" >"$out/$name.txt" 2>&1
+  status=$?
+  echo "$name: exit $status, $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s wall" | tee -a "$out/wall_time.txt"
+}
+timed gpu-tests python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_ab_gpu.py
+python3 - >"$out/host_cost.txt" <<'PY'
+import timeit
+import numpy as np
+x = np.ones(1000, dtype=np.float32)
+cost = min(timeit.repeat(lambda: (x, x.dtype.type(1.0)), number=100_000, repeat=5)) / 100_000
+print(f"examples/ab/pr extra host work per launch (NumPy scalar + tuple): {cost * 1e9:.0f} ns")
+PY
+for n in 1 2 3; do
+  timed "aa-$n" lb ab scenarios/quickstart.yaml --quiet --out "$out/aa-$n" "${aa_options[@]}" \
+    --fail-on wall_us_per_launch:5% --format markdown -o "$out/aa-$n/comparison-gate.md" --junit "$out/aa-$n/junit.xml"
+done
+timed regression lb ab scenarios/ab_launch.yaml --a path=examples/ab/base --b path=examples/ab/pr --quiet \
+  --out "$out/regression" --fail-on wall_us_per_launch:5% --format markdown -o "$out/regression/comparison-gate.md" \
+  --junit "$out/regression/junit.xml"
+timed run-base lb run scenarios/quickstart.yaml --quiet --out "$out/separate/base"
+timed run-longer lb run tests/data/gpu/quickstart_longer.yaml --quiet --out "$out/separate/longer"
+timed run-base-2 lb run scenarios/quickstart.yaml --quiet --out "$out/separate/base-2"
+timed compare-aa lb compare "$out/separate/base" "$out/separate/base-2" --fail-on wall_us_per_iter:5% \
+  --format markdown -o "$out/separate/base-vs-base-2.md"
+timed compare-longer lb compare "$out/separate/base" "$out/separate/longer" --fail-on wall_us_per_iter:5% \
+  --format markdown -o "$out/separate/base-vs-longer.md"
+cat "$out/wall_time.txt"

@@ -1,0 +1,65 @@
+"""How long `launchbench compare` takes on two runs of many cases (the target: 1,000 cases in < 10 s).
+
+Builds two runs of N cases each from the committed H200 quickstart runs (their 8 cases repeated
+under new case ids, raw samples and passes as measured), writes them as run directories, and times
+the whole command in a fresh process, the way CI runs it:
+
+    python benchmarks/compare_speed.py [--cases 1000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from launchbench.results.schema import RunRecord
+from launchbench.results.store import load_run, write_run
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = (ROOT / "results" / "quickstart-h200", ROOT / "results" / "quickstart-h200-b")
+
+
+def scaled(run: RunRecord, cases: int) -> RunRecord:
+    """The run with its cases repeated under new ids until it has ``cases`` of them."""
+    copies = [
+        case.model_copy(update={"case_id": f"{case.case_id}/copy={i // len(run.cases)}"})
+        for i, case in zip(range(cases), (run.cases * (cases // len(run.cases) + 1)))
+    ]
+    return run.model_copy(update={"cases": copies})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = []
+        for name, source in zip("ab", SOURCES):
+            target = Path(tmp) / name
+            target.mkdir()
+            write_run(target, scaled(load_run(source), args.cases))
+            dirs.append(str(target))
+        command = [sys.executable, "-m", "launchbench", "compare", *dirs, "--format", "csv", "-o", str(Path(tmp) / "out.csv")]
+        walls, cpus = [], []
+        for _ in range(args.repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True)
+            walls.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    print(
+        f"launchbench compare, two runs of {args.cases} cases (8 H200 quickstart cases repeated), best of {args.repeat}: "
+        f"wall {min(walls):.2f} s, CPU {min(cpus):.2f} s (wall: {', '.join(f'{t:.2f}' for t in walls)} s; "
+        f"CPU time counts only this command's process, so it reads the same on a busy machine)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,183 @@
+"""Power study of compare (separate runs) and ab (paired rounds) on the committed H200 passes.
+
+    python benchmarks/power_study.py [--out results/power] [--splits 100] [--draws 400]
+
+The unit is the pass. Sources: results/quickstart-h200 and -b (two back-to-back runs of the same code,
+5 passes each) and -longer (a third run, same case ids), every pass's raw samples as measured.
+
+compare, separate runs: the 10 passes of the two A/A runs are split into a baseline and a current of 5
+each (all 252 splits for the A/A rates; ``--splits`` random ones per injected slowdown); the same split
+for every row, so rows keep the host states they shared. A slowdown multiplies every sample of the
+current side.
+
+ab, paired rounds: a round is one pass of one run cut in two halves, its first half one side and its
+second half the other (which side goes first alternates, as ab alternates A B / B A); the 15 passes of
+the three runs give 15 rounds, and a resample draws 5 of them (ab's default passes), the same ones for
+every row. Each side has half a pass's samples, so a round's ratio is noisier than in a real ab round
+(conservative for detection). A slowdown multiplies every sample of side B.
+
+Reported per kind of row (host-bound: eager and the one-launch graph; GPU-bound: the other graph rows):
+the false-positive rate per row-metric (slower or faster in an A/A resample, every default metric),
+the worst single row-metric, the rate per run (any row-metric of the resample slower or faster), and
+the detection rate of wall_us_per_launch (slower) at slowdowns of 2, 5, 10, 20%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from launchbench.analysis.compare import Comparison, compare_paired, compare_runs
+from launchbench.analysis.drift import is_host_bound
+from launchbench.results.schema import CaseResult, RunRecord
+from launchbench.results.store import load_run
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ("quickstart-h200", "quickstart-h200-b", "quickstart-h200-longer")
+EFFECTS = (0.02, 0.05, 0.10, 0.20)
+DETECT_METRIC = "wall_us_per_launch"
+ROUNDS = 5
+
+Pass = dict[str, list[float]]  # one pass of one row: series → samples
+RowPasses = dict[tuple[str, str], list[Pass]]  # (case id, mode) → passes in order
+
+
+def passes_of(run: RunRecord) -> RowPasses:
+    out: RowPasses = {}
+    for case in run.cases:
+        for mode, result in case.modes.items():
+            if result.status not in ("ok", "budget"):
+                continue
+            sizes = result.pass_sizes or [len(next(iter(result.samples.values())))]
+            cuts = np.cumsum([0, *sizes])
+            out[(case.case_id, mode)] = [
+                {k: list(v[cuts[i] : cuts[i + 1]]) for k, v in result.samples.items()} for i in range(len(sizes))
+            ]
+    return out
+
+
+def with_passes(template: RunRecord, rows: dict[tuple[str, str], list[Pass]], factor: float = 1.0) -> RunRecord:
+    """The template run with each row's samples replaced by the given passes (× factor)."""
+    cases: list[CaseResult] = []
+    for case in template.cases:
+        modes = dict(case.modes)
+        for mode, result in case.modes.items():
+            chosen = rows.get((case.case_id, mode))
+            if chosen is None:
+                continue
+            samples = {k: [x * factor for p in chosen for x in p[k]] for k in result.samples}
+            modes[mode] = result.model_copy(update={"samples": samples, "pass_sizes": [len(next(iter(p.values()))) for p in chosen]})
+        cases.append(case.model_copy(update={"modes": modes, "passes_done": len(next(iter(rows.values())))}))
+    return template.model_copy(update={"cases": cases})
+
+
+def outcomes(comparison: Comparison, host_bound: set[tuple[str, str]], effect: float) -> Iterator[dict[str, object]]:
+    for row in comparison.rows:
+        for mc in row.metrics:
+            if mc.compared:
+                kind = "host-bound" if (row.case, row.mode) in host_bound else "GPU-bound"
+                yield {"row": f"{row.case} [{row.mode}]", "kind": kind, "metric": mc.metric, "effect": effect, "verdict": mc.verdict, "mde": mc.mde}
+
+
+def compare_study(runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], splits: int, rng: np.random.Generator) -> pd.DataFrame:
+    a, b = passes_of(runs[0]), passes_of(runs[1])
+    pooled = {key: a[key] + b[key] for key in a if key in b}
+    all_splits = list(itertools.combinations(range(10), 5))
+    records = []
+    for effect in (0.0, *EFFECTS):
+        chosen = all_splits if effect == 0.0 else [all_splits[i] for i in rng.choice(len(all_splits), splits, replace=False)]
+        for n, left in enumerate(chosen):
+            right = [i for i in range(10) if i not in left]
+            base = with_passes(runs[0], {k: [p[i] for i in left] for k, p in pooled.items()})
+            cur = with_passes(runs[0], {k: [p[i] for i in right] for k, p in pooled.items()}, 1 + effect)
+            for item in outcomes(compare_runs(base, cur), host_bound, effect):
+                records.append({**item, "resample": n})
+    return pd.DataFrame(records)
+
+
+def ab_study(runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], draws: int, rng: np.random.Generator) -> pd.DataFrame:
+    slots = []  # (run, pass index) → per row, (A half, B half)
+    for r, run in enumerate(runs):
+        rows = passes_of(run)
+        for k in range(min(len(p) for p in rows.values())):
+            halves = {}
+            for key, passes in rows.items():
+                one = passes[k]
+                n = len(next(iter(one.values())))
+                first = {s: v[: n // 2] for s, v in one.items()}
+                second = {s: v[n // 2 :] for s, v in one.items()}
+                halves[key] = (first, second) if (r + k) % 2 == 0 else (second, first)
+            slots.append(halves)
+    keys = set.intersection(*(set(s) for s in slots))
+    records = []
+    for effect in (0.0, *EFFECTS):
+        for n in range(draws if effect == 0.0 else draws // 2):
+            chosen = [slots[i] for i in rng.choice(len(slots), ROUNDS, replace=False)]
+            a = with_passes(runs[0], {k: [s[k][0] for s in chosen] for k in keys})
+            b = with_passes(runs[0], {k: [s[k][1] for s in chosen] for k in keys}, 1 + effect)
+            for item in outcomes(compare_paired(a, b), host_bound, effect):
+                records.append({**item, "resample": n})
+    return pd.DataFrame(records)
+
+
+def summarize(frame: pd.DataFrame, method: str) -> pd.DataFrame:
+    aa = frame[frame["effect"] == 0.0].assign(directional=lambda f: f["verdict"].isin(["slower", "faster"]))
+    rows = []
+    for kind, group in aa.groupby("kind"):
+        per_row_metric = group.groupby(["row", "metric"])["directional"].mean()
+        detect = frame[(frame["kind"] == kind) & (frame["metric"] == DETECT_METRIC) & (frame["effect"] > 0)]
+        rates = detect.assign(hit=detect["verdict"] == "slower").groupby("effect")["hit"].mean()
+        mde = group[group["metric"] == DETECT_METRIC]["mde"].median()
+        rows.append(
+            {
+                "method": method,
+                "rows": kind,
+                "FP rate per row-metric %": 100 * group["directional"].mean(),
+                "worst row-metric FP %": 100 * per_row_metric.max(),
+                "median MDE %": 100 * mde,
+                **{f"detects +{e * 100:.0f}% %": 100 * rates.get(e, np.nan) for e in EFFECTS},
+            }
+        )
+    per_run = aa.groupby("resample")["directional"].any().mean()
+    for row in rows:
+        row["FP rate per run %"] = 100 * per_run
+    return pd.DataFrame(rows)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    def cell(value: object) -> str:
+        return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--splits", type=int, default=100, help="random splits per injected slowdown (compare)")
+    parser.add_argument("--draws", type=int, default=400, help="A/A draws of rounds (ab); half as many per slowdown")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    runs = [load_run(ROOT / "results" / name) for name in SOURCES]
+    host_bound = {(c.case_id, mode) for c in runs[0].cases for mode in c.modes if is_host_bound(c, mode)}
+    rng = np.random.default_rng(args.seed)
+    separate = compare_study(runs[:2], host_bound, args.splits, rng)
+    paired = ab_study(runs, host_bound, args.draws, rng)
+    table = pd.concat([summarize(separate, "compare"), summarize(paired, "ab")], ignore_index=True)
+    text = markdown(table)
+    print(text)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "power_study.md").write_text(text + "\n")
+        pd.concat([separate.assign(method="compare"), paired.assign(method="ab")]).to_csv(args.out / "power_study_raw.csv.gz", index=False)
+
+
+if __name__ == "__main__":
+    main()

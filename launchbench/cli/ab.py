@@ -1,0 +1,133 @@
+"""ab command: two variants of the same scenarios measured interleaved on one GPU, then the paired
+comparison with compare's table, formats, JUnit, step summary and exit codes.
+
+Exit codes: 0 pass; 1 a regression under a --fail-on rule (or a failed case); 2 usage or input error;
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from launchbench.analysis.compare import DEFAULT_ALPHA, CompareSettingsError, parse_threshold
+from launchbench.analysis.gate import GateRule, GateRuleError, parse_rule
+from launchbench.cli.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, handle_errors
+from launchbench.cli.compare import FORMATS, _parse_many, _settings
+from launchbench.cli.run import _overrides, _terminate_as_interrupt
+from launchbench.results.schema import METRIC_BY_NAME
+
+VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=NAME=VALUE (repeatable), scenario=FILE (repeatable)"
+
+
+@click.command()
+@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--a", "a_spec", default="", metavar="VARIANT", help=f"Variant A, the base: {VARIANT_HELP}. Default: this interpreter.")
+@click.option("--b", "b_spec", default="", metavar="VARIANT", help="Variant B, the change: as --a. Default: this interpreter.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for both run directories (a/, b/) and the comparison (default results/<timestamp>-ab-<scenario>).")
+@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
+              help="Where the default directory goes.")
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@click.option("--passes", type=click.IntRange(min=2, max=100), help="Rounds: passes of each side, interleaved (default: the scenario's, 5).")
+@click.option("--max-time", type=click.FloatRange(min=0, min_open=True), help="Time budget per case and side in seconds (default 4).")
+@click.option("--target-noise", type=click.FloatRange(min=0, min_open=True, max=1), help="Noise target of each side's sampling.")
+@click.option("--min-samples", type=click.IntRange(min=3), help="Fewest samples per mode.")
+@click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 rounds, 5 samples minimum.")
+@click.option("--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases.")
+@click.option("-m", "--metric", "metrics", multiple=True, type=click.Choice(list(METRIC_BY_NAME)), help="Metric to compare (repeatable).")
+@click.option("--threshold", "thresholds", multiple=True, metavar="[METRIC:]N%", callback=_parse_many(parse_threshold, CompareSettingsError),
+              help="Smallest change that counts, per metric or for all. Default 5%.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_ALPHA, show_default=True,
+              help="Significance level of the t test over rounds.")
+@click.option("--fail-on", "rules", multiple=True, metavar="METRIC:N%|METRIC:Nus", callback=_parse_many(parse_rule, GateRuleError),
+              help="Exit 1 when a row's verdict is slower, by at least this much (repeatable).")
+@click.option("--fail-on-missing", is_flag=True, help="Also exit 1 when a row ok in A is missing or failed in B.")
+@click.option("--fail-on-blind", is_flag=True, help="Also exit 1 when a gated row's minimum detectable effect exceeds its rule.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML: one testcase per row and metric.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
+@handle_errors
+def ab(
+    scenarios: tuple[str, ...],
+    a_spec: str,
+    b_spec: str,
+    out: Path | None,
+    results_root: Path,
+    device: int,
+    passes: int | None,
+    max_time: float | None,
+    target_noise: float | None,
+    min_samples: int | None,
+    quick: bool,
+    max_cases: int | None,
+    metrics: tuple[str, ...],
+    thresholds: list[tuple[str | None, float]],
+    alpha: float,
+    rules: list[GateRule],
+    fail_on_missing: bool,
+    fail_on_blind: bool,
+    fmt: str,
+    output: str | None,
+    junit: str | None,
+    quiet: bool,
+) -> None:
+    """Measure two variants A (base) and B (change) of the same SCENARIOS interleaved on one GPU.
+
+    Case by case and pass by pass, alternating A-B and B-A, each variant in its own worker processes
+    (its interpreter, paths and environment; this launchbench's code). Each side is an ordinary run
+    directory (OUT/a, OUT/b); the comparison uses each round's B/A ratio, so the host's drift between
+    rounds cancels. Output, JUnit, step summary and exit codes as in compare.
+    """
+    from rich.console import Console
+
+    from launchbench.analysis.compare import compare_paired
+    from launchbench.analysis.gate import evaluate_rules
+    from launchbench.cli.compare import emit_comparison
+    from launchbench.report.console import ConsoleEvents
+    from launchbench.report.run_files import write_tables
+    from launchbench.run import runner
+    from launchbench.run.ab import Side, parse_variant, run_ab
+
+    try:
+        settings = _settings(metrics, thresholds, alpha, rules)
+    except CompareSettingsError as err:
+        raise click.UsageError(str(err)) from None
+    variants = (parse_variant(a_spec), parse_variant(b_spec))
+    overrides = _overrides(quick, target_noise, max_time, min_samples)
+    if passes is not None:
+        overrides["passes"] = passes
+    plans = tuple(runner.plan(v.scenarios or scenarios, overrides, max_cases) for v in variants)
+    root = out or runner.default_run_dir(results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios])
+    sides = (Side("A", variants[0], plans[0], root / "a"), Side("B", variants[1], plans[1], root / "b"))
+    options = runner.RunOptions(device=device, overrides=overrides, isolate=True, write_tables=write_tables)
+    console = Console(stderr=fmt != "table" and not output)
+    events = ConsoleEvents(console, quiet)
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        a, b = run_ab(sides, options, events, argv=sys.argv)
+    except KeyboardInterrupt:
+        events.close()
+        console.print(f"[yellow]interrupted[/]: what both sides measured is in {root}/a and {root}/b")
+        sys.exit(EXIT_INTERRUPTED)
+    finally:
+        events.close()
+        signal.signal(signal.SIGTERM, previous)
+    comparison = compare_paired(a, b, settings, a_label=str(root / "a"), b_label=str(root / "b"))
+    report = evaluate_rules(comparison, rules, fail_on_missing, fail_on_blind) if rules or fail_on_missing else None
+    emit_comparison(comparison, report, fmt, output, junit)
+    from launchbench.report.markdown import comparison_markdown
+
+    (root / "comparison.md").write_text(comparison_markdown(comparison, report), encoding="utf-8")
+    failed = [c for c in (*a.cases, *b.cases) if c.error and c.error_kind != "resources"]
+    for case in failed:
+        click.echo(f"launchbench: error: {case.scenario}/{case.case_id}: {case.error}", err=True)
+    regressed = report is not None and not report.passed
+    sys.exit(EXIT_FAIL if regressed or failed else EXIT_OK)
+
+
+COMMANDS: list[click.Command] = [ab]

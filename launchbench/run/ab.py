@@ -1,0 +1,315 @@
+"""Paired A/B runs on one GPU: two variants of the same cases, measured interleaved.
+
+A variant is what CI has for a base and a pull request: a Python interpreter (a virtualenv with another
+CuPy), extra import paths (another checkout of the user's ``python`` step modules), environment
+variables, and optionally its own scenario files with the same case ids. Each variant runs in its own
+worker processes, started with its interpreter as ``python -m launchbench.run.worker`` with THIS
+launchbench's source directory first on its path (so both sides run the same measurement code), then the
+variant's paths.
+
+Order: pass by pass; in pass k, case i runs A then B when i + k is even, B then A otherwise, so neither
+side always goes first and round k of a case (pass k of both sides) is measured seconds apart. Every pass
+starts fresh workers on both sides. Each side's results are an ordinary run directory (results.json
+after every case, the tables after every pass); launchbench.analysis.compare.compare_paired pairs them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from launchbench import __version__
+from launchbench.errors import LaunchbenchError
+from launchbench.results.merge import merge_pass
+from launchbench.results.schema import CaseResult, RunRecord
+from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
+from launchbench.run.execute import failed_case
+from launchbench.run.runner import (
+    Plan,
+    RunEvents,
+    RunOptions,
+    SilentEvents,
+    _case_timeout,
+    _now,
+    _Worker,
+    pass_settings,
+)
+from launchbench.scenario.core import Case
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this launchbench package
+SIDES = ("A", "B")
+
+
+class VariantError(LaunchbenchError):
+    """A --a/--b variant that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How one side runs: interpreter, extra import paths, environment, its own scenario files."""
+
+    python: str | None = None
+    paths: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    scenarios: tuple[str, ...] = ()
+
+    @property
+    def interpreter(self) -> str:
+        return self.python or sys.executable
+
+    def describe(self) -> dict[str, Any]:
+        return {"python": self.interpreter, "paths": list(self.paths), "env": dict(self.env), "scenarios": list(self.scenarios)}
+
+
+VARIANT_KEYS = ("python", "path", "env", "scenario")
+
+
+def parse_variant(text: str) -> Variant:
+    """``python=../base/.venv/bin/python,path=../base/src,env=CUPY_ACCELERATORS=cub,scenario=x.yaml``:
+    comma-separated KEY=VALUE items; path, env and scenario may repeat; an empty text is the default."""
+    python: str | None = None
+    paths: list[str] = []
+    env: dict[str, str] = {}
+    scenarios: list[str] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in VARIANT_KEYS or not value:
+            raise VariantError(f"variant {text!r}: {item!r} is not one of {', '.join(k + '=…' for k in VARIANT_KEYS)}")
+        if key == "python":
+            python = value
+        elif key == "path":
+            paths.extend(p for p in value.split(os.pathsep) if p)
+        elif key == "scenario":
+            scenarios.append(value)
+        else:
+            name, eq, setting = value.partition("=")
+            if not eq or not name:
+                raise VariantError(f"variant {text!r}: env={value!r} must be env=NAME=VALUE")
+            env[name] = setting
+    if python is not None and not (Path(python).is_file() and os.access(python, os.X_OK)):
+        raise VariantError(f"variant {text!r}: python={python} is not an executable file")
+    for path in paths:
+        if not Path(path).is_dir():
+            raise VariantError(f"variant {text!r}: path={path} is not a directory")
+    return Variant(python, tuple(paths), env, tuple(scenarios))
+
+
+class _Child:
+    """A worker started as a program (subprocess.Popen) with the interface _Worker uses."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]):
+        self.popen = popen
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+    def join(self, timeout: float) -> None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout)
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+
+def factory_spec(factory: Callable[[int], Any]) -> str:
+    """"module:function" of a backend factory, for a worker started as a program."""
+    return f"{factory.__module__}:{factory.__qualname__}"
+
+
+def child_environment(variant: Variant) -> dict[str, str]:
+    """The worker's environment: this launchbench's source first on PYTHONPATH, then the variant's
+    paths, then what PYTHONPATH held; the variant's variables over the current ones."""
+    env = {**os.environ, **variant.env}
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = [str(SOURCE_ROOT), *(str(Path(p).resolve()) for p in variant.paths), *inherited]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
+class VariantWorker(_Worker):
+    """A worker process of one variant: its interpreter, its paths and environment, over a socket pair."""
+
+    def __init__(self, variant: Variant, factory: Callable[[int], Any], device: int):
+        parent, child = socket.socketpair()
+        command = [variant.interpreter, "-m", "launchbench.run.worker", str(child.fileno()), factory_spec(factory), str(device)]
+        try:
+            popen = subprocess.Popen(command, env=child_environment(variant), pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+        except OSError as err:
+            parent.close()
+            raise VariantError(f"cannot start {shlex.join(command[:3])}: {err}") from None
+        finally:
+            child.close()
+        self.conn = Connection(parent.detach())
+        self.process = _Child(popen)  # type: ignore[assignment]
+        self.timed_out = False
+
+
+@dataclass(frozen=True)
+class Side:
+    """One variant's plan and run directory."""
+
+    name: str
+    variant: Variant
+    plan: Plan
+    run_dir: Path
+
+
+def paired_cases(a: Plan, b: Plan) -> list[tuple[Case, Case]]:
+    """The cases of both plans matched on (scenario, case id), in A's order; LaunchbenchError when
+    the two sides do not hold the same cases."""
+    b_cases = {(c.scenario, c.case_id): c for c in b.cases}
+    a_keys = [(c.scenario, c.case_id) for c in a.cases]
+    only_a = [k for k in a_keys if k not in b_cases]
+    only_b = [k for k in b_cases if k not in set(a_keys)]
+    if only_a or only_b:
+        first = (only_a or only_b)[0]
+        side = "A" if only_a else "B"
+        raise LaunchbenchError(
+            f"the variants' scenarios must hold the same cases; only {side} has {first[0]}/{first[1]}"
+            f" ({len(only_a)} case(s) only in A, {len(only_b)} only in B)"
+        )
+    return [(case, b_cases[key]) for case, key in zip(a.cases, a_keys)]
+
+
+def round_order(case_index: int, pass_index: int) -> tuple[int, int]:
+    """(0, 1) for A then B, (1, 0) for B then A: alternating over cases and over passes."""
+    return (0, 1) if (case_index + pass_index) % 2 == 0 else (1, 0)
+
+
+def ab_schedule(pairs: Sequence[tuple[Case, Case]]) -> list[tuple[int, int, int]]:
+    """(pass index, case index, side) in measuring order."""
+    passes = max((max(a.measure.passes, b.measure.passes) for a, b in pairs), default=0)
+    out = []
+    for k in range(passes):
+        for i, cases in enumerate(pairs):
+            for side in round_order(i, k):
+                if k < cases[side].measure.passes:
+                    out.append((k, i, side))
+    return out
+
+
+class _SideState:
+    def __init__(self, side: Side, options: RunOptions):
+        self.side, self.options = side, options
+        self.worker: VariantWorker | None = None
+        self.record: RunRecord | None = None
+
+    def fresh_worker(self) -> dict[str, Any]:
+        self.stop()
+        self.worker = VariantWorker(self.side.variant, self.options.backend_factory, self.options.device)
+        return self.worker.start()
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+    def measure(self, case: Case, events: RunEvents) -> CaseResult:
+        if self.worker is None or not self.worker.alive():
+            self.fresh_worker()
+        assert self.worker is not None
+        one_pass = pass_settings(case)
+        answer = self.worker.run(one_pass, events, _case_timeout(one_pass))
+        if answer is None:
+            if self.worker.timed_out:
+                why = f"the case did not finish within {_case_timeout(one_pass):.0f} s; its worker was stopped"
+            else:
+                why = f"the worker process died (exit code {self.worker.process.exitcode}) while running this case"
+            self.worker = None
+            return failed_case(case, why)
+        result, ending = answer
+        if ending:
+            self.stop()
+        return result
+
+    def write(self, tables: bool) -> None:
+        assert self.record is not None
+        write_run(self.side.run_dir, self.record)
+        if tables and self.options.write_tables is not None:
+            self.options.write_tables(self.side.run_dir, self.record)
+
+
+def run_ab(
+    sides: tuple[Side, Side], options: RunOptions, events: RunEvents | None = None, argv: Sequence[str] | None = None
+) -> tuple[RunRecord, RunRecord]:
+    """Measure both sides interleaved (see the module docstring); return both records."""
+    events = events or SilentEvents()
+    pairs = paired_cases(sides[0].plan, sides[1].plan)
+    for side in sides:
+        refuse_used_run_dir(side.run_dir)
+    states = [_SideState(side, options) for side in sides]
+    try:
+        environments = [state.fresh_worker() for state in states]
+        for side in sides:
+            create_run_dir(side.run_dir)
+    except BaseException:
+        for state in states:
+            state.stop()
+        raise
+    other = {0: sides[1].run_dir, 1: sides[0].run_dir}
+    for n, (state, side, environment) in enumerate(zip(states, sides, environments)):
+        state.record = RunRecord(
+            launchbench_version=__version__,
+            started=_now(),
+            argv=list(argv or sys.argv),
+            environment=environment,
+            scenarios=side.plan.scenarios,
+            settings={
+                "overrides": options.overrides,
+                "isolate": True,
+                "device": options.device,
+                "ab": {"side": side.name, "variant": side.variant.describe(), "paired_with": str(other[n])},
+            },
+        )
+        state.write(tables=False)
+    schedule = ab_schedule(pairs)
+    events.run_started(sides[0].run_dir.parent, [pairs[i][s] for _, i, s in schedule], environments[0])
+    current_pass = 0
+    try:
+        for index, (pass_index, case_index, side_index) in enumerate(schedule):
+            if pass_index != current_pass:
+                for state in states:
+                    state.write(tables=True)
+                    state.stop()  # every pass in fresh processes
+                current_pass = pass_index
+            state = states[side_index]
+            assert state.record is not None
+            case = pairs[case_index][side_index]
+            previous = state.record.case(case.scenario, case.case_id)
+            if previous is not None and previous.error:
+                continue
+            events.case_started(case, index, len(schedule))
+            result = state.measure(case, events)
+            merged = merge_pass(previous, result)
+            state.record = state.record.with_case(merged)
+            state.write(tables=False)
+            events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
+    except BaseException:
+        for state in states:
+            assert state.record is not None
+            state.record = state.record.model_copy(update={"status": "interrupted", "finished": _now()})
+            state.write(tables=True)
+            state.stop()
+        raise
+    for state in states:
+        assert state.record is not None
+        state.stop()
+        state.record = state.record.model_copy(update={"status": "complete", "finished": _now()})
+        state.write(tables=True)
+    return states[0].record, states[1].record  # type: ignore[return-value]

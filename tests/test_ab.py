@@ -1,0 +1,166 @@
+"""launchbench ab on the CPU: variants, the interleaving order, workers started as programs with each
+variant's environment, both sides as ordinary run directories, and the paired statistics."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from builders import make_run
+from fakes import ORDER_FILE_VARIABLE, SIDE_VARIABLE, SLOWDOWN_VARIABLE, recording_backend
+
+from launchbench.analysis.compare import CompareSettings, compare_paired, compare_runs
+from launchbench.errors import LaunchbenchError
+from launchbench.results.schema import CaseResult, RunRecord
+from launchbench.results.store import load_run
+from launchbench.run import runner
+from launchbench.run.ab import (
+    SOURCE_ROOT,
+    Side,
+    Variant,
+    VariantError,
+    ab_schedule,
+    child_environment,
+    paired_cases,
+    parse_variant,
+    round_order,
+    run_ab,
+)
+
+TESTS = Path(__file__).parent
+SCENARIO = """
+name: tiny
+description: two cases for ab
+sweep:
+  length: [1, 10]
+chains:
+  empty:
+    - kind: empty
+      repeat: $length
+measure: {max_time: 0.2, passes: 2, min_samples: 5, warmup_time: 0.01}
+"""
+
+
+def test_parse_variant(tmp_path: Path) -> None:
+    assert parse_variant("") == Variant()
+    v = parse_variant(f"path={tmp_path},env=CUPY_ACCELERATORS=cub,env=X=,scenario=s.yaml")
+    assert v.paths == (str(tmp_path),) and dict(v.env) == {"CUPY_ACCELERATORS": "cub", "X": ""}
+    assert v.scenarios == ("s.yaml",) and v.python is None
+    for bad in ("pyton=x", "env=NOVALUE", f"path={tmp_path / 'nope'}", "python=/no/such/python", "path="):
+        with pytest.raises(VariantError):
+            parse_variant(bad)
+
+
+def test_child_environment_puts_this_launchbench_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = child_environment(Variant(paths=(str(tmp_path),), env={"X": "1"}))
+    assert env["PYTHONPATH"].split(":") == [str(SOURCE_ROOT), str(tmp_path.resolve()), "/elsewhere"]
+    assert env["X"] == "1"
+
+
+def test_round_order_alternates_over_cases_and_passes() -> None:
+    assert [round_order(i, 0) for i in range(4)] == [(0, 1), (1, 0), (0, 1), (1, 0)]
+    assert [round_order(i, 1) for i in range(4)] == [(1, 0), (0, 1), (1, 0), (0, 1)]
+
+
+def _plan(tmp_path: Path, text: str = SCENARIO, name: str = "tiny.yaml") -> runner.Plan:
+    path = tmp_path / name
+    path.write_text(text)
+    return runner.plan([path])
+
+
+def test_schedule_measures_every_case_on_both_sides_each_pass(tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    pairs = paired_cases(plan, plan)
+    schedule = ab_schedule(pairs)
+    assert schedule == [(0, 0, 0), (0, 0, 1), (0, 1, 1), (0, 1, 0), (1, 0, 1), (1, 0, 0), (1, 1, 0), (1, 1, 1)]
+    firsts = [side for k, i, side in schedule[::2]]
+    assert firsts.count(0) == firsts.count(1)  # neither side always goes first
+
+
+def test_variants_must_hold_the_same_cases(tmp_path: Path) -> None:
+    other = _plan(tmp_path, SCENARIO.replace("[1, 10]", "[1, 100]"), "other.yaml")
+    with pytest.raises(LaunchbenchError, match="same cases"):
+        paired_cases(_plan(tmp_path), other)
+
+
+def test_run_ab_interleaves_in_worker_programs_with_each_variants_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both sides measured by workers started as programs (python -m launchbench.run.worker) with the
+    variant's variables: the order file shows A B / B A alternating; both run directories load."""
+    order = tmp_path / "order.txt"
+    monkeypatch.setenv(ORDER_FILE_VARIABLE, str(order))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))  # the workers import the scripted backend from tests/
+    plan = _plan(tmp_path)
+    sides = (
+        Side("A", parse_variant(f"env={SIDE_VARIABLE}=A"), plan, tmp_path / "out" / "a"),
+        Side("B", parse_variant(f"env={SIDE_VARIABLE}=B,env={SLOWDOWN_VARIABLE}=0.10"), plan, tmp_path / "out" / "b"),
+    )
+    a, b = run_ab(sides, runner.RunOptions(backend_factory=recording_backend))
+    lines = order.read_text().split("\n")[:-1]
+    assert lines == [
+        "A empty/length=1", "B empty/length=1", "B empty/length=10", "A empty/length=10",
+        "B empty/length=1", "A empty/length=1", "A empty/length=10", "B empty/length=10",
+    ]
+    for record, side in ((a, "A"), (b, "B")):
+        assert record.status == "complete" and record.settings["ab"]["side"] == side
+        assert load_run(tmp_path / "out" / side.lower()) == record
+        assert all(len(case.pass_sizes("eager") or []) == 2 for case in record.cases)
+    comparison = compare_paired(a, b, CompareSettings(metrics=("wall_us_per_launch",)))
+    assert comparison.paired
+    eager = [row.metric("wall_us_per_launch") for row in comparison.rows if row.mode == "eager"]
+    assert all(m.ratio == pytest.approx(1.10, rel=0.03) for m in eager)
+
+
+# ------------------------------------------------------------------------------- paired statistics
+
+
+def _with_round_levels(run: RunRecord, levels: list[float], factor: float) -> RunRecord:
+    """The run with pass k of every eager row scaled by levels[k] × factor: a host state shared by both
+    sides of a round (levels) and a change of this side (factor)."""
+    cases: list[CaseResult] = []
+    for case in run.cases:
+        result = case.modes["eager"]
+        sizes = result.pass_sizes
+        scale = np.repeat([level * factor for level in levels[: len(sizes)]], sizes)
+        samples = {k: (np.asarray(v) * scale).tolist() for k, v in result.samples.items()}
+        cases.append(case.model_copy(update={"modes": {**case.modes, "eager": result.model_copy(update={"samples": samples})}}))
+    return run.model_copy(update={"cases": cases})
+
+
+@pytest.fixture
+def drifting() -> list[float]:
+    """Host states of 5 rounds 30% apart: far larger than the change to detect."""
+    return [1.0, 1.3, 0.95, 1.25, 1.05]
+
+
+def test_pairing_cancels_the_drift_that_separate_runs_cannot(drifting: list[float]) -> None:
+    base = make_run(seed=0, passes=5)
+    a = _with_round_levels(base, drifting, 1.0)
+    b = _with_round_levels(make_run(seed=1, passes=5), drifting, 1.10)
+    settings = CompareSettings(metrics=("wall_us_per_launch",))
+    paired = {r.key: r.metric("wall_us_per_launch") for r in compare_paired(a, b, settings).rows if r.mode == "eager"}
+    assert {m.verdict for m in paired.values()} == {"slower"}
+    assert all(m.ratio == pytest.approx(1.10, rel=0.04) and m.mde < 0.06 for m in paired.values())
+    # the same rounds compared as separate runs: different seeds, B's passes reversed in time
+    unpaired = _with_round_levels(make_run(seed=1, passes=5), drifting[::-1], 1.10)
+    separate = {r.key: r.metric("wall_us_per_launch") for r in compare_runs(a, unpaired, settings).rows if r.mode == "eager"}
+    assert all(m.mde > 0.10 for m in separate.values())
+
+
+def test_paired_a_a_flags_nothing(drifting: list[float]) -> None:
+    a = _with_round_levels(make_run(seed=0, passes=5), drifting, 1.0)
+    b = _with_round_levels(make_run(seed=1, passes=5), drifting, 1.0)
+    comparison = compare_paired(a, b)
+    verdicts = {m.verdict for row in comparison.rows for m in row.metrics}
+    assert verdicts <= {"same", "uncertain"} and "same" in verdicts
+
+
+def test_paired_ratio_is_the_mean_log_round_ratio() -> None:
+    a = _with_round_levels(make_run(seed=0, passes=3), [1.0, 1.0, 1.0], 1.0)
+    b = _with_round_levels(make_run(seed=0, passes=3), [1.0, 1.1, 1.21], 1.0)
+    row = next(r for r in compare_paired(a, b).rows if r.mode == "eager")
+    assert row.metric("wall_us_per_launch").ratio == pytest.approx(math.exp(math.log(1.1)), rel=1e-6)
