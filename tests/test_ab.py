@@ -164,3 +164,29 @@ def test_paired_ratio_is_the_mean_log_round_ratio() -> None:
     b = _with_round_levels(make_run(seed=0, passes=3), [1.0, 1.1, 1.21], 1.0)
     row = next(r for r in compare_paired(a, b).rows if r.mode == "eager")
     assert row.metric("wall_us_per_launch").ratio == pytest.approx(math.exp(math.log(1.1)), rel=1e-6)
+
+
+def test_ab_command_writes_both_runs_and_the_paired_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI end to end on the scripted backend: B's eager launches cost 30% more, so its eager rows are
+    slower and the gate exits 1; JUnit, markdown and both run directories are written."""
+    import functools
+
+    from click.testing import CliRunner
+
+    from launchbench.cli import cli
+
+    monkeypatch.setattr(runner, "RunOptions", functools.partial(runner.RunOptions, backend_factory=recording_backend))
+    monkeypatch.setenv(ORDER_FILE_VARIABLE, str(tmp_path / "order.txt"))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(SCENARIO)
+    out = tmp_path / "ab"
+    result = CliRunner().invoke(cli, [
+        "ab", str(scenario), "--b", f"env={SLOWDOWN_VARIABLE}=0.3", "--out", str(out), "--passes", "3",
+        "--fail-on", "wall_us_per_launch:5%", "--junit", str(tmp_path / "junit.xml"), "--format", "markdown",
+        "-o", str(tmp_path / "ab.md"), "-q",
+    ])
+    assert result.exit_code == 1, result.output
+    assert "## launchbench ab: ❌" in (tmp_path / "ab.md").read_text()
+    assert (out / "comparison.md").is_file() and 'type="regression"' in (tmp_path / "junit.xml").read_text()
+    assert load_run(out / "a").status == load_run(out / "b").status == "complete"
