@@ -4,13 +4,16 @@
 # adds host work per launch in a python step (examples/ab/pr); separate runs base, chains 10% longer,
 # base again, with compare. Everything lands under OUT; wall times in OUT/wall_time.txt.
 #
-#     bash benchmarks/ab_h200.sh [OUT] [AB_OPTIONS...]
+#     [STEPS="gpu aa regression separate"] [AA=3] bash benchmarks/ab_h200.sh [OUT] [AB_OPTIONS...]
 #
-# AB_OPTIONS go to the three A/A invocations (e.g. --max-time 2 to halve their time).
+# AB_OPTIONS go to the AA A/A invocations (e.g. --max-time 2 to halve their time, --cpu none to leave
+# the workers unpinned); STEPS chooses the parts.
 set -uo pipefail
 out=${1:-results/ab-h200}
 shift || true
 aa_options=("$@")
+steps=${STEPS:-gpu aa regression separate}
+has() { [[ " $steps " == *" $1 "* ]]; }
 mkdir -p "$out"
 lb() { python3 -m launchbench "$@"; }
 timed() {  # NAME COMMAND...: run, log the exit code and the wall time
@@ -21,21 +24,22 @@ timed() {  # NAME COMMAND...: run, log the exit code and the wall time
   status=$?
   echo "$name: exit $status, $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s wall" | tee -a "$out/wall_time.txt"
 }
-timed gpu-tests python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_ab_gpu.py
+has gpu && timed gpu-tests python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_ab_gpu.py
 python3 - >"$out/host_cost.txt" <<'PY'
 import timeit
 import numpy as np
 x = np.ones(1000, dtype=np.float32)
-cost = min(timeit.repeat(lambda: (x, x.dtype.type(1.0)), number=100_000, repeat=5)) / 100_000
-print(f"examples/ab/pr extra host work per launch (NumPy scalar + tuple): {cost * 1e9:.0f} ns")
+cost = min(timeit.repeat(lambda: np.asarray(1.0, dtype=x.dtype)[()], number=100_000, repeat=5)) / 100_000
+print(f"examples/ab/pr extra host work per launch (np.asarray(FACTOR, dtype)[()]): {cost * 1e9:.0f} ns")
 PY
-for n in 1 2 3; do
+has aa && for n in $(seq 1 "${AA:-3}"); do
   timed "aa-$n" lb ab scenarios/quickstart.yaml --quiet --out "$out/aa-$n" "${aa_options[@]}" \
     --fail-on wall_us_per_launch:5% --format markdown -o "$out/aa-$n/comparison-gate.md" --junit "$out/aa-$n/junit.xml"
 done
-timed regression lb ab scenarios/ab_launch.yaml --a path=examples/ab/base --b path=examples/ab/pr --quiet \
+has regression && timed regression lb ab scenarios/ab_launch.yaml --a path=examples/ab/base --b path=examples/ab/pr --quiet \
   --out "$out/regression" --fail-on wall_us_per_launch:5% --format markdown -o "$out/regression/comparison-gate.md" \
   --junit "$out/regression/junit.xml"
+if has separate; then
 timed run-base lb run scenarios/quickstart.yaml --quiet --out "$out/separate/base"
 timed run-longer lb run tests/data/gpu/quickstart_longer.yaml --quiet --out "$out/separate/longer"
 timed run-base-2 lb run scenarios/quickstart.yaml --quiet --out "$out/separate/base-2"
@@ -43,4 +47,5 @@ timed compare-aa lb compare "$out/separate/base" "$out/separate/base-2" --fail-o
   --format markdown -o "$out/separate/base-vs-base-2.md"
 timed compare-longer lb compare "$out/separate/base" "$out/separate/longer" --fail-on wall_us_per_iter:5% \
   --format markdown -o "$out/separate/base-vs-longer.md"
+fi
 cat "$out/wall_time.txt"

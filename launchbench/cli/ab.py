@@ -50,6 +50,8 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML: one testcase per row and metric.")
+@click.option("--cpu", "cpu", default="auto", show_default=True, metavar="N|auto|none",
+              help="CPU to pin both sides' workers to: a number, auto (the highest this process may use) or none.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
 @handle_errors
 def ab(
@@ -74,6 +76,7 @@ def ab(
     fmt: str,
     output: str | None,
     junit: str | None,
+    cpu: str,
     quiet: bool,
 ) -> None:
     """Measure two variants A (base) and B (change) of the same SCENARIOS interleaved on one GPU.
@@ -91,12 +94,15 @@ def ab(
     from launchbench.report.console import ConsoleEvents
     from launchbench.report.run_files import write_tables
     from launchbench.run import runner
-    from launchbench.run.ab import Side, parse_variant, run_ab
+    from launchbench.run.ab import Side, default_cpus, parse_variant, run_ab
 
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:
         raise click.UsageError(str(err)) from None
+    if cpu not in ("auto", "none") and not cpu.isdigit():
+        raise click.BadParameter(f"{cpu!r}: give a CPU number, auto or none", param_hint="--cpu")
+    cpus = default_cpus() if cpu == "auto" else () if cpu == "none" else (int(cpu),)
     variants = (parse_variant(a_spec), parse_variant(b_spec))
     overrides = _overrides(quick, target_noise, max_time, min_samples)
     if passes is not None:
@@ -109,7 +115,7 @@ def ab(
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        a, b = run_ab(sides, options, events, argv=sys.argv)
+        a, b = run_ab(sides, options, events, argv=sys.argv, cpus=cpus)
     except KeyboardInterrupt:
         events.close()
         console.print(f"[yellow]interrupted[/]: what both sides measured is in {root}/a and {root}/b")

@@ -9,7 +9,9 @@ variant's paths.
 
 Order: pass by pass; in pass k, case i runs A then B when i + k is even, B then A otherwise, so neither
 side always goes first and round k of a case (pass k of both sides) is measured seconds apart. Every pass
-starts fresh workers on both sides. Each side's results are an ordinary run directory (results.json
+starts fresh workers on both sides. Both sides' workers are pinned to the same CPU (by default): a
+thread that moves between cores of different speed (a VM's vCPUs) otherwise puts one side of a round
+on a fast core and the other on a slow one. Each side's results are an ordinary run directory (results.json
 after every case, the tables after every pass); launchbench.analysis.compare.compare_paired pairs them.
 """
 
@@ -43,6 +45,7 @@ from launchbench.run.runner import (
     _Worker,
     pass_settings,
 )
+from launchbench.run.worker import CPUS_VARIABLE
 from launchbench.scenario.core import Case
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this launchbench package
@@ -145,11 +148,14 @@ def child_environment(variant: Variant) -> dict[str, str]:
 class VariantWorker(_Worker):
     """A worker process of one variant: its interpreter, its paths and environment, over a socket pair."""
 
-    def __init__(self, variant: Variant, factory: Callable[[int], Any], device: int):
+    def __init__(self, variant: Variant, factory: Callable[[int], Any], device: int, cpus: tuple[int, ...] = ()):
         parent, child = socket.socketpair()
+        env = child_environment(variant)
+        if cpus:
+            env[CPUS_VARIABLE] = ",".join(map(str, cpus))
         command = [variant.interpreter, "-m", "launchbench.run.worker", str(child.fileno()), factory_spec(factory), str(device)]
         try:
-            popen = subprocess.Popen(command, env=child_environment(variant), pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+            popen = subprocess.Popen(command, env=env, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
         except OSError as err:
             parent.close()
             raise VariantError(f"cannot start {shlex.join(command[:3])}: {err}") from None
@@ -204,15 +210,21 @@ def ab_schedule(pairs: Sequence[tuple[Case, Case]]) -> list[tuple[int, int, int]
     return out
 
 
+def default_cpus() -> tuple[int, ...]:
+    """One CPU for both sides' workers: the highest this process may use (away from CPU 0, where a
+    host tends to take its interrupts)."""
+    return (max(os.sched_getaffinity(0)),)
+
+
 class _SideState:
-    def __init__(self, side: Side, options: RunOptions):
-        self.side, self.options = side, options
+    def __init__(self, side: Side, options: RunOptions, cpus: tuple[int, ...]):
+        self.side, self.options, self.cpus = side, options, cpus
         self.worker: VariantWorker | None = None
         self.record: RunRecord | None = None
 
     def fresh_worker(self) -> dict[str, Any]:
         self.stop()
-        self.worker = VariantWorker(self.side.variant, self.options.backend_factory, self.options.device)
+        self.worker = VariantWorker(self.side.variant, self.options.backend_factory, self.options.device, self.cpus)
         return self.worker.start()
 
     def stop(self) -> None:
@@ -246,14 +258,19 @@ class _SideState:
 
 
 def run_ab(
-    sides: tuple[Side, Side], options: RunOptions, events: RunEvents | None = None, argv: Sequence[str] | None = None
+    sides: tuple[Side, Side],
+    options: RunOptions,
+    events: RunEvents | None = None,
+    argv: Sequence[str] | None = None,
+    cpus: tuple[int, ...] = (),
 ) -> tuple[RunRecord, RunRecord]:
-    """Measure both sides interleaved (see the module docstring); return both records."""
+    """Measure both sides interleaved (see the module docstring); return both records. ``cpus``: the
+    CPUs every worker of both sides is pinned to (none: the OS places them)."""
     events = events or SilentEvents()
     pairs = paired_cases(sides[0].plan, sides[1].plan)
     for side in sides:
         refuse_used_run_dir(side.run_dir)
-    states = [_SideState(side, options) for side in sides]
+    states = [_SideState(side, options, cpus) for side in sides]
     try:
         environments = [state.fresh_worker() for state in states]
         for side in sides:
@@ -274,7 +291,9 @@ def run_ab(
                 "overrides": options.overrides,
                 "isolate": True,
                 "device": options.device,
-                "ab": {"side": side.name, "variant": side.variant.describe(), "paired_with": str(other[n])},
+                "ab": {
+                    "side": side.name, "variant": side.variant.describe(), "paired_with": str(other[n]), "cpus": list(cpus),
+                },
             },
         )
         state.write(tables=False)

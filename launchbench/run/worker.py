@@ -20,6 +20,7 @@ from launchbench.measure.clock import SystemClock
 from launchbench.run.execute import execute_case, failed_case
 
 PROGRESS_STEP = 0.05
+CPUS_VARIABLE = "LAUNCHBENCH_WORKER_CPUS"  # a worker started as a program pins itself to these CPUs
 
 
 def cupy_backend(device: int) -> Any:
@@ -87,12 +88,16 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
 def main(argv: list[str] | None = None) -> None:
     """A worker started as its own program (``python -m launchbench.run.worker FD FACTORY DEVICE``), by
     a parent that may run another interpreter: FD is the inherited end of a socket pair, FACTORY the
-    backend factory as "module:function"."""
+    backend factory as "module:function". With CPUS_VARIABLE set (e.g. "7"), the worker pins itself
+    to those CPUs."""
     import importlib
     import socket
     from multiprocessing.connection import Connection
 
     fd, factory_spec, device = argv if argv is not None else sys.argv[1:]
+    cpus = os.environ.get(CPUS_VARIABLE)
+    if cpus:  # pinned before CUDA starts its threads, so they inherit it
+        os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     module, _, name = factory_spec.partition(":")
     factory = getattr(importlib.import_module(module), name)
     conn = Connection(socket.socket(fileno=int(fd)).detach())

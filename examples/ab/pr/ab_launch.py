@@ -1,10 +1,12 @@
 """The changed side of the ab example (scenarios/ab_launch.yaml): the same kernels as the base, but
-every launch first builds a NumPy scalar of the array's dtype and an argument tuple: host work a pull
+every launch first normalizes the factor to a NumPy scalar of the array's dtype: host work a pull
 request could add without touching the GPU work (the graph replays the same kernels)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 FACTOR = 1.0
 
@@ -14,7 +16,7 @@ def scale_chain(xp: Any, stream: Any, n: int = 1000, launches: int = 10) -> dict
 
     def run() -> None:
         for _ in range(launches):
-            args = (x, x.dtype.type(FACTOR))  # a NumPy scalar and a tuple per launch
-            xp.multiply(*args, out=x)
+            alpha = np.asarray(FACTOR, dtype=x.dtype)[()]  # a NumPy scalar of x's dtype, per launch
+            xp.multiply(x, alpha, out=x)
 
     return {"run": run, "outputs": {"x": x}}
