@@ -10,6 +10,7 @@ GPU times stay within ±0.2% between passes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -186,7 +187,21 @@ def first_graph_row(run: RunRecord) -> tuple[str, str, float]:
 
 
 def expectation_scenario(path: Path, name: str, expect: str) -> Path:
-    """A one-chain scenario file named ``name`` whose ``expect:`` block is ``expect`` (YAML lines)."""
-    path.write_text(f"name: {name}\ndescription: test\nchains:\n  empty:\n    - kind: empty\nexpect:\n{expect}", encoding="utf-8")
+    """A scenario file named ``name`` whose ``expect:`` block is ``expect`` (YAML lines), with a chain of
+    empty kernels for each case the block names (``case: 'chain/axis=value'``: the chain and that axis
+    value), so that every case pattern in it matches a case of the file."""
+    chains: dict[str, dict[str, str]] = {"empty": {}}
+    for case in re.findall(r"case: '([^'*?\[]+)'", expect):
+        chain, _, suffix = case.partition("/")
+        chains[chain] = dict(part.split("=", 1) for part in suffix.split(",") if "=" in part)
+    sweep = {axis: value for axes in chains.values() for axis, value in axes.items()}
+    lines = [f"name: {name}", "description: test"]
+    if sweep:
+        lines += ["sweep:"] + [f"  {axis}: [{value}]" for axis, value in sweep.items()]
+    lines.append("chains:")
+    for chain, axes in chains.items():
+        uses = "".join(f", grid: ${axis}" if i == 0 else f", block: ${axis}" for i, axis in enumerate(axes))
+        lines += [f"  {chain}:", f"    - {{kind: empty{uses}}}"]
+    path.write_text("\n".join(lines) + f"\nexpect:\n{expect}", encoding="utf-8")
     return path
 

@@ -1,6 +1,6 @@
 """Import direction between launchbench's packages: a module never imports one on a higher layer.
 
-Layers, low to high: errors (and the package's own ``__init__``) < the step-kind definitions
+Layers, low to high: errors (with the package's own ``__init__`` and ``files``) < the step-kind definitions
 (``backend/kinds``) < scenario < measure < results < backend < run < analysis < history < report < cli
 (``__main__`` with it). Every import counts, the lazy ones inside functions too. CuPy, cuda.bindings and
 NVML are imported at module level only by backend modules outside ``backend/kinds``, so the rest imports
@@ -27,7 +27,7 @@ def layer_of(module: str) -> str | None:
     parts = module.split(".")
     if parts[0] != "launchbench":
         return None
-    if module in ("launchbench", "launchbench.errors"):
+    if module in ("launchbench", "launchbench.errors", "launchbench.files"):  # files: bounded reads, checked writes
         return "errors"
     if module == "launchbench.__main__":
         return "cli"

@@ -34,11 +34,11 @@ from typing import Any, Literal
 import pandas as pd
 
 from launchbench.analysis.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
+from launchbench.analysis.expectations import load_checked
 from launchbench.analysis.formatting import format_change_summary
 from launchbench.analysis.table import COLUMNS, run_table
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
-from launchbench.scenario.load import load_scenario
 from launchbench.scenario.model import Expectation, Scenario
 
 CheckKind = Literal["regression", "missing", "expectation", "blind"]
@@ -317,7 +317,7 @@ def run_expectations(run: RunRecord, scenario_files: Sequence[str | Path] = ()) 
             raise NoExpectationsError(f"no scenario file to take expectations from ({recorded}); give one with --scenario")
     expectations: list[ScopedExpectation] = []
     for path in paths:
-        scenario = load_scenario(path)
+        scenario = load_checked(str(path))[0].scenario  # a misspelt metric or a pattern that matches no case: exit 2
         expectations.extend(expectations_of(scenario))
         notes.append(f"{path}: {len(scenario.expect)} expectation(s) for scenario {scenario.name!r}")
     if not expectations:

@@ -13,7 +13,6 @@ from rich.console import Console
 
 from launchbench.cli.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, handle_errors
 from launchbench.errors import LaunchbenchError
-from launchbench.scenario.expand import expand_scenario
 
 QUICK = {"target_noise": 0.03, "latency_target_noise": 0.05, "max_time": 1.0, "min_samples": 5, "warmup_time": 0.05, "passes": 2}
 
@@ -23,22 +22,57 @@ QUICK = {"target_noise": 0.03, "latency_target_noise": 0.05, "max_time": 1.0, "m
 @click.option("--max-cases", type=click.IntRange(min=1), default=None, help="Allow sweeps with more cases than the file's max_cases.")
 @handle_errors
 def validate(scenarios: tuple[str, ...], max_cases: int | None) -> None:
-    """Check scenario files without a GPU: YAML, keys, types, sweeps and every expanded case."""
+    """Check scenario files without a GPU: YAML, keys, types, sweeps, expectations and every expanded case.
+
+    Files are checked as `run` would take them together: the same file twice, or two files with one
+    scenario name, are refused."""
+    from launchbench.analysis.expectations import load_checked
+    from launchbench.scenario.expand import iter_cases
+
+    names: dict[str, str] = {}
+    seen: set[str] = set()
     for path in scenarios:
-        cases = expand_scenario(path, max_cases=max_cases)
-        launches = sum(c.launches_per_iter for c in cases)
-        click.echo(f"{path}: ok — {len(cases)} cases, {launches} launches per pass over all cases")
+        key = _file_key(path)
+        if key in seen:
+            raise LaunchbenchError(f"{path}: given twice")
+        seen.add(key)
+        loaded, _ = load_checked(path, max_cases)
+        name = loaded.scenario.name
+        if name in names:
+            raise LaunchbenchError(f"{path}: scenario name '{name}' is used by another file ({names[name]})")
+        names[name] = path
+        count = launches = 0
+        for case in iter_cases(loaded.scenario, loaded.file, loaded.lines, max_cases):  # one case at a time
+            count += 1
+            launches += case.launches_per_iter
+        click.echo(f"{path}: ok — {count} cases, {launches} launches per pass over all cases")
     sys.exit(EXIT_OK)
 
 
-def _overrides(quick: bool, target_noise: float | None, max_time: float | None, min_samples: int | None) -> dict[str, Any]:
+def _file_key(path: str) -> str:
+    """The same file named twice (a.yaml, ./a.yaml, a link to it) gives the same key."""
+    try:
+        return str(Path(path).resolve(strict=False))
+    except (OSError, RuntimeError):  # a symlink loop: reported by the loader
+        return path
+
+
+def _overrides(
+    quick: bool, target_noise: float | None, max_time: float | None, min_samples: int | None, passes: int | None
+) -> dict[str, Any]:
+    """The command line's measurement settings, held to the file's rules (MeasureSettings): a value the
+    file would refuse (nan, inf, out of range) is a usage error naming the option."""
+    from pydantic import ValidationError
+
+    from launchbench.scenario.core import MeasureSettings, measure_overrides_error
+
     out: dict[str, Any] = dict(QUICK) if quick else {}
-    if target_noise is not None:
-        out["target_noise"] = target_noise
-    if max_time is not None:
-        out["max_time"] = max_time
-    if min_samples is not None:
-        out["min_samples"] = min_samples
+    given = {"target_noise": target_noise, "max_time": max_time, "min_samples": min_samples, "passes": passes}
+    out.update({key: value for key, value in given.items() if value is not None})
+    try:
+        MeasureSettings.model_validate({"max_samples": 10_000_000, **out})  # each value alone; the file's max_samples is checked per file
+    except ValidationError as err:
+        raise click.UsageError(measure_overrides_error(err)) from None
     return out
 
 
@@ -51,10 +85,10 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), help="Run directory (default results/<timestamp>-<scenario>).")
 @click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True, help="Where default run directories go.")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
-@click.option("--target-noise", type=click.FloatRange(min=0, min_open=True, max=1), help="Stop when the median's 95% CI is within this fraction (default 0.01).")
-@click.option("--max-time", type=click.FloatRange(min=0, min_open=True), help="Time budget per case in seconds (default 4).")
-@click.option("--min-samples", type=click.IntRange(min=3), help="Fewest samples per mode (default 10).")
-@click.option("--passes", type=click.IntRange(min=1, max=100), help="Passes over all cases; each in a fresh worker process; each case's budget is split among them (default 5).")
+@click.option("--target-noise", type=float, help="Stop when the median's 95% CI is within this fraction, in (0, 1] (default 0.01).")
+@click.option("--max-time", type=float, help="Time budget per case in seconds, in (0, 86400] (default 4).")
+@click.option("--min-samples", type=int, help="Fewest samples per mode, 3 to the file's max_samples (default 10).")
+@click.option("--passes", type=int, help="Passes over all cases, 1 to 100; each in a fresh worker process; each case's budget is split among them (default 5).")
 @click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 passes, 5 samples minimum.")
 @click.option("--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases.")
 @click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), help="Finish an interrupted run: measure only its missing cases.")
@@ -93,10 +127,9 @@ def run(
         out = resume_dir
     if not scenarios:
         raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
-    overrides = _overrides(quick, target_noise, max_time, min_samples)
-    if passes is not None:
-        overrides["passes"] = passes
+    overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
     the_plan = runner.plan(scenarios, overrides, max_cases)
+    _check_plan_expectations(the_plan)
     run_dir = out or runner.default_run_dir(results_root, the_plan.scenarios)
     from launchbench.report.run_files import write_tables
 
@@ -125,6 +158,15 @@ def run(
     if plot:
         _write_plots(record, run_dir, console)
     sys.exit(code)
+
+
+def _check_plan_expectations(the_plan: Any) -> None:
+    """The files' expect: entries name real columns and match cases, before anything is measured."""
+    from launchbench.analysis.expectations import check_expectations
+
+    for loaded in the_plan.files:
+        ids = [c.case_id for c in the_plan.cases if c.scenario == loaded.scenario.name]
+        check_expectations(loaded, ids)
 
 
 def _check_expectations(record: Any, console: Console) -> int:

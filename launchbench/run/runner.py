@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from launchbench import __version__
 from launchbench.errors import LaunchbenchError, NoGpuError
 from launchbench.results.merge import merge_pass
@@ -25,9 +27,9 @@ from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
 from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
 from launchbench.run.execute import execute_case, failed_case
 from launchbench.run.worker import cupy_backend, serve
-from launchbench.scenario.core import Case
-from launchbench.scenario.expand import expand_loaded
-from launchbench.scenario.load import load_scenario_file
+from launchbench.scenario.core import Case, measure_overrides_error, with_overrides
+from launchbench.scenario.expand import expand_loaded, load_bounded
+from launchbench.scenario.load import ScenarioFile
 
 WORKER_START_TIMEOUT = 180.0
 CASE_TIMEOUT_FLOOR = 300.0
@@ -78,25 +80,34 @@ class RunOptions:
 class Plan:
     cases: list[Case]
     scenarios: list[ScenarioInfo]
+    files: list[ScenarioFile] = field(default_factory=list)  # as loaded, in the order of scenarios
 
 
 def plan(paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, max_cases: int | None = None) -> Plan:
     """Load and expand every scenario file (no GPU needed); apply command-line measurement overrides."""
     cases: list[Case] = []
     infos: list[ScenarioInfo] = []
+    files: list[ScenarioFile] = []
     seen: set[str] = set()
     for path in paths:
-        loaded = load_scenario_file(path)
+        loaded = load_bounded(path, max_cases)
         scenario = loaded.scenario
         if scenario.name in seen:
             raise LaunchbenchError(f"{path}: scenario name '{scenario.name}' is used by another file in this run")
         seen.add(scenario.name)
         expanded = expand_loaded(scenario, loaded.file, loaded.lines, max_cases)
         if overrides:
-            expanded = [dataclasses.replace(c, measure=c.measure.model_copy(update=overrides)) for c in expanded]
+            try:
+                measure = with_overrides(scenario.measure, overrides)
+            except ValidationError as err:
+                raise LaunchbenchError(
+                    f"{path}: the command line's measure settings do not fit the file's: {measure_overrides_error(err)}"
+                ) from None
+            expanded = [dataclasses.replace(c, measure=measure) for c in expanded]
         cases.extend(expanded)
         infos.append(ScenarioInfo(name=scenario.name, description=scenario.description.strip(), file=str(path), sha256=loaded.sha256))
-    return Plan(cases, infos)
+        files.append(loaded)
+    return Plan(cases, infos, files)
 
 
 def default_run_dir(root: Path, scenarios: Sequence[ScenarioInfo]) -> Path:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from launchbench.backend.kinds.fields import Float, Int, Strict
 
@@ -27,6 +27,41 @@ class MeasureSettings(Strict):
         5, ge=1, le=100, description="passes over all cases, each in a fresh worker process; each case's budget is split among them so drift shows in its CI"
     )
     max_in_flight: Int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
+
+    @field_validator("max_samples")
+    @classmethod
+    def _sample_bounds(cls, max_samples: int, info: ValidationInfo) -> int:
+        min_samples = info.data.get("min_samples")
+        if min_samples is not None and min_samples > max_samples:
+            raise ValueError(f"max_samples ({max_samples}) is below min_samples ({min_samples})")
+        return max_samples
+
+
+OVERRIDE_OPTIONS = {
+    "target_noise": "--target-noise",
+    "max_time": "--max-time",
+    "min_samples": "--min-samples",
+    "passes": "--passes",
+}
+
+
+def measure_overrides_error(err: ValidationError) -> str:
+    """A ValidationError of MeasureSettings built from command-line values, as one line naming the option."""
+    first = err.errors(include_url=False)[0]
+    name = str(first["loc"][0]) if first["loc"] else ""
+    message = str(first["msg"]).removeprefix("Value error, ")
+    option = OVERRIDE_OPTIONS.get(name)
+    if option is None:  # a rule across fields: a command-line value against the file's
+        return f"measure.{name}: {message}"
+    return f"{option} {first.get('input')!r}: {message}" if isinstance(first.get("input"), (int, float)) else f"{option}: {message}"
+
+
+def with_overrides(settings: MeasureSettings, overrides: dict[str, Any]) -> MeasureSettings:
+    """``settings`` with command-line values applied, held to the same rules as the file's values
+    (finite, in range, min_samples not above max_samples). Raises pydantic's ValidationError."""
+    if not overrides:
+        return settings
+    return MeasureSettings.model_validate({**settings.model_dump(), **overrides})
 
 
 @dataclass(frozen=True)

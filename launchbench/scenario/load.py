@@ -13,7 +13,7 @@ import hashlib
 import re
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from yaml.constructor import ConstructorError
 
 from launchbench.errors import ScenarioError
+from launchbench.files import read_regular_file
 from launchbench.scenario.model import STEP_FIELDS, Scenario, Step
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -42,11 +43,14 @@ class ScenarioFile:
     sha256: str  # of the bytes that were read: what the run records it measured
 
 
-def load_scenario_file(path: str | Path) -> ScenarioFile:
-    """Read, parse and validate one scenario file (the chains' steps are checked in expand.py)."""
+def load_scenario_file(path: str | Path, precheck: Callable[[str, str], None] | None = None) -> ScenarioFile:
+    """Read, parse and validate one scenario file (the chains' steps are checked in expand.py).
+    ``precheck(text, file)`` runs on the text before it is parsed (expand.py bounds the expansion there)."""
     path = Path(path)
     file = str(path)
     text = _read_text(path)
+    if precheck is not None:
+        precheck(text, file)
     data, lines = parse_yaml(text, file)
     if "chain" in data and "chains" in data:
         raise ScenarioError(
@@ -66,18 +70,7 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def _read_text(path: Path) -> str:
     file = str(path)
-    try:
-        if not path.exists():
-            raise ScenarioError(file, "no such file")
-        if path.is_dir():
-            raise ScenarioError(file, "is a directory, not a scenario file")
-        with path.open("rb") as handle:  # bounded: a device file or a huge file must not fill memory
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except (OSError, ValueError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise ScenarioError(file, f"cannot be read: {reason}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ScenarioError(file, f"file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; not a scenario")
+    raw = read_regular_file(path, MAX_FILE_BYTES, lambda message: ScenarioError(file, message), "a scenario file")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -87,16 +80,41 @@ def _read_text(path: Path) -> str:
 
 # --- parsing ------------------------------------------------------------------------------------------
 
-_YAML12_FLOAT = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+# YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution): only these plain scalars are
+# booleans and numbers. YAML 1.1's others read as text: yes/no/on/off, 1:30 (sexagesimal 90), 1_000, 0b1,
+# dates; and 010 is ten, not octal eight. Where a number is expected, the model's error names the form.
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_YAML12_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_YAML12_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_YAML12_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_YAML11_ONLY = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
 
 
 class _TagRefused(ConstructorError):
     pass
 
 
+def _construct_int(constructor: yaml.constructor.SafeConstructor, node: yaml.Node) -> int:
+    """A YAML 1.2 integer: decimal (leading zeros allowed: ``010`` is 10), ``0o`` octal or ``0x`` hex."""
+    value = str(constructor.construct_scalar(node))  # type: ignore[arg-type]
+    if value.startswith("0o"):
+        return int(value[2:], 8)
+    if value.startswith("0x"):
+        return int(value[2:], 16)
+    return int(value, 10)
+
+
+class _Keys(yaml.constructor.SafeConstructor):
+    """Builds mapping keys as the loader does (for the line index)."""
+
+
 class _Loader(yaml.SafeLoader):
-    """The safe loader, bounded while composing, refusing unknown tags by name, and reading ``1e6`` as a
-    number as YAML 1.2 does (YAML 1.1 needs ``1.0e+6``; a string where a size was meant helps nobody)."""
+    """The safe loader with YAML 1.2 core-schema scalars, bounded while composing, refusing unknown tags
+    by name."""
 
     def __init__(self, stream: str, file: str):
         super().__init__(stream)
@@ -138,7 +156,16 @@ def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
     )
 
 
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_FLOAT, list("-+0123456789"))
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in _YAML11_ONLY]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_BOOL, _YAML12_BOOL, list("tTfF"))
+_Loader.add_implicit_resolver(_INT, _YAML12_INT, list("-+0123456789"))
+_Loader.add_implicit_resolver(_FLOAT, _YAML12_FLOAT, list("-+0123456789."))
+for _constructor in (_Loader, _Keys):
+    _constructor.add_constructor(_INT, _construct_int)
+    _constructor.add_constructor("tag:yaml.org,2002:timestamp", _refuse_tag)  # type: ignore[arg-type]
 _Loader.add_constructor(None, _refuse_tag)  # type: ignore[arg-type]
 
 
@@ -155,7 +182,7 @@ def parse_yaml(text: str, file: str) -> tuple[dict[str, Any], dict[KeyPath, int]
             raise ScenarioError(file, f"a scenario must be a YAML mapping of keys to values, not {what}", node.start_mark.line + 1)
         _check_graph(node, file)
         lines: dict[KeyPath, int] = {}
-        _index_lines(node, (), lines, file, yaml.constructor.SafeConstructor())
+        _index_lines(node, (), lines, file, _Keys())
         data = loader.construct_document(node)
     except yaml.YAMLError as err:
         raise _yaml_error(err, file, text) from None

@@ -22,6 +22,7 @@ from launchbench.backend.kinds.fields import (
     MAX_LAUNCHES_PER_CALL,
     MAX_REPEAT,
     MAX_STREAM,
+    Bool,
     Float,
     Int,
     Number,
@@ -224,7 +225,7 @@ class SweepRange(Strict):
     stop: Float = Field(..., ge=-MAX_SWEEP_MAGNITUDE, le=MAX_SWEEP_MAGNITUDE)
     num: Int = Field(..., ge=1, le=10_000)
     scale: Literal["linear", "log"] = "log"
-    integer: bool = True
+    integer: Bool = True
 
     @model_validator(mode="after")
     def _positive_for_log(self) -> SweepRange:
@@ -239,8 +240,16 @@ class Expectation(Strict):
     case: str = Field("*", description="case id or fnmatch pattern")
     mode: Literal["eager", "graph"] = "graph"
     metric: str
-    max: Float | None = None
     min: Float | None = None
+    max: Float | None = None
+
+    @field_validator("max")
+    @classmethod
+    def _max_above_min(cls, high: float | None, info: ValidationInfo) -> float | None:
+        low = info.data.get("min")
+        if high is not None and low is not None and high < low:
+            raise ValueError(f"max ({high:g}) is below min ({low:g}): no value can pass")
+        return high
 
     @model_validator(mode="after")
     def _bound(self) -> Expectation:

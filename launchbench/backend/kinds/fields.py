@@ -3,6 +3,7 @@ numbers that must be written as numbers, and the limits CUDA and the tool set.""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -18,6 +19,12 @@ MAX_STREAM = 7  # stream 0 is the case's main stream; 1..MAX_STREAM are auxiliar
 MAX_LAUNCHES_PER_CALL = 100_000
 
 
+YAML11_BOOLEANS = frozenset({"yes", "no", "on", "off", "y", "n"})
+_SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+_UNDERSCORED = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?$")
+_BASE_PREFIX = re.compile(r"^[-+]?0[bBoOxX]?[0-9a-fA-F_]+$")
+
+
 def _number(value: Any) -> Any:
     """Numbers must be written as numbers: no booleans (lax mode reads true as 1) and no strings."""
     if isinstance(value, bool):
@@ -26,6 +33,14 @@ def _number(value: Any) -> Any:
         hint = ""
         if value.startswith("$"):
             hint = " ($name references work only in chain steps and defaults)"
+        elif value.lower() in YAML11_BOOLEANS:
+            hint = " (YAML 1.2 reads yes/no/on/off as text; a boolean is true or false)"
+        elif _SEXAGESIMAL.match(value):
+            hint = " (YAML 1.2 reads 1:30 as text, not as the base-60 number 90; write the number)"
+        elif "_" in value and _UNDERSCORED.match(value):
+            hint = " (YAML 1.2 reads digits with '_' as text; write the number without '_')"
+        elif _BASE_PREFIX.match(value) and not value.lstrip("+-").isdigit():
+            hint = " (YAML 1.2 numbers are decimal, 0o octal or 0x hexadecimal)"
         else:
             try:
                 float(value)
@@ -36,12 +51,21 @@ def _number(value: Any) -> Any:
     return value
 
 
+def _boolean(value: Any) -> Any:
+    """Booleans must be written as true or false (lax mode would read 'yes', 'on', 1 as true)."""
+    if not isinstance(value, bool):
+        hint = " (YAML 1.2 reads yes/no/on/off as text)" if isinstance(value, str) and value.lower() in YAML11_BOOLEANS else ""
+        raise PydanticCustomError("bool_type", "expected true or false, not {value}{hint}", {"value": repr(value), "hint": hint})
+    return value
+
+
 def _not_bool(value: Any) -> Any:
     if isinstance(value, bool):
         raise PydanticCustomError("value_type", "expected a number or a string, not the boolean {value}", {"value": str(value).lower()})
     return value
 
 
+Bool = Annotated[bool, BeforeValidator(_boolean)]
 Int = Annotated[int, BeforeValidator(_number)]
 Float = Annotated[float, BeforeValidator(_number)]
 Number = Annotated[float | int, BeforeValidator(_number)]
