@@ -124,7 +124,7 @@ def test_rows_only_on_one_side_are_listed(baseline_run: RunRecord, tmp_path: Pat
     dropped, *kept = baseline_run.cases
     extra = kept[0].model_copy(update={"case_id": kept[0].case_id + "-new"})
     base, cur = pair(tmp_path, baseline_run, baseline_run.model_copy(update={"cases": [*kept, extra]}))
-    result = invoke("compare", base, cur, "--format", "json", *GATE)
+    result = invoke("compare", base, cur, "--format", "json", *GATE, "--allow-missing")
     assert result.exit_code == 0
     verdicts = json_rows(result)
     assert verdicts[(dropped.scenario, dropped.case_id, "eager")] == "missing"
@@ -132,9 +132,10 @@ def test_rows_only_on_one_side_are_listed(baseline_run: RunRecord, tmp_path: Pat
     table = invoke("compare", base, cur)
     assert "Only in the baseline" in table.stdout and "Only in the current" in table.stdout
     assert extra.case_id in table.stdout
-    assert invoke("compare", base, cur, *GATE, "--fail-on-missing").exit_code == 1
+    assert invoke("compare", base, cur, *GATE).exit_code == 1  # a gated row missing in the current run fails
+    assert invoke("compare", base, cur, *GATE, "--fail-on-missing").exit_code == 1  # the old flag still parses
     # the CSV/JSON gate cell, the console table and JUnit agree: the missing row fails on every metric
-    document = json.loads(invoke("compare", base, cur, *GATE, "--fail-on-missing", "--format", "json").stdout)
+    document = json.loads(invoke("compare", base, cur, *GATE, "--format", "json").stdout)
     gates = {r["gate"] for r in document["rows"] if (r["scenario"], r["case"]) == (dropped.scenario, dropped.case_id)}
     assert gates == {"fail"}
 
@@ -143,6 +144,9 @@ def test_junit_xml(baseline_run: RunRecord, tmp_path: Path) -> None:
     chosen = chosen_keys(baseline_run)
     base, cur = pair(tmp_path, baseline_run, scale_rows(baseline_run, chosen, 1.10))
     junit = tmp_path / "out" / "junit.xml"
+    refused = invoke("compare", base, cur, *GATE, "--junit", str(junit))
+    assert refused.exit_code == 2 and "does not exist" in refused.stderr  # folders are not created
+    junit.parent.mkdir()
     result = invoke("compare", base, cur, *GATE, "--junit", str(junit))
     assert result.exit_code == 1
     root = ET.parse(junit).getroot()

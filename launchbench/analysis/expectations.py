@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from launchbench.analysis.table import COLUMNS
 from launchbench.errors import ScenarioError
+from launchbench.results.schema import RunRecord
 from launchbench.scenario.expand import Expansion, load_bounded, plan_expansion
 from launchbench.scenario.load import ScenarioFile
 
@@ -60,3 +61,17 @@ def load_checked(path: str, max_cases: int | None = None) -> tuple[ScenarioFile,
     expansion = plan_expansion(loaded.scenario, loaded.file, loaded.lines, max_cases)
     check_expectations(loaded, list(expansion.case_ids(loaded.scenario)))
     return loaded, expansion
+
+
+def stale_scenarios(run: RunRecord, files: Iterable[ScenarioFile]) -> list[str]:
+    """Notes on scenario files whose contents differ from what the run measured."""
+    recorded = {s.name: s.sha256 for s in run.scenarios}
+    notes = []
+    for loaded in files:
+        old = recorded.get(loaded.scenario.name)
+        if old and old != loaded.sha256:
+            notes.append(
+                f"{loaded.file} changed since the run measured scenario {loaded.scenario.name!r} "
+                f"(sha256 {old[:12]}… then, {loaded.sha256[:12]}… now): expectations are today's, the numbers are the run's"
+            )
+    return notes

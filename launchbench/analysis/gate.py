@@ -34,14 +34,14 @@ from typing import Any, Literal
 import pandas as pd
 
 from launchbench.analysis.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
-from launchbench.analysis.expectations import load_checked
+from launchbench.analysis.expectations import load_checked, stale_scenarios
 from launchbench.analysis.formatting import format_change_summary
 from launchbench.analysis.table import COLUMNS, run_table
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.scenario.model import Expectation, Scenario
 
-CheckKind = Literal["regression", "missing", "expectation", "blind"]
+CheckKind = Literal["regression", "missing", "expectation", "blind", "coverage"]  # coverage: see coverage.py
 BLIND_ADVICE = "use `launchbench ab` or more passes"
 
 
@@ -317,8 +317,10 @@ def run_expectations(run: RunRecord, scenario_files: Sequence[str | Path] = ()) 
             raise NoExpectationsError(f"no scenario file to take expectations from ({recorded}); give one with --scenario")
     expectations: list[ScopedExpectation] = []
     for path in paths:
-        scenario = load_checked(str(path))[0].scenario  # a misspelt metric or a pattern that matches no case: exit 2
+        loaded = load_checked(str(path))[0]  # a misspelt metric or a pattern that matches no case: exit 2
+        scenario = loaded.scenario
         expectations.extend(expectations_of(scenario))
+        notes.extend(stale_scenarios(run, [loaded]))
         notes.append(f"{path}: {len(scenario.expect)} expectation(s) for scenario {scenario.name!r}")
     if not expectations:
         raise NoExpectationsError(f"{', '.join(map(str, paths))}: no 'expect:' entries; nothing to check")

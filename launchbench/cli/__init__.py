@@ -6,7 +6,11 @@ Exit codes: 0 success; 1 a regression, a failed expectation or a failed case; 2 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import warnings
+from typing import NoReturn
 
 import click
 
@@ -16,7 +20,8 @@ from launchbench.cli import compare as cli_compare
 from launchbench.cli import graph as cli_graph
 from launchbench.cli import plot as cli_plot
 from launchbench.cli import run as cli_run
-from launchbench.cli.common import EXIT_INTERRUPTED
+from launchbench.cli.common import EXIT_INTERRUPTED, EXIT_USAGE
+from launchbench.files import os_reason
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -27,6 +32,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """launchbench: what launching a chain of GPU kernels one by one costs, and what a CUDA Graph saves."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    if not debug:  # numpy/scipy/pandas warnings on odd data are not the user's business; --debug shows them
+        warnings.simplefilter("ignore")
 
 
 for _module in (cli_run, cli_compare, cli_ab, cli_plot, cli_graph):
@@ -34,9 +41,39 @@ for _module in (cli_run, cli_compare, cli_ab, cli_plot, cli_graph):
         cli.add_command(_command)
 
 
-def main() -> None:
+def _tolerant_streams() -> None:
+    """Text the terminal's encoding cannot show (LANG=C, PYTHONIOENCODING=ascii) is escaped, not an error."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
+def _output_failed(err: OSError) -> NoReturn:
+    """stdout cannot be written (a full device, a closed pipe): one line on stderr, exit 2."""
     try:
-        cli.main(prog_name="launchbench", standalone_mode=True)
+        sys.stderr.write(f"launchbench: error: cannot write the output: {os_reason(err)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    try:  # nothing more may reach the broken stream at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    os._exit(EXIT_USAGE)
+
+
+def main() -> None:
+    _tolerant_streams()
+    try:
+        try:
+            cli.main(prog_name="launchbench", standalone_mode=True)
+        finally:
+            sys.stdout.flush()
     except KeyboardInterrupt:
         click.echo("launchbench: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except OSError as err:  # from writing stdout: the commands' own I/O errors are LaunchbenchErrors
+        _output_failed(err)

@@ -90,12 +90,13 @@ def ab(
 
     from launchbench.analysis.compare import compare_paired
     from launchbench.analysis.gate import evaluate_rules
-    from launchbench.cli.compare import emit_comparison
+    from launchbench.cli.compare import check_outputs, emit_comparison
     from launchbench.report.console import ConsoleEvents
     from launchbench.report.run_files import write_tables
     from launchbench.run import runner
     from launchbench.run.ab import Side, default_cpus, parse_variant, run_ab
 
+    check_outputs([("-o", output), ("--junit", junit)], inputs=[])  # before any measuring
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:

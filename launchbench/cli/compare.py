@@ -27,6 +27,13 @@ from launchbench.analysis.compare import (
     compare_runs,
     parse_threshold,
 )
+from launchbench.analysis.coverage import (
+    CoveragePolicy,
+    check_coverage,
+    comparison_coverage,
+    scenario_differences,
+    unfinished,
+)
 from launchbench.analysis.formatting import (
     format_change,
     format_change_ci,
@@ -43,12 +50,13 @@ from launchbench.analysis.gate import (
     parse_rule,
 )
 from launchbench.cli.common import EXIT_FAIL, EXIT_OK, handle_errors
+from launchbench.files import OutputError, atomic_write_text, check_output_file
 from launchbench.report.junit import comparison_junit, report_junit
 from launchbench.report.markdown import check_markdown, comparison_markdown
 from launchbench.report.tables import comparison_csv, comparison_json, report_json
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import METRIC_BY_NAME
-from launchbench.results.store import atomic_write_text, load_run
+from launchbench.results.store import load_run, resolve_results_file
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 VERDICT_STYLE = {
@@ -210,8 +218,51 @@ def _render_text(render: Callable[[Console], None]) -> str:
 # ------------------------------------------------------------------------------------------- outputs
 
 
-def _write(path: str, text: str) -> None:
-    atomic_write_text(Path(path), text)
+OUTPUT_HELP = "Write the output to FILE instead of the terminal (an existing file is replaced atomically; its folder must exist)."
+REPLACED = "replaced atomically if it exists; its folder must exist"
+
+
+def check_outputs(options: list[tuple[str, str | None]], inputs: list[str]) -> dict[str, Path]:
+    """Every output path checked before any work: writable folder, not a folder or a special file, not
+    one of the inputs, not given to two options."""
+    chosen: dict[str, Path] = {}
+    seen: dict[str, str] = {}
+    input_files = {_same_file_key(resolve_results_file(p)) for p in inputs} | {_same_file_key(Path(p)) for p in inputs}
+    for option, value in options:
+        if value is None:
+            continue
+        path = check_output_file(value, option)
+        key = _same_file_key(path)
+        if key in input_files:
+            raise OutputError(f"{option} {value}: is one of the input files; choose another output")
+        if key in seen:
+            raise OutputError(f"{option} {value}: also given to {seen[key]}; choose another output")
+        seen[key] = option
+        chosen[option] = path
+    return chosen
+
+
+def _same_file_key(path: Path) -> str:
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return str(path)
+
+
+def _write(path: str, text: str, option: str) -> None:
+    atomic_write_text(Path(path), text, option)
+
+
+def _warn_unchecked(baseline: Any, current: Any, comparison: Comparison) -> None:
+    """Without a gate nothing fails, but what a gate would refuse is still said."""
+    for side, record in (("baseline", baseline), ("current", current)):
+        why = unfinished(record)
+        if why:
+            click.echo(f"launchbench: warning: the {side} run {why}", err=True)
+    if comparison.rows and all(row.only_in is not None for row in comparison.rows):
+        click.echo("launchbench: warning: the runs have no rows in common", err=True)
+    for note in scenario_differences(baseline, current):
+        click.echo(f"launchbench: warning: {note}", err=True)
 
 
 def _append_step_summary(markdown: str) -> None:
@@ -249,13 +300,16 @@ FORMATS = ("table", "markdown", "csv", "json")
 @click.option("--fail-on", "rules", multiple=True, metavar="METRIC:N%|METRIC:Nus", callback=_parse_many(parse_rule, GateRuleError),
               help="Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
               "e.g. wall_us_per_launch:5%.")
-@click.option("--fail-on-missing", is_flag=True, help="Also exit 1 when a row that was ok in the baseline is missing or failed in the current run.")
+@click.option("--fail-on-missing", is_flag=True, hidden=True, help="Kept for old scripts: a gate fails on missing rows by default.")
+@click.option("--allow-missing", is_flag=True, help="Do not fail the gate when a row that was ok in the baseline is missing or failed in the current run.")
+@click.option("--allow-empty", is_flag=True, help="Do not fail the gate when it evaluated no check or the runs have no rows in common (a warning instead).")
+@click.option("--allow-interrupted", is_flag=True, help="Do not fail the gate when the current run is interrupted, failed or never finished (a warning instead).")
 @click.option("--fail-on-blind", is_flag=True,
               help="Also exit 1 when a gated row's minimum detectable effect exceeds its --fail-on amount (it could not have failed).")
 @click.option("--allow-different-gpu", is_flag=True, help="Compare runs taken on different GPU models (refused otherwise).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
-@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML: one testcase per row and metric.")
+@click.option("-o", "--output", type=click.Path(), help=OUTPUT_HELP)
+@click.option("--junit", type=click.Path(), help="Also write JUnit XML: one testcase per row and metric (" + REPLACED + ").")
 @handle_errors
 def compare(
     baseline: str,
@@ -266,6 +320,9 @@ def compare(
     rules: list[GateRule],
     fail_on_missing: bool,
     fail_on_blind: bool,
+    allow_missing: bool,
+    allow_empty: bool,
+    allow_interrupted: bool,
     allow_different_gpu: bool,
     fmt: str,
     output: str | None,
@@ -280,22 +337,34 @@ def compare(
     a --fail-on rule; improvements never do; a gated row whose MDE exceeds the rule is reported
     (failed with --fail-on-blind). $GITHUB_STEP_SUMMARY, when set, gets a markdown summary.
 
-    Exit 0 when no --fail-on rule finds a regression, 1 when one does, 2 on a usage or input error
-    (including runs taken on different GPU models without --allow-different-gpu).
+    A gate (--fail-on) that checks nothing fails: no row compared on a gated metric, no rows in common,
+    a gated row missing in the current run, or a current run that is interrupted or failed, each with
+    its reason (--allow-empty, --allow-missing, --allow-interrupted relax them).
+
+    Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
+    a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
+    check_outputs([("-o", output), ("--junit", junit)], inputs=[baseline, current])
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:
         raise click.UsageError(str(err)) from None
+    baseline_run, current_run = load_run(baseline), load_run(current)
     comparison = compare_runs(
-        load_run(baseline),
-        load_run(current),
+        baseline_run,
+        current_run,
         settings,
         allow_different_gpu=allow_different_gpu,
         baseline_label=baseline,
         current_label=current,
     )
-    report = evaluate_rules(comparison, rules, fail_on_missing, fail_on_blind) if rules or fail_on_missing else None
+    report = None
+    if rules or fail_on_missing:
+        policy = CoveragePolicy(allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=allow_interrupted)
+        report = evaluate_rules(comparison, rules, not allow_missing, fail_on_blind)
+        report = comparison_coverage(report, comparison, baseline_run, current_run, policy)
+    else:
+        _warn_unchecked(baseline_run, current_run, comparison)
     emit_comparison(comparison, report, fmt, output, junit)
     sys.exit(EXIT_FAIL if report is not None and not report.passed else EXIT_OK)
 
@@ -310,7 +379,7 @@ def emit_comparison(comparison: Comparison, report: GateReport | None, fmt: str,
         "table": lambda: _render_text(lambda c: render_comparison(c, comparison, report)),
     }
     if output:
-        _write(output, renderers[fmt]())
+        _write(output, renderers[fmt](), "-o")
         click.echo(f"wrote {output}; {_outcome_line(report, 'regression')}")
     elif fmt == "table":
         render_comparison(_console(), comparison, report)
@@ -318,7 +387,7 @@ def emit_comparison(comparison: Comparison, report: GateReport | None, fmt: str,
         click.echo(renderers[fmt](), nl=False)
         click.echo(_outcome_line(report, "regression"), err=True)
     if junit:
-        _write(junit, comparison_junit(comparison, report))
+        _write(junit, comparison_junit(comparison, report), "--junit")
     _append_step_summary(comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS))
 
 
@@ -328,26 +397,38 @@ def emit_comparison(comparison: Comparison, report: GateReport | None, fmt: str,
               help="Scenario file whose 'expect:' entries to check (repeatable). Default: the files recorded in the run.")
 @click.option("--format", "fmt", type=click.Choice(("table", "markdown", "json")), default="table", show_default=True,
               help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
-@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML: one testcase per expectation and row.")
+@click.option("-o", "--output", type=click.Path(), help=OUTPUT_HELP)
+@click.option("--junit", type=click.Path(), help="Also write JUnit XML: one testcase per expectation and row (" + REPLACED + ").")
+@click.option("--allow-empty", is_flag=True, help="Do not fail when no expectation was evaluated on a row with a value.")
+@click.option("--allow-interrupted", is_flag=True, help="Do not fail when the run is interrupted, failed or never finished.")
 @handle_errors
-def check(run: str, scenarios: tuple[str, ...], fmt: str, output: str | None, junit: str | None) -> None:
+def check(
+    run: str, scenarios: tuple[str, ...], fmt: str, output: str | None, junit: str | None, allow_empty: bool, allow_interrupted: bool
+) -> None:
     """Check a run against the expectations of its scenario files (no baseline needed).
 
     Each 'expect:' entry names a case pattern, a mode, a results.csv column and a max and/or min; the
     median of the matching rows must lie within.
 
-    Exit 0 when every expectation holds, 1 when one fails or matches no row, 2 on a usage or input error.
+    A scenario file with a mistake (a metric that is not a results.csv column, a case pattern that
+    matches no case of the file) is an input error. A file that changed since the run is noted. The
+    check fails when no expectation was evaluated or the run did not finish (--allow-empty,
+    --allow-interrupted relax them).
+
+    Exit 0 when every expectation holds, 1 when one fails or matches no row or the check covered
+    nothing, 2 on a usage or input error.
     """
+    check_outputs([("-o", output), ("--junit", junit)], inputs=[run, *scenarios])
     record = load_run(run)
     report = check_against_scenarios(record, scenarios)
+    report = check_coverage(report, record, CoveragePolicy(allow_empty=allow_empty, allow_interrupted=allow_interrupted))
     renderers: dict[str, Callable[[], str]] = {
         "markdown": lambda: check_markdown(report),
         "json": lambda: report_json(report),
         "table": lambda: _render_text(lambda c: render_checks(c, report)),
     }
     if output:
-        _write(output, renderers[fmt]())
+        _write(output, renderers[fmt](), "-o")
         click.echo(f"wrote {output}; {_outcome_line(report, 'failed expectation')}")
     elif fmt == "table":
         render_checks(_console(), report)
@@ -355,7 +436,7 @@ def check(run: str, scenarios: tuple[str, ...], fmt: str, output: str | None, ju
         click.echo(renderers[fmt](), nl=False)
         click.echo(_outcome_line(report, "failed expectation"), err=True)
     if junit:
-        _write(junit, report_junit(report))
+        _write(junit, report_junit(report), "--junit")
     _append_step_summary(check_markdown(report))
     sys.exit(EXIT_OK if report.passed else EXIT_FAIL)
 

@@ -11,17 +11,23 @@ import click
 
 from launchbench.cli.common import EXIT_OK, handle_errors
 from launchbench.errors import LaunchbenchError
+from launchbench.files import atomic_write_text, check_output_file
 from launchbench.scenario.expand import expand_scenario
 
 
 @click.command()
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--case", "case_id", help="Case id (see `launchbench validate`); default: the first case.")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="Output file; .dot, .svg or .png.")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Output file; .dot, .svg or .png (replaced atomically if it exists; its folder must exist).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True)
 @handle_errors
 def graph(scenario: str, case_id: str | None, out: Path, device: int) -> None:
     """Capture one case and write its CUDA Graph as DOT (and SVG/PNG where Graphviz is installed)."""
+    suffix = out.suffix.lower()
+    if suffix not in (".dot", ".svg", ".png"):
+        raise LaunchbenchError(f"--out {out}: give a .dot, .svg or .png file")
+    check_output_file(out, "--out")
+    check_output_file(out if suffix == ".dot" else out.with_suffix(".dot"), "--out")
     cases = expand_scenario(scenario)
     chosen = next((c for c in cases if c.case_id == case_id), None) if case_id else cases[0]
     if chosen is None:
@@ -35,15 +41,16 @@ def graph(scenario: str, case_id: str | None, out: Path, device: int) -> None:
         dot = prepared.graph_dot()
     finally:
         prepared.close()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    suffix = out.suffix.lower()
     dot_path = out if suffix == ".dot" else out.with_suffix(".dot")
-    dot_path.write_text(dot)
+    atomic_write_text(dot_path, dot, "--out")
     click.echo(f"{chosen.scenario} {chosen.case_id}: graph written to {dot_path}")
     if suffix in (".svg", ".png"):
         if shutil.which("dot") is None:
             raise LaunchbenchError(f"Graphviz 'dot' is not installed; the DOT file is at {dot_path} (apt-get install graphviz)")
-        subprocess.run(["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(out)], check=True, timeout=120)
+        try:
+            subprocess.run(["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(out)], check=True, timeout=120, capture_output=True)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
+            raise LaunchbenchError(f"Graphviz could not render {out} ({err}); the DOT file is at {dot_path}") from None
         click.echo(f"rendered with Graphviz: {out}")
     sys.exit(EXIT_OK)
 

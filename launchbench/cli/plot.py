@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from launchbench.cli.common import handle_errors
+from launchbench.files import check_output_dir
 from launchbench.results.store import load_run, resolve_results_file
 
 
@@ -20,9 +21,10 @@ def _run_labels(runs: tuple[str, ...]) -> list[str]:
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
-    help="Folder for the figures (default: plots/ inside the first run's directory).",
+    help="Folder for the figures, created with its parents (default: plots/ inside the first run's directory); "
+    "existing figures of the same name are replaced.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["png", "svg"]), default="png", show_default=True, help="Image format."
@@ -37,8 +39,9 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str) -> None:
     """
     from launchbench.report.plots import write_all_plots  # matplotlib only when plotting
 
-    records = [load_run(run) for run in runs]
     target = out_dir if out_dir is not None else resolve_results_file(runs[0]).parent / "plots"
+    check_output_dir(target, "--out")
+    records = [load_run(run) for run in runs]
     paths = write_all_plots(records, target, fmt, labels=_run_labels(runs))
     for path in paths:
         click.echo(str(path))

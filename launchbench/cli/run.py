@@ -13,6 +13,7 @@ from rich.console import Console
 
 from launchbench.cli.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, handle_errors
 from launchbench.errors import LaunchbenchError
+from launchbench.files import check_output_dir
 
 QUICK = {"target_noise": 0.03, "latency_target_noise": 0.05, "max_time": 1.0, "min_samples": 5, "warmup_time": 0.05, "passes": 2}
 
@@ -58,7 +59,7 @@ def _file_key(path: str) -> str:
 
 
 def _overrides(
-    quick: bool, target_noise: float | None, max_time: float | None, min_samples: int | None, passes: int | None
+    quick: bool, target_noise: float | None, max_time: float | None, min_samples: int | None, passes: int | None = None
 ) -> dict[str, Any]:
     """The command line's measurement settings, held to the file's rules (MeasureSettings): a value the
     file would refuse (nan, inf, out of range) is a usage error naming the option."""
@@ -82,8 +83,8 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 
 @click.command()
 @click.argument("scenarios", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), help="Run directory (default results/<timestamp>-<scenario>).")
-@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True, help="Where default run directories go.")
+@click.option("--out", "out", type=click.Path(path_type=Path), help="Run directory, created with its parents (default results/<timestamp>-<scenario>); never one that holds results.")
+@click.option("--results-root", type=click.Path(path_type=Path), default=Path("results"), show_default=True, help="Where default run directories go (created with its parents).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 @click.option("--target-noise", type=float, help="Stop when the median's 95% CI is within this fraction, in (0, 1] (default 0.01).")
 @click.option("--max-time", type=float, help="Time budget per case in seconds, in (0, 86400] (default 4).")
@@ -91,7 +92,8 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--passes", type=int, help="Passes over all cases, 1 to 100; each in a fresh worker process; each case's budget is split among them (default 5).")
 @click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 passes, 5 samples minimum.")
 @click.option("--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases.")
-@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), help="Finish an interrupted run: measure only its missing cases.")
+@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), help="Finish an interrupted run: measure only its missing cases (refused when a scenario file changed since).")
+@click.option("--allow-changed-scenario", is_flag=True, help="With --resume: resume even though a scenario file changed since the run started.")
 @click.option("--no-isolate", is_flag=True, help="Run cases in this process instead of a worker process.")
 @click.option("--check", "check", is_flag=True, help="Check the scenarios' expectations afterwards (exit 1 if one fails).")
 @click.option("--plot", "plot", is_flag=True, help="Write the plots into <run dir>/plots afterwards.")
@@ -109,6 +111,7 @@ def run(
     quick: bool,
     max_cases: int | None,
     resume_dir: Path | None,
+    allow_changed_scenario: bool,
     no_isolate: bool,
     check: bool,
     plot: bool,
@@ -128,8 +131,14 @@ def run(
     if not scenarios:
         raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
     overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
+    if out is not None and resume is None:
+        check_output_dir(out, "--out")
+    elif out is None:
+        check_output_dir(results_root, "--results-root")
     the_plan = runner.plan(scenarios, overrides, max_cases)
     _check_plan_expectations(the_plan)
+    if resume is not None:
+        _refuse_changed_scenarios(the_plan, resume, allow_changed_scenario)
     run_dir = out or runner.default_run_dir(results_root, the_plan.scenarios)
     from launchbench.report.run_files import write_tables
 
@@ -158,6 +167,22 @@ def run(
     if plot:
         _write_plots(record, run_dir, console)
     sys.exit(code)
+
+
+def _refuse_changed_scenarios(the_plan: Any, resume: Any, allow: bool) -> None:
+    """Passes measured from one file's text are not merged with passes measured from another's."""
+    recorded = {s.name: s for s in resume.scenarios}
+    for info in the_plan.scenarios:
+        old = recorded.get(info.name)
+        if old is None or not old.sha256 or old.sha256 == info.sha256:
+            continue
+        message = (
+            f"{info.file}: changed since the run measured scenario '{info.name}' (sha256 {old.sha256[:12]}… then, "
+            f"{info.sha256[:12]}… now)"
+        )
+        if not allow:
+            raise LaunchbenchError(f"{message}; resuming would merge passes of two different scenarios (pass --allow-changed-scenario to resume anyway)")
+        click.echo(f"launchbench: warning: {message}; resuming anyway (--allow-changed-scenario)", err=True)
 
 
 def _check_plan_expectations(the_plan: Any) -> None:

@@ -1,0 +1,110 @@
+"""What a gate covered: a gate that checked nothing, or checked a run that did not finish, fails.
+
+`compare --fail-on` and `check` add these to their report (GateCheck of kind ``coverage``, which fail
+the gate, and notes, which do not), each with its reason and the flag that relaxes it:
+
+- zero evaluated checks (no row compared on a gated metric; no expectation matched a row with a value):
+  fails; ``--allow-empty`` makes it a note;
+- no rows in common between baseline and current: fails; ``--allow-empty`` makes it a note;
+- a gated row missing in the current run: fails (evaluate_rules' missing check); ``--allow-missing``;
+- the current run interrupted, failed or never finished: fails; ``--allow-interrupted`` makes it a note;
+- the baseline interrupted, failed or never finished: a note;
+- a scenario that ran from different file contents (sha256) on the two sides, or whose file changed
+  since the run: a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from launchbench.analysis.compare import Comparison
+from launchbench.analysis.gate import GateCheck, GateReport
+from launchbench.results.schema import RunRecord
+
+
+@dataclass(frozen=True)
+class CoveragePolicy:
+    allow_empty: bool = False
+    allow_missing: bool = False
+    allow_interrupted: bool = False
+
+
+def _coverage(rule: str, message: str) -> GateCheck:
+    return GateCheck("coverage", None, "(run)", "-", "", rule, False, message)
+
+
+def unfinished(run: RunRecord) -> str | None:
+    """Why a run is not a finished run, or None."""
+    if run.status == "complete":
+        return None
+    cases = f"{len(run.cases)} case{'s' if len(run.cases) != 1 else ''} recorded"
+    if run.status == "running":
+        return f"never finished (status 'running': the process was killed?; {cases})"
+    return f"{run.status} ({cases})"
+
+
+def _apply(report: GateReport, failing: list[tuple[bool, str, str]], notes: Iterable[str]) -> GateReport:
+    """``failing``: (relaxed, flag, message); a relaxed one becomes a note."""
+    checks = list(report.checks)
+    extra = list(notes)
+    for relaxed, flag, message in failing:
+        if relaxed:
+            extra.append(f"{message} (allowed by {flag})")
+        else:
+            checks.append(_coverage(flag, f"{message}; pass {flag} to allow it"))
+    return replace(report, checks=tuple(checks), notes=(*report.notes, *extra))
+
+
+def comparison_coverage(
+    report: GateReport, comparison: Comparison, baseline: RunRecord, current: RunRecord, policy: CoveragePolicy
+) -> GateReport:
+    """The regression gate's report with what it failed to cover."""
+    failing: list[tuple[bool, str, str]] = []
+    notes: list[str] = []
+    common = [row for row in comparison.rows if row.only_in is None]
+    if not common:
+        failing.append(
+            (
+                policy.allow_empty,
+                "--allow-empty",
+                f"the runs have no rows in common (baseline {sum(1 for r in comparison.rows if r.only_in == 'baseline')} "
+                f"rows, current {sum(1 for r in comparison.rows if r.only_in == 'current')})",
+            )
+        )
+    elif not any(check.kind == "regression" for check in report.checks):
+        failing.append((policy.allow_empty, "--allow-empty", "the gate evaluated no check: no row was compared on a gated metric"))
+    why = unfinished(current)
+    if why:
+        failing.append((policy.allow_interrupted, "--allow-interrupted", f"the current run {why}"))
+    why = unfinished(baseline)
+    if why:
+        notes.append(f"warning: the baseline run {why}")
+    notes.extend(scenario_differences(baseline, current))
+    return _apply(report, failing, notes)
+
+
+def check_coverage(report: GateReport, run: RunRecord, policy: CoveragePolicy) -> GateReport:
+    """The expectation gate's report with what it failed to cover."""
+    failing: list[tuple[bool, str, str]] = []
+    evaluated = [c for c in report.checks if c.kind == "expectation" and c.value is not None]
+    if not evaluated:
+        failing.append((policy.allow_empty, "--allow-empty", "no expectation was evaluated: no matching row has a value"))
+    why = unfinished(run)
+    if why:
+        failing.append((policy.allow_interrupted, "--allow-interrupted", f"the run {why}"))
+    return _apply(report, failing, [])
+
+
+def scenario_differences(baseline: RunRecord, current: RunRecord) -> list[str]:
+    """Notes on scenarios both runs measured from different file contents."""
+    before = {s.name: s.sha256 for s in baseline.scenarios}
+    notes = []
+    for info in current.scenarios:
+        old = before.get(info.name)
+        if old and info.sha256 and old != info.sha256:
+            notes.append(
+                f"scenario {info.name!r} ran from different file contents (sha256 {old[:12]}… in the baseline, "
+                f"{info.sha256[:12]}… in the current run): the cases may differ"
+            )
+    return notes
