@@ -245,12 +245,14 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
             resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT_S, CPU_LIMIT_S))
 
         target = open(stdout, "w") if stdout else subprocess.PIPE  # noqa: SIM115
+        command = [sys.executable, "-m", "launchbench", *[_fill(a, tmp) for a in argv]]
         try:
             proc = subprocess.run(
-                [sys.executable, "-m", "launchbench", *[_fill(a, tmp) for a in argv]],
-                stdout=target, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, timeout=HANG_GUARD_S,
+                command, stdout=target, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, timeout=HANG_GUARD_S,
                 preexec_fn=limits, env=_env(extra), cwd=tmp,
             )
+        except subprocess.TimeoutExpired:
+            proc = subprocess.CompletedProcess(command, -1, "", f"hung: no exit within {HANG_GUARD_S} s")
         finally:
             if stdout:
                 target.close()  # type: ignore[union-attr]

@@ -209,6 +209,7 @@ def evaluate_rules(
         lost = row.baseline_status in COMPARABLE_STATUSES and row.current_status not in COMPARABLE_STATUSES
         if fail_on_missing and lost:
             message = "missing from the current run" if row.current_status is None else f"current run: {row.detail}"
+            message += " (--allow-missing allows it)"
             checks.append(GateCheck("missing", row.scenario, row.case, row.mode, "", "--fail-on-missing", False, message))
     blind = sum(c.blind for c in checks)
     if blind:

@@ -17,8 +17,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from launchbench.errors import ResultsFileError
+from launchbench.files import read_regular_file
 from launchbench.results.schema import SCHEMA_VERSION, TOOL_NAME, RunRecord
 
+MAX_RESULTS_BYTES = 512 * 1024 * 1024  # a sweep of 1000 cases, 5 passes of 2000 samples, is about 200 MiB
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
 COSTMODEL_CSV = "costmodel.csv"
@@ -96,10 +98,8 @@ def load_run(path: str | Path) -> RunRecord:
         if Path(path).is_dir():
             raise ResultsFileError(f"{path}: no {RESULTS_JSON} in this directory; not a launchbench run")
         raise ResultsFileError(f"{file}: no such file")
-    try:
-        raw = file.read_bytes()
-    except OSError as err:
-        raise ResultsFileError(f"{file}: cannot be read ({err.strerror or err})") from None
+    # a regular file of bounded size only: a FIFO would block and /dev/zero would fill memory
+    raw = read_regular_file(file, MAX_RESULTS_BYTES, lambda message: ResultsFileError(f"{file}: {message}"), "a results file")
     if not raw.strip():
         raise ResultsFileError(f"{file}: file is empty (truncated or corrupt?)")
     try:
