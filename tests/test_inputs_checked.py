@@ -213,3 +213,15 @@ def test_the_prescan_counts_distinct_range_values(tmp_path):
     body = "".join("  - {kind: empty, repeat: $n}\n" for _ in range(30))
     path = _write(tmp_path / "s.yaml", f"name: s\ndescription: d\nsweep:\n  n: {{start: 1, stop: 10, num: 10000}}\nchain:\n{body}")
     assert len(expand_scenario(path)) == 10
+
+
+def test_a_json_error_on_a_one_line_file_says_where(tmp_path):
+    from launchbench.errors import ResultsFileError
+    from launchbench.results.store import load_run
+
+    path = _write(tmp_path / "results.json", '{"tool": "launchbench", "schema_version": 1, "cases": [1, 2,')
+    with pytest.raises(ResultsFileError) as info:
+        load_run(path)
+    message = str(info.value)
+    assert "at line 1, column 61 (character 60)" in message
+    assert "at at" not in message

@@ -109,7 +109,8 @@ def load_run(path: str | Path) -> RunRecord:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ResultsFileError(f"{file}: not valid JSON (truncated or corrupt?): {err.msg} at line {err.lineno}") from None
+        where = f"line {err.lineno}, column {err.colno} (character {err.pos})"
+        raise ResultsFileError(f"{file}: not valid JSON (truncated or corrupt?): {err.msg} at {where}") from None
     except (ValueError, RecursionError) as err:  # e.g. a number of more than 4300 digits, or [[[[... nested
         reason = "nested too deeply" if isinstance(err, RecursionError) else str(err).split(":")[0]
         raise ResultsFileError(f"{file}: not valid JSON (truncated or corrupt?): {reason}") from None
