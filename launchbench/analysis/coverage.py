@@ -31,7 +31,7 @@ class CoveragePolicy:
 
 
 def _coverage(rule: str, message: str) -> GateCheck:
-    return GateCheck("coverage", None, "(run)", "-", "", rule, False, message)
+    return GateCheck("coverage", None, "gate", "coverage", "", rule, False, message)
 
 
 def unfinished(run: RunRecord) -> str | None:
