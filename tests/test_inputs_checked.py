@@ -225,3 +225,37 @@ def test_a_json_error_on_a_one_line_file_says_where(tmp_path):
     message = str(info.value)
     assert "at line 1, column 61 (character 60)" in message
     assert "at at" not in message
+
+
+@pytest.mark.parametrize("where", ["os.replace", "os.fsync"])
+def test_a_write_that_fails_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, where):
+    """A disk that fills while writing: exit 2, one line, the old file intact, no temporary file."""
+    import errno as errno_module
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno_module.ENOSPC, "No space left on device")
+
+    run_a = ROOT / "tests" / "data" / "h200" / "quickstart-a"
+    target = tmp_path / "out.csv"
+    target.write_text("old\n")
+    monkeypatch.setattr(where, full)
+    result = CliRunner().invoke(cli, ["compare", str(run_a), str(run_a), "--format", "csv", "-o", str(target)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"launchbench: error: cannot write -o {target}: no space left on device"
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+
+
+def test_a_run_directory_write_that_fails_is_an_input_error(tmp_path, monkeypatch):
+    import errno as errno_module
+
+    from launchbench.files import OutputError
+    from launchbench.results.store import atomic_write_text
+
+    def full(*_args, **_kwargs):
+        raise OSError(errno_module.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("os.fsync", full)
+    with pytest.raises(OutputError, match="no space left on device"):
+        atomic_write_text(tmp_path / "run" / "results.json", "{}")
+    assert [p.name for p in (tmp_path / "run").iterdir()] == []

@@ -9,15 +9,14 @@ never overwritten.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from launchbench import files
 from launchbench.errors import ResultsFileError
-from launchbench.files import read_regular_file
+from launchbench.files import OutputError, os_reason, read_regular_file
 from launchbench.results.schema import SCHEMA_VERSION, TOOL_NAME, RunRecord
 
 MAX_RESULTS_BYTES = 512 * 1024 * 1024  # a sweep of 1000 cases, 5 passes of 2000 samples, is about 200 MiB
@@ -27,20 +26,13 @@ COSTMODEL_CSV = "costmodel.csv"
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write a run directory's file atomically, making the directory (and its parents) first; a failure
+    (a full disk, a folder that cannot be made) is an OutputError: one line, exit 2."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"cannot make the folder {path.parent}: {os_reason(err)}") from None
+    files.atomic_write_text(path, text)
 
 
 def refuse_used_run_dir(path: Path) -> None:
