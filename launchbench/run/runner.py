@@ -1,16 +1,13 @@
-"""A run: expand scenarios into cases, measure each case in a worker process, and rewrite results.json
-after every case (the tables after every pass). Interruptions and dead workers lose only the case in flight.
-
-Each pass runs in a fresh worker process (as pyperf spreads a benchmark over processes): what a process
-happens to get (its CUDA streams' hardware queues, its memory placement, the core it lands on) then
-varies between the passes of one run, where the statistics see it, instead of between runs."""
+"""A run: expand scenarios into cases, schedule their passes (pass 1 over every case, then pass 2, …),
+hand each case-pass to an executor (executor.py: in this process, or in worker processes), merge its
+result into the record and rewrite results.json after every case (the tables after every pass).
+Interruptions and dead workers lose only the case in flight."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
 import math
-import multiprocessing
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -21,18 +18,15 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from launchbench import __version__
-from launchbench.errors import LaunchbenchError, NoGpuError
+from launchbench.errors import LaunchbenchError
 from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
 from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
-from launchbench.run.execute import execute_case, failed_case
-from launchbench.run.worker import cupy_backend, serve
+from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
+from launchbench.run.worker import cupy_backend
 from launchbench.scenario.core import Case, measure_overrides_error, with_overrides
 from launchbench.scenario.expand import expand_loaded, load_bounded
 from launchbench.scenario.load import ScenarioFile
-
-WORKER_START_TIMEOUT = 180.0
-CASE_TIMEOUT_FLOOR = 300.0
 
 
 class RunEvents(Protocol):
@@ -126,72 +120,6 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-class _Worker:
-    """A spawned worker process and its pipe."""
-
-    def __init__(self, factory: Callable[[int], Any], device: int):
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=serve, args=(child, factory, device), daemon=True)
-        self.process.start()
-        child.close()
-        self.timed_out = False
-
-    def start(self) -> dict[str, Any]:
-        if not self.conn.poll(WORKER_START_TIMEOUT):
-            self.stop()
-            raise LaunchbenchError("the GPU worker did not start within 3 minutes")
-        try:
-            kind, payload = self.conn.recv()
-        except EOFError:
-            code = self.process.exitcode
-            self.stop()
-            raise LaunchbenchError(f"the GPU worker exited while starting (exit code {code})") from None
-        if kind == "error":
-            self.stop()
-            raise NoGpuError(payload)
-        return payload
-
-    def run(self, case: Case, events: RunEvents, timeout: float) -> tuple[CaseResult, bool] | None:
-        """The case's result and whether the worker is ending, or None when it died or timed out."""
-        self.conn.send(case)
-        self.timed_out = False
-        waited = 0.0
-        while True:
-            if not self.conn.poll(1.0):
-                waited += 1.0
-                if not self.process.is_alive() or waited > timeout:
-                    self.timed_out = waited > timeout
-                    self.stop()
-                    return None
-                continue
-            try:
-                kind, payload = self.conn.recv()
-            except (EOFError, ConnectionError):
-                self.stop()
-                return None
-            waited = 0.0
-            if kind == "progress":
-                events.case_progress(payload)
-            elif kind == "result":
-                return payload
-
-    def alive(self) -> bool:
-        return self.process.is_alive()
-
-    def stop(self) -> None:
-        try:
-            if self.process.is_alive():
-                self.conn.send(None)
-                self.process.join(5)
-        except (OSError, ValueError):
-            pass
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join(5)
-        self.conn.close()
-
-
 def pass_settings(case: Case) -> Case:
     """The case as one pass measures it: its time budget and sample counts split among its passes."""
     m = case.measure
@@ -220,10 +148,6 @@ def pass_schedule(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, 
     return schedule
 
 
-def _case_timeout(case: Case) -> float:
-    return max(CASE_TIMEOUT_FLOOR, 5 * case.measure.max_time + 60)
-
-
 def run(
     the_plan: Plan,
     run_dir: Path,
@@ -237,23 +161,50 @@ def run(
     events = events or SilentEvents()
     if resume is None:
         refuse_used_run_dir(run_dir)  # before a worker starts; nothing is created until it is ready
-    worker: _Worker | None = None
-    backend: Any = None
-    if options.isolate:
-        worker = _Worker(options.backend_factory, options.device)
-        environment = worker.start()
-    else:
-        backend = options.backend_factory(options.device)
-        environment = backend.environment()
-    if resume is None:
-        try:
+    executor = make_executor(options)
+    environment = executor.start()
+    try:
+        if resume is None:
             create_run_dir(run_dir)
-        except LaunchbenchError:
-            if worker is not None:
-                worker.stop()
+        record = _started_record(the_plan, options, environment, resume, argv)
+        if resume and resume.environment.get("gpu", {}).get("uuid") != environment.get("gpu", {}).get("uuid"):
+            events.note("resuming on a different GPU than the run started on")
+        write_run(run_dir, record)
+        schedule = pass_schedule(the_plan.cases, record)
+        events.run_started(run_dir, [case for case, _ in schedule], environment)
+        try:
+            for index, (case, pass_index) in enumerate(schedule):
+                previous = record.case(case.scenario, case.case_id)
+                if previous is not None and previous.error:
+                    continue  # a case that failed in an earlier pass is not measured again
+                events.case_started(case, index, len(schedule))
+                result = executor.execute(pass_settings(case), pass_index, events.case_progress)
+                merged = merge_pass(previous, result)
+                record = record.with_case(merged)
+                write_run(run_dir, record)
+                pass_ends = index + 1 == len(schedule) or schedule[index + 1][1] != pass_index
+                if pass_ends:
+                    _write_tables(options, run_dir, record)
+                events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
+        except BaseException:
+            _finish(run_dir, record, "interrupted", options)
             raise
+    finally:
+        executor.close()
+    return _finish(run_dir, record, "complete", options)
+
+
+def make_executor(options: RunOptions) -> Executor:
+    if options.isolate:
+        return WorkerExecutor(options.backend_factory, options.device)
+    return InProcessExecutor(options.backend_factory, options.device)
+
+
+def _started_record(
+    the_plan: Plan, options: RunOptions, environment: dict[str, Any], resume: RunRecord | None, argv: Sequence[str] | None
+) -> RunRecord:
     record = resume or RunRecord(launchbench_version=__version__, started=_now(), argv=list(argv or sys.argv))
-    record = record.model_copy(
+    return record.model_copy(
         update={
             "status": "running",
             "environment": record.environment or environment,
@@ -261,61 +212,15 @@ def run(
             "settings": {"overrides": options.overrides, "isolate": options.isolate, "device": options.device},
         }
     )
-    if resume and resume.environment.get("gpu", {}).get("uuid") != environment.get("gpu", {}).get("uuid"):
-        events.note("resuming on a different GPU than the run started on")
-    write_run(run_dir, record)
-    schedule = pass_schedule(the_plan.cases, record)
-    events.run_started(run_dir, [case for case, _ in schedule], environment)
-    worker_pass = schedule[0][1] if schedule else 0
-    try:
-        for index, (case, pass_index) in enumerate(schedule):
-            previous = record.case(case.scenario, case.case_id)
-            if previous is not None and previous.error:
-                continue  # a case that failed in an earlier pass is not measured again
-            events.case_started(case, index, len(schedule))
-            one_pass = pass_settings(case)
-            if options.isolate:
-                if worker is not None and pass_index != worker_pass:
-                    worker.stop()  # every pass in a fresh process: process-level state varies between passes
-                    worker = None
-                worker_pass = pass_index
-                if worker is None or not worker.alive():
-                    worker = _Worker(options.backend_factory, options.device)
-                    worker.start()
-                answer = worker.run(one_pass, events, _case_timeout(one_pass))
-                if answer is None:
-                    if worker.timed_out:
-                        why = f"the case did not finish within {_case_timeout(one_pass):.0f} s; its worker was stopped"
-                    else:
-                        why = f"the worker process died (exit code {worker.process.exitcode}) while running this case"
-                    result = failed_case(case, why)
-                    worker = None
-                else:
-                    result, ending = answer
-                    if ending:
-                        worker.stop()
-                        worker = None
-            else:
-                result = execute_case(backend, one_pass, backend.clock, events.case_progress)
-            merged = merge_pass(previous, result)
-            record = record.with_case(merged)
-            pass_ends = index + 1 == len(schedule) or schedule[index + 1][1] != pass_index
-            write_run(run_dir, record)
-            if pass_ends and options.write_tables is not None:
-                options.write_tables(run_dir, record)
-            events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
-    except BaseException:
-        record = record.model_copy(update={"status": "interrupted", "finished": _now()})
-        write_run(run_dir, record)
-        if options.write_tables is not None:
-            options.write_tables(run_dir, record)
-        if worker is not None:
-            worker.stop()
-        raise
-    if worker is not None:
-        worker.stop()
-    record = record.model_copy(update={"status": "complete", "finished": _now()})
-    write_run(run_dir, record)
+
+
+def _write_tables(options: RunOptions, run_dir: Path, record: RunRecord) -> None:
     if options.write_tables is not None:
         options.write_tables(run_dir, record)
+
+
+def _finish(run_dir: Path, record: RunRecord, status: str, options: RunOptions) -> RunRecord:
+    record = record.model_copy(update={"status": status, "finished": _now()})
+    write_run(run_dir, record)
+    _write_tables(options, run_dir, record)
     return record
