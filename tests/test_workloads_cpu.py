@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 import yaml
 
-from launchbench.backend.kernels.python_step import PythonStepError, load_callable, normalise_result
+from launchbench.backend.kinds.host_copy import HostCopyStep
+from launchbench.backend.kinds.python_call import PythonStepError, load_callable, normalise_result
+from launchbench.backend.kinds.python_step import PythonStep
 from launchbench.errors import LaunchbenchError, ScenarioError
 from launchbench.run.execute import expected_nodes
 from launchbench.scenario.expand import expand_scenario
-from launchbench.scenario.model import STEP_FIELDS, STEP_KINDS, HostCopyStep, PythonStep
+from launchbench.scenario.model import STEP_FIELDS, STEP_KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

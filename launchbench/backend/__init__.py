@@ -1,1 +1,2 @@
-"""The GPU behind a small interface. Only backend/ and kernels/ import CuPy, and only when a run starts."""
+"""The GPU behind a small interface. Only backend/ imports CuPy, and only when a run starts; the step kinds
+(kinds/) import it inside their builders, so their definitions import without a GPU."""

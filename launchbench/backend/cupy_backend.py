@@ -14,8 +14,11 @@ from launchbench.backend.base import CaseRefused, OutputCheck
 from launchbench.backend.check import compare_outputs
 from launchbench.backend.gpu_probe import collect_environment
 from launchbench.backend.graph import CaptureFailed, capture
-from launchbench.backend.kernels.steps import EMPTY_SOURCE, BuiltStep, StepBuilder, step_bytes
+from launchbench.backend.kinds.base import BuiltStep
+from launchbench.backend.kinds.empty import EMPTY_SOURCE
+from launchbench.backend.kinds.registry import step_bytes
 from launchbench.backend.nvml import NvmlMonitor
+from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.workload import LaunchLoop
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock

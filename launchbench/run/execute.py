@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck
+from launchbench.backend.kinds.registry import spec_of
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import ModeSamples, Sampler
 from launchbench.results.schema import CPU, GPU, LATENCY, WALL, CaseResult, Clocks, ModeResult
 from launchbench.scenario.core import Case
-
-# step kinds whose every launch is one graph node (a reduction's or a python step's node count is up to CuPy or the user)
-ONE_NODE_KINDS = frozenset({"empty", "scale", "add", "fma", "copy", "memset", "raw", "h2d", "d2h"})
 
 
 def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult:
@@ -29,11 +27,17 @@ def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult
 
 
 def expected_nodes(case: Case) -> int | None:
-    """Graph nodes the chain must produce, where every step kind has a known node count (and the chain
-    runs on one stream: the fork/join events of a multi-stream chain may add nodes)."""
-    if any(step.stream for step in case.steps) or any(step.kind not in ONE_NODE_KINDS for step in case.steps):
+    """Graph nodes the chain must produce, where every step kind has a known node count per launch (and
+    the chain runs on one stream: the fork/join events of a multi-stream chain may add nodes)."""
+    if any(step.stream for step in case.steps):
         return None
-    return case.launches_per_iter
+    nodes = 0
+    for step in case.steps:
+        per_launch = spec_of(step).nodes_per_launch
+        if per_launch is None:
+            return None
+        nodes += per_launch * step.launches()
+    return nodes
 
 
 def _identity(case: Case) -> dict[str, object]:

@@ -4,7 +4,7 @@ numbers that must be written as numbers, and the limits CUDA and the tool set.""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic_core import PydanticCustomError
@@ -76,3 +76,7 @@ class Strict(BaseModel):
     """A frozen model that refuses unknown keys and non-finite floats."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+FloatDType = Literal["float16", "float32", "float64"]
+ScalarDType = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]

@@ -1,4 +1,4 @@
-"""The ``python`` step kind: the user's own function, imported by "module:function" and called once at
+"""How a ``python`` step imports and calls the user's function: "module:function", called once at
 build time to allocate its buffers; what it returns launches one iteration of the user's work.
 
 The contract (docs/scenarios.md):

@@ -1,0 +1,109 @@
+"""What every step kind provides (KindSpec) and what its builder returns (BuiltStep).
+
+A kind's module holds its pydantic model, how much device memory a step allocates, and its builder: it
+allocates the step's buffers (once, before any capture) and returns the launch calls, the buffers they
+write and how to restore their initial contents. Every call writes through ``out=`` (or in place) into
+buffers allocated by the builder, so the addresses frozen into a captured graph stay valid for the
+graph's life. Builders import CuPy inside their bodies: the definitions import without a GPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from launchbench.backend.kinds.fields import MAX_REPEAT, MAX_STREAM, Int, Strict
+
+INPUT_SEED = 1234  # initial buffer contents are the same random values in every run
+POISON_BYTE = 0xAB
+
+
+class StepBase(Strict):
+    repeat: Int = Field(1, ge=1, le=MAX_REPEAT, description="how many times the step is launched in a row")
+    label: str | None = Field(None, description="a name for the step in reports")
+    stream: Int = Field(
+        0, description=f"0: the case's main stream; 1..{MAX_STREAM}: an auxiliary stream, forked from and joined to the main one"
+    )
+
+    @field_validator("stream")
+    @classmethod
+    def _check_stream(cls, stream: int) -> int:
+        if not 0 <= stream <= MAX_STREAM:
+            raise ValueError(
+                f"stream {stream} does not exist: 0 is the case's main stream, 1 to {MAX_STREAM} are auxiliary streams"
+            )
+        return stream
+
+    def launches(self) -> int:
+        """Launches this step issues per chain iteration (one per repeat)."""
+        return self.repeat
+
+
+@dataclass
+class BuiltStep:
+    calls: list[Callable[[], Any]]
+    outputs: dict[str, Any] = field(default_factory=dict)  # cupy arrays, or numpy arrays in pinned host memory
+    resets: list[tuple[Any, Any]] = field(default_factory=list)
+    reset_calls: list[Callable[[], Any]] = field(default_factory=list)  # a python step's own reset
+    keep: list[Any] = field(default_factory=list)  # buffers the calls use by raw address only
+
+    def reset(self) -> None:
+        for target, initial in self.resets:
+            target[...] = initial
+        for call in self.reset_calls:
+            call()
+
+
+class BuildContext(Protocol):
+    """What a builder gets from the backend besides its step and stream."""
+
+    rng: np.random.Generator  # seeded with INPUT_SEED: the same inputs in every run
+    source: str  # the scenario file (python steps import beside it)
+
+    def kernel(self, source: str, name: str) -> Any:
+        """A compiled cupy.RawKernel of ``source``, compiled once per case."""
+        ...
+
+
+Builder = Callable[[Any, BuildContext, str, Any], BuiltStep]  # (step, context, output-name prefix, stream)
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """One step kind: its model (whose ``kind`` Literal names the kinds it covers), its builder, the
+    device memory a step allocates, the graph nodes one launch adds (None where CuPy or the user
+    decides), and whether its launches take the stream (else they launch on the current stream, and a
+    step on an auxiliary stream is wrapped in ``with stream:``, one wrapper per launch)."""
+
+    model: type[StepBase]
+    build: Builder
+    nbytes: Callable[[Any], int]
+    nodes_per_launch: int | None
+    takes_stream: bool
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(self.model.model_fields["kind"].annotation.__args__)  # type: ignore[union-attr]
+
+
+def random_array(size: int, dtype: str, rng: np.random.Generator) -> Any:
+    """A device array of ``size`` random values of ``dtype`` (floats in [0.5, 1.5), integers below 100)."""
+    import cupy
+
+    np_dtype = np.dtype(dtype)
+    if np_dtype.kind == "f":
+        host = rng.uniform(0.5, 1.5, size).astype(np_dtype)
+    else:
+        high = min(100, np.iinfo(np_dtype).max)
+        host = rng.integers(0, high, size, endpoint=False).astype(np_dtype)
+    return cupy.asarray(host)
+
+
+def with_initial(array: Any, built: BuiltStep, name: str) -> None:
+    """Record ``array`` as an output of the step, and a copy of its contents to reset it to."""
+    built.outputs[name] = array
+    built.resets.append((array, array.copy()))

@@ -1,0 +1,40 @@
+"""``copy``: a device-to-device copy (cudaMemcpyAsync)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Literal
+
+from pydantic import Field
+
+from launchbench.backend.kinds.base import (
+    POISON_BYTE,
+    BuildContext,
+    BuiltStep,
+    KindSpec,
+    StepBase,
+    random_array,
+    with_initial,
+)
+from launchbench.backend.kinds.fields import MAX_BYTES, Int
+
+
+class CopyStep(StepBase):
+    """Device-to-device copy of ``bytes`` bytes (cudaMemcpyAsync)."""
+
+    kind: Literal["copy"]
+    bytes: Int = Field(..., ge=1, le=MAX_BYTES)
+
+
+def build(step: CopyStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
+    import cupy
+
+    src = random_array(step.bytes, "uint8", context.rng)
+    dst = cupy.full(step.bytes, POISON_BYTE, dtype=cupy.uint8)
+    call = partial(dst.data.copy_from_device_async, src.data, step.bytes, stream)
+    built = BuiltStep([call] * step.repeat)
+    with_initial(dst, built, f"{prefix}.dst")
+    return built
+
+
+KIND = KindSpec(model=CopyStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True)

@@ -1,0 +1,92 @@
+"""``h2d`` and ``d2h``: host↔device copies through pinned host memory.
+
+CuPy's own ``ndarray.get()``/``.set()`` refuse stream capture (RuntimeError), even from pinned memory;
+``cupy.cuda.runtime.memcpyAsync`` from a pinned buffer is captured as one memcpy node. The host side is
+a NumPy view of memory from ``cupy.cuda.alloc_pinned_memory``; the view keeps that memory alive, and the
+builder keeps the view for the life of the case (the call itself holds only raw addresses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from launchbench.backend.kinds.base import (
+    POISON_BYTE,
+    BuildContext,
+    BuiltStep,
+    KindSpec,
+    StepBase,
+    random_array,
+    with_initial,
+)
+from launchbench.backend.kinds.fields import MAX_BYTES, Int
+
+HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
+DEVICE_TO_HOST = 2  # cudaMemcpyDeviceToHost
+
+
+class HostCopyStep(StepBase):
+    """h2d: pinned host → device;  d2h: device → pinned host;  ``bytes`` bytes through cudaMemcpyAsync."""
+
+    kind: Literal["h2d", "d2h"]
+    bytes: Int = Field(..., ge=1, le=MAX_BYTES)
+
+
+def pinned_empty(count: int, dtype: Any = np.uint8) -> np.ndarray:
+    """A 1-D NumPy array of ``count`` elements over page-locked host memory (its ``base`` keeps the memory
+    alive)."""
+    import cupy
+
+    dtype = np.dtype(dtype)
+    memory = cupy.cuda.alloc_pinned_memory(max(1, count * dtype.itemsize))
+    return np.frombuffer(memory, dtype=dtype, count=count)
+
+
+def h2d_call(dst: Any, host: np.ndarray, nbytes: int, stream: Any) -> Callable[[], None]:
+    """Copy ``nbytes`` from pinned ``host`` into device array ``dst`` on ``stream`` (one memcpy node when
+    captured)."""
+    import cupy
+
+    _check(dst.nbytes, host, nbytes)
+    return partial(cupy.cuda.runtime.memcpyAsync, dst.data.ptr, host.ctypes.data, nbytes, HOST_TO_DEVICE, stream.ptr)
+
+
+def d2h_call(host: np.ndarray, src: Any, nbytes: int, stream: Any) -> Callable[[], None]:
+    """Copy ``nbytes`` from device array ``src`` into pinned ``host`` on ``stream`` (one memcpy node when
+    captured)."""
+    import cupy
+
+    _check(src.nbytes, host, nbytes)
+    return partial(cupy.cuda.runtime.memcpyAsync, host.ctypes.data, src.data.ptr, nbytes, DEVICE_TO_HOST, stream.ptr)
+
+
+def _check(device_nbytes: int, host: np.ndarray, nbytes: int) -> None:
+    if nbytes > device_nbytes or nbytes > host.nbytes:
+        raise ValueError(f"copy of {nbytes} bytes exceeds a buffer ({device_nbytes} bytes on device, {host.nbytes} on host)")
+    if not host.flags.c_contiguous:
+        raise ValueError("the host buffer must be C-contiguous")
+
+
+def build(step: HostCopyStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
+    import cupy
+
+    host = pinned_empty(step.bytes)
+    if step.kind == "h2d":
+        host[...] = context.rng.integers(0, 256, step.bytes, dtype=np.uint8)
+        dst = cupy.full(step.bytes, POISON_BYTE, dtype=cupy.uint8)
+        built = BuiltStep([h2d_call(dst, host, step.bytes, stream)] * step.repeat, keep=[host])
+        with_initial(dst, built, f"{prefix}.dst")
+        return built
+    src = random_array(step.bytes, "uint8", context.rng)
+    host.fill(POISON_BYTE)
+    built = BuiltStep([d2h_call(host, src, step.bytes, stream)] * step.repeat, keep=[src])
+    with_initial(host, built, f"{prefix}.host")  # a host buffer: check_outputs compares it too
+    return built
+
+
+KIND = KindSpec(model=HostCopyStep, build=build, nbytes=lambda step: step.bytes * 2, nodes_per_launch=1, takes_stream=True)

@@ -1,0 +1,37 @@
+"""``memset``: cudaMemsetAsync of a device buffer."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Literal
+
+from pydantic import Field
+
+from launchbench.backend.kinds.base import (
+    BuildContext,
+    BuiltStep,
+    KindSpec,
+    StepBase,
+    random_array,
+    with_initial,
+)
+from launchbench.backend.kinds.fields import MAX_BYTES, Int
+
+
+class MemsetStep(StepBase):
+    """cudaMemsetAsync of ``bytes`` bytes to ``value``."""
+
+    kind: Literal["memset"]
+    bytes: Int = Field(..., ge=1, le=MAX_BYTES)
+    value: Int = Field(0, ge=0, le=255)
+
+
+def build(step: MemsetStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
+    dst = random_array(step.bytes, "uint8", context.rng)
+    call = partial(dst.data.memset_async, step.value, step.bytes, stream)
+    built = BuiltStep([call] * step.repeat)
+    with_initial(dst, built, f"{prefix}.dst")
+    return built
+
+
+KIND = KindSpec(model=MemsetStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True)

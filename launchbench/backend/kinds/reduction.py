@@ -1,0 +1,47 @@
+"""``reduction``: out = sum(x) through CuPy (CUB where CuPy uses it); its node count is CuPy's."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from launchbench.backend.kinds.base import (
+    BuildContext,
+    BuiltStep,
+    KindSpec,
+    StepBase,
+    random_array,
+    with_initial,
+)
+from launchbench.backend.kinds.fields import MAX_ELEMENTS, FloatDType, Int
+
+
+class ReductionStep(StepBase):
+    """out = sum(x) through CuPy (CUB where CuPy uses it)."""
+
+    kind: Literal["reduction"]
+    size: Int = Field(..., ge=1, le=MAX_ELEMENTS)
+    dtype: FloatDType = "float32"
+    op: Literal["sum"] = "sum"
+
+
+def build(step: ReductionStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
+    import cupy
+
+    x = random_array(step.size, step.dtype, context.rng)
+    out = cupy.zeros((), dtype=step.dtype)
+    built = BuiltStep([partial(cupy.sum, x, out=out)] * step.repeat)
+    with_initial(out, built, f"{prefix}.out")
+    return built
+
+
+KIND = KindSpec(
+    model=ReductionStep,
+    build=build,
+    nbytes=lambda step: step.size * np.dtype(step.dtype).itemsize + 64,
+    nodes_per_launch=None,
+    takes_stream=False,
+)
