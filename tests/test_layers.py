@@ -1,6 +1,6 @@
 """Import direction between launchbench's packages: a module never imports one on a higher layer.
 
-Layers, low to high: errors (with the package's own ``__init__`` and ``files``) < the step-kind definitions
+Layers, low to high: errors (with the package's ``__init__`` and other top-level modules) < the step-kind definitions
 (``backend/kinds``) < scenario < measure < results < backend < run < analysis < history < report < cli
 (``__main__`` with it). Every import counts, the lazy ones inside functions too. CuPy, cuda.bindings and
 NVML are imported at module level only by backend modules outside ``backend/kinds``, so the rest imports
@@ -21,16 +21,16 @@ LAYERS = ("errors", "definitions", "scenario", "measure", "results", "backend", 
 GPU_MODULES = ("cupy", "cupyx", "cuda", "pynvml")
 
 
-def layer_of(module: str) -> str | None:
+def layer_of(module: str, packages: frozenset[str] = frozenset()) -> str | None:
     """The layer of a launchbench module ('launchbench.x.y'), None for a module outside launchbench, and
-    '' for a launchbench module no layer holds."""
+    '' for a launchbench module no layer holds; ``packages`` names launchbench's subpackages."""
     parts = module.split(".")
     if parts[0] != "launchbench":
         return None
-    if module in ("launchbench", "launchbench.errors", "launchbench.files"):  # files: bounded reads, checked writes
-        return "errors"
     if module == "launchbench.__main__":
         return "cli"
+    if len(parts) == 1 or (len(parts) == 2 and module not in packages):
+        return "errors"  # the package itself and its top-level modules (errors, shared helpers)
     if parts[1:3] == ["backend", "kinds"]:
         return "definitions"
     return parts[1] if parts[1] in LAYERS else ""
@@ -84,14 +84,14 @@ def imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
             yield Import(node.args[0].value, node.lineno, top)
 
 
-def _layer_of_target(target: str, known: set[str]) -> str | None:
+def _layer_of_target(target: str, known: set[str], packages: frozenset[str]) -> str | None:
     """The layer of an imported name: the longest prefix of it that is a launchbench module."""
     parts = target.split(".")
     for end in range(len(parts), 0, -1):
         candidate = ".".join(parts[:end])
         if candidate in known:
-            return layer_of(candidate)
-    return layer_of(target)
+            return layer_of(candidate, packages)
+    return layer_of(target, packages)
 
 
 def violations(root: Path) -> list[str]:
@@ -99,16 +99,17 @@ def violations(root: Path) -> list[str]:
     for the package at ``root``; each as 'path:line: message'."""
     files = sorted(root.rglob("*.py"))
     known = {module_name(path, root) for path in files}
+    packages = frozenset(module_name(path, root) for path in files if path.name == "__init__.py")
     found: list[str] = []
     for path in files:
         module = module_name(path, root)
         where = path.relative_to(root.parent)
-        own = layer_of(module)
+        own = layer_of(module, packages)
         if not own:
             found.append(f"{where}:1: module {module} is on no layer")
             continue
         for imp in imports(path.read_text(), module, path.name == "__init__.py"):
-            target = _layer_of_target(imp.target, known)
+            target = _layer_of_target(imp.target, known, packages)
             if target is None:
                 gpu = imp.target.split(".")[0] in GPU_MODULES
                 if gpu and imp.top_level and own != "backend":
@@ -126,10 +127,10 @@ def test_no_module_imports_a_higher_layer() -> None:
 
 
 def test_every_package_has_a_layer() -> None:
-    packages = {path.parent.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("__init__.py")} - {"."}
+    packages = frozenset(module_name(path, PACKAGE) for path in PACKAGE.rglob("__init__.py")) - {"launchbench"}
     assert packages, "no packages found"
     for package in packages:
-        assert layer_of("launchbench." + package.replace("/", ".")), package
+        assert layer_of(package, packages), package
 
 
 # ------------------------------------------------------------------------------------ the checker itself
@@ -212,3 +213,9 @@ def test_module_level_gpu_imports_outside_the_backend_are_found(tmp_path: Path) 
 def test_a_module_on_no_layer_is_found(tmp_path: Path) -> None:
     root = _plant(tmp_path, {"extras/thing.py": ""})
     assert any("module launchbench.extras is on no layer" in v for v in violations(root))
+
+
+def test_a_top_level_module_is_on_the_lowest_layer(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {"files.py": "from launchbench.scenario import model\n", "scenario/model.py": ""})
+    (found,) = violations(root)
+    assert "launchbench.files (errors) imports launchbench.scenario.model (scenario)" in found
