@@ -1,14 +1,18 @@
 """results.csv: one row per case and mode, summarising the raw samples in the units the columns name.
 
-COLUMNS documents every column; the README's column table is checked against it by a test.
+COLUMNS documents every column (columns.csv, and the metric columns built here); the README's column
+table is checked against it by a test.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 import math
 from collections.abc import Mapping
+from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -19,43 +23,21 @@ from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors, is_h
 from launchbench.analysis.stats import Summary, log_pass_medians, summarize
 from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, RunRecord
 
-# Column name → (unit, meaning). Timing metrics are followed by their spread columns (SPREAD_SUFFIXES).
-ID_COLUMNS: dict[str, tuple[str, str]] = {
-    "scenario": ("—", "scenario name"),
-    "case": ("—", "case id: chain name and the sweep values it was run with"),
-    "chain": ("—", "chain name in the scenario"),
-    "kinds": ("—", "step kinds in the chain"),
-    "params": ("—", "sweep values of the case (JSON)"),
-    "mode": ("—", "eager (kernel by kernel on a stream) or graph (CUDA Graph replay)"),
-    "status": ("—", "ok; budget (time budget hit before the noise target); not_capturable; failed; skipped"),
-    "reason": ("—", "why a mode is not ok (capture refused, error message)"),
-    "launches_per_iter": ("launches", "kernel/copy/memset launches the chain issues per iteration"),
-    "iters_per_sample": ("iterations", "chain iterations timed together in one throughput sample"),
-}
-GRAPH_COLUMNS: dict[str, tuple[str, str]] = {
-    "speedup": ("×", "eager wall time per iteration / graph wall time per iteration (medians)"),
-    "capture_us": ("µs", "stream capture (with instantiation when lifecycle_split is false)"),
-    "instantiate_us": ("µs", "cudaGraphInstantiate (empty when not split from capture)"),
-    "upload_us": ("µs", "cudaGraphUpload"),
-    "first_launch_us": ("µs", "first replay, launch to completion"),
-    "setup_us": ("µs", "capture + instantiate + upload"),
-    "lifecycle_split": ("—", "true when capture and instantiate were timed separately (cuda.bindings)"),
-    "graph_nodes": ("nodes", "nodes in the captured graph"),
-    "graph_mem_bytes": ("bytes", "device memory taken by instantiating and uploading the graph (free-memory drop)"),
-    "break_even_iters": ("iterations", "setup_us / (eager − graph wall µs per iteration); empty if the graph is not faster"),
-}
-CHECK_COLUMNS: dict[str, tuple[str, str]] = {
-    "outputs_match": ("—", "graph-written buffers equal eager-written ones (empty for eager rows when no graph)"),
-    "target_met": ("—", "the noise target was reached before the time budget"),
-    "throttled_samples": ("samples", "samples taken while NVML reported a clock-throttle reason"),
-    "sm_clock_mhz": ("MHz", "SM clock read through NVML during the case"),
-    "mem_clock_mhz": ("MHz", "memory clock read through NVML during the case"),
-    "throttle_reasons": ("—", "NVML clock-event reasons seen during the case (idle excluded)"),
-    "passes": ("passes", "passes over the run in which the case was measured (samples pooled)"),
-    "host_bound": ("—", "CPU time ≥ 80% of wall time: the row measures the host's launch cost (its noise is shrunk toward that of rows like it)"),
-    "harness_us_per_iter": ("µs", "the timing loop's own cost per iteration around an empty call"),
-    "gpu_name": ("—", "GPU the case ran on"),
-}
+
+# Column name → (unit, meaning), from columns.csv (id, graph and check columns, each group in order).
+# Timing metrics are followed by their spread columns (SPREAD_SUFFIXES).
+def _column_groups() -> dict[str, dict[str, tuple[str, str]]]:
+    groups: dict[str, dict[str, tuple[str, str]]] = {}
+    text = resources.files("launchbench.analysis").joinpath("columns.csv").read_text(encoding="utf-8")
+    for row in csv.DictReader(io.StringIO(text)):
+        groups.setdefault(row["group"], {})[row["column"]] = (row["unit"], row["meaning"])
+    return groups
+
+
+_GROUPS = _column_groups()
+ID_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["id"]
+GRAPH_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["graph"]
+CHECK_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["check"]
 
 
 def metric_columns() -> dict[str, tuple[str, str]]:

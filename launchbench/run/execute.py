@@ -13,6 +13,8 @@ from launchbench.measure.sampler import ModeSamples, Sampler
 from launchbench.results.schema import CPU, GPU, LATENCY, WALL, CaseResult, Clocks, ModeResult
 from launchbench.scenario.core import Case
 
+IDENTITY_FIELDS = ("scenario", "case_id", "chain", "kinds", "params", "launches_per_iter")
+
 
 def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult:
     return ModeResult(
@@ -42,14 +44,7 @@ def expected_nodes(case: Case) -> int | None:
 
 def _identity(case: Case) -> dict[str, object]:
     """The fields every CaseResult of this case carries, measured or not."""
-    return {
-        "scenario": case.scenario,
-        "case_id": case.case_id,
-        "chain": case.chain,
-        "kinds": case.kinds,
-        "params": case.params,
-        "launches_per_iter": case.launches_per_iter,
-    }
+    return {name: getattr(case, name) for name in IDENTITY_FIELDS}
 
 
 def failed_case(

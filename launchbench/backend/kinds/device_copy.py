@@ -7,15 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from launchbench.backend.kinds.base import (
-    POISON_BYTE,
-    BuildContext,
-    BuiltStep,
-    KindSpec,
-    StepBase,
-    random_array,
-    with_initial,
-)
+from launchbench.backend.kinds import base
+from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.backend.kinds.fields import MAX_BYTES, Int
 
 
@@ -29,11 +22,11 @@ class CopyStep(StepBase):
 def build(step: CopyStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
     import cupy
 
-    src = random_array(step.bytes, "uint8", context.rng)
-    dst = cupy.full(step.bytes, POISON_BYTE, dtype=cupy.uint8)
+    src = base.random_array(step.bytes, "uint8", context.rng)
+    dst = cupy.full(step.bytes, base.POISON_BYTE, dtype=cupy.uint8)
     call = partial(dst.data.copy_from_device_async, src.data, step.bytes, stream)
     built = BuiltStep([call] * step.repeat)
-    with_initial(dst, built, f"{prefix}.dst")
+    base.with_initial(dst, built, f"{prefix}.dst")
     return built
 
 

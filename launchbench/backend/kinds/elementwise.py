@@ -8,14 +8,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.backend.kinds.base import (
-    BuildContext,
-    BuiltStep,
-    KindSpec,
-    StepBase,
-    random_array,
-    with_initial,
-)
+from launchbench.backend.kinds import base
+from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.backend.kinds.fields import MAX_ELEMENTS, Float, FloatDType, Int
 
 
@@ -43,16 +37,16 @@ def nbytes(step: ElementwiseStep) -> int:
 def build(step: ElementwiseStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
     import cupy
 
-    x = random_array(step.size, step.dtype, context.rng)
+    x = base.random_array(step.size, step.dtype, context.rng)
     alpha = np.dtype(step.dtype).type(step.alpha)
     if step.kind == "scale":
         built = BuiltStep([partial(cupy.multiply, x, alpha, out=x)] * step.repeat)
-        with_initial(x, built, f"{prefix}.x")
+        base.with_initial(x, built, f"{prefix}.x")
         return built
-    y = random_array(step.size, step.dtype, context.rng)
+    y = base.random_array(step.size, step.dtype, context.rng)
     call = partial(cupy.add, x, y, out=y) if step.kind == "add" else partial(fma_kernel(), x, alpha, y)
     built = BuiltStep([call] * step.repeat)
-    with_initial(y, built, f"{prefix}.y")
+    base.with_initial(y, built, f"{prefix}.y")
     return built
 
 

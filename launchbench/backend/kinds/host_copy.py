@@ -15,15 +15,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.backend.kinds.base import (
-    POISON_BYTE,
-    BuildContext,
-    BuiltStep,
-    KindSpec,
-    StepBase,
-    random_array,
-    with_initial,
-)
+from launchbench.backend.kinds import base
+from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.backend.kinds.fields import MAX_BYTES, Int
 
 HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
@@ -78,14 +71,14 @@ def build(step: HostCopyStep, context: BuildContext, prefix: str, stream: Any) -
     host = pinned_empty(step.bytes)
     if step.kind == "h2d":
         host[...] = context.rng.integers(0, 256, step.bytes, dtype=np.uint8)
-        dst = cupy.full(step.bytes, POISON_BYTE, dtype=cupy.uint8)
+        dst = cupy.full(step.bytes, base.POISON_BYTE, dtype=cupy.uint8)
         built = BuiltStep([h2d_call(dst, host, step.bytes, stream)] * step.repeat, keep=[host])
-        with_initial(dst, built, f"{prefix}.dst")
+        base.with_initial(dst, built, f"{prefix}.dst")
         return built
-    src = random_array(step.bytes, "uint8", context.rng)
-    host.fill(POISON_BYTE)
+    src = base.random_array(step.bytes, "uint8", context.rng)
+    host.fill(base.POISON_BYTE)
     built = BuiltStep([d2h_call(host, src, step.bytes, stream)] * step.repeat, keep=[src])
-    with_initial(host, built, f"{prefix}.host")  # a host buffer: check_outputs compares it too
+    base.with_initial(host, built, f"{prefix}.host")  # a host buffer: check_outputs compares it too
     return built
 
 

@@ -7,14 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from launchbench.backend.kinds.base import (
-    BuildContext,
-    BuiltStep,
-    KindSpec,
-    StepBase,
-    random_array,
-    with_initial,
-)
+from launchbench.backend.kinds import base
+from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.backend.kinds.fields import MAX_BYTES, Int
 
 
@@ -27,10 +21,10 @@ class MemsetStep(StepBase):
 
 
 def build(step: MemsetStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
-    dst = random_array(step.bytes, "uint8", context.rng)
+    dst = base.random_array(step.bytes, "uint8", context.rng)
     call = partial(dst.data.memset_async, step.value, step.bytes, stream)
     built = BuiltStep([call] * step.repeat)
-    with_initial(dst, built, f"{prefix}.dst")
+    base.with_initial(dst, built, f"{prefix}.dst")
     return built
 
 

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase, with_initial
+from launchbench.backend.kinds import base
+from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.backend.kinds.fields import MAX_LAUNCHES_PER_CALL, Int
 from launchbench.backend.kinds.python_call import call_user_function, load_callable
 
@@ -62,7 +63,7 @@ def build(step: PythonStep, context: BuildContext, prefix: str, stream: Any) -> 
         built = BuiltStep([work.run] * step.repeat)
         for name, array in work.outputs.items():
             if work.reset is None:
-                with_initial(array, built, f"{prefix}.{name}")
+                base.with_initial(array, built, f"{prefix}.{name}")
             else:
                 built.outputs[f"{prefix}.{name}"] = array
         if work.reset is not None:

@@ -9,14 +9,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
-from launchbench.backend.kinds.base import (
-    BuildContext,
-    BuiltStep,
-    KindSpec,
-    StepBase,
-    random_array,
-    with_initial,
-)
+from launchbench.backend.kinds import base
+from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.backend.kinds.fields import (
     MAX_BLOCK,
     MAX_BLOCK_THREADS,
@@ -117,7 +111,7 @@ def build(step: RawStep, context: BuildContext, prefix: str, stream: Any) -> Bui
     built = BuiltStep([])
     for name, spec in step.buffers.items():
         if spec.init == "random":
-            array = random_array(spec.size, spec.dtype, context.rng)
+            array = base.random_array(spec.size, spec.dtype, context.rng)
         elif spec.init == "zeros":
             array = cupy.zeros(spec.size, dtype=spec.dtype)
         elif spec.init == "ones":
@@ -125,7 +119,7 @@ def build(step: RawStep, context: BuildContext, prefix: str, stream: Any) -> Bui
         else:
             array = cupy.arange(spec.size, dtype=spec.dtype)
         buffers[name] = array
-        with_initial(array, built, f"{prefix}.{name}")
+        base.with_initial(array, built, f"{prefix}.{name}")
     args = tuple(
         buffers[arg.buffer] if isinstance(arg, BufferArg) else np.dtype(arg.dtype).type(arg.scalar) for arg in step.args
     )

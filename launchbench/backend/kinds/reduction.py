@@ -8,14 +8,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.backend.kinds.base import (
-    BuildContext,
-    BuiltStep,
-    KindSpec,
-    StepBase,
-    random_array,
-    with_initial,
-)
+from launchbench.backend.kinds import base
+from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.backend.kinds.fields import MAX_ELEMENTS, FloatDType, Int
 
 
@@ -31,10 +25,10 @@ class ReductionStep(StepBase):
 def build(step: ReductionStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
     import cupy
 
-    x = random_array(step.size, step.dtype, context.rng)
+    x = base.random_array(step.size, step.dtype, context.rng)
     out = cupy.zeros((), dtype=step.dtype)
     built = BuiltStep([partial(cupy.sum, x, out=out)] * step.repeat)
-    with_initial(out, built, f"{prefix}.out")
+    base.with_initial(out, built, f"{prefix}.out")
     return built
 
 
