@@ -34,17 +34,8 @@ from launchbench.errors import LaunchbenchError
 from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
-from launchbench.run.execute import failed_case
-from launchbench.run.runner import (
-    Plan,
-    RunEvents,
-    RunOptions,
-    SilentEvents,
-    _case_timeout,
-    _now,
-    _Worker,
-    pass_settings,
-)
+from launchbench.run.executor import WorkerExecutor, WorkerProcess
+from launchbench.run.runner import Plan, RunEvents, RunOptions, SilentEvents, _now, pass_settings
 from launchbench.run.worker import CPUS_VARIABLE
 from launchbench.scenario.core import Case
 
@@ -110,7 +101,7 @@ def parse_variant(text: str) -> Variant:
 
 
 class _Child:
-    """A worker started as a program (subprocess.Popen) with the interface _Worker uses."""
+    """A worker started as a program (subprocess.Popen) with the interface WorkerProcess uses."""
 
     def __init__(self, popen: subprocess.Popen[bytes]):
         self.popen = popen
@@ -145,7 +136,7 @@ def child_environment(variant: Variant) -> dict[str, str]:
     return env
 
 
-class VariantWorker(_Worker):
+class VariantWorker(WorkerProcess):
     """A worker process of one variant: its interpreter, its paths and environment, over a socket pair."""
 
     def __init__(self, variant: Variant, factory: Callable[[int], Any], device: int, cpus: tuple[int, ...] = ()):
@@ -219,36 +210,21 @@ def default_cpus() -> tuple[int, ...]:
 class _SideState:
     def __init__(self, side: Side, options: RunOptions, cpus: tuple[int, ...]):
         self.side, self.options, self.cpus = side, options, cpus
-        self.worker: VariantWorker | None = None
+        self.executor = WorkerExecutor(
+            options.backend_factory,
+            options.device,
+            spawn=lambda: VariantWorker(side.variant, options.backend_factory, options.device, cpus),
+        )
         self.record: RunRecord | None = None
 
     def fresh_worker(self) -> dict[str, Any]:
-        self.stop()
-        self.worker = VariantWorker(self.side.variant, self.options.backend_factory, self.options.device, self.cpus)
-        return self.worker.start()
+        return self.executor.start()
 
     def stop(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
-            self.worker = None
+        self.executor.close()
 
-    def measure(self, case: Case, events: RunEvents) -> CaseResult:
-        if self.worker is None or not self.worker.alive():
-            self.fresh_worker()
-        assert self.worker is not None
-        one_pass = pass_settings(case)
-        answer = self.worker.run(one_pass, events, _case_timeout(one_pass))
-        if answer is None:
-            if self.worker.timed_out:
-                why = f"the case did not finish within {_case_timeout(one_pass):.0f} s; its worker was stopped"
-            else:
-                why = f"the worker process died (exit code {self.worker.process.exitcode}) while running this case"
-            self.worker = None
-            return failed_case(case, why)
-        result, ending = answer
-        if ending:
-            self.stop()
-        return result
+    def measure(self, case: Case, pass_index: int, events: RunEvents) -> CaseResult:
+        return self.executor.execute(pass_settings(case), pass_index, events.case_progress)
 
     def write(self, tables: bool) -> None:
         assert self.record is not None
@@ -314,7 +290,7 @@ def run_ab(
             if previous is not None and previous.error:
                 continue
             events.case_started(case, index, len(schedule))
-            result = state.measure(case, events)
+            result = state.measure(case, pass_index, events)
             merged = merge_pass(previous, result)
             state.record = state.record.with_case(merged)
             state.write(tables=False)

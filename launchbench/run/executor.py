@@ -63,14 +63,18 @@ class WorkerExecutor:
     """Each case in a worker process: a fresh one for every pass, and after a worker died, timed out or
     ended itself because its case may have left the CUDA context unusable."""
 
-    def __init__(self, backend_factory: Callable[[int], Any], device: int):
-        self._factory = backend_factory
-        self._device = device
-        self._worker: _WorkerProcess | None = None
+    def __init__(
+        self, backend_factory: Callable[[int], Any], device: int, spawn: Callable[[], WorkerProcess] | None = None
+    ):
+        """``spawn`` starts a worker process (by default one of ``backend_factory`` on ``device``)."""
+        self._spawn = spawn or (lambda: WorkerProcess(backend_factory, device))
+        self._worker: WorkerProcess | None = None
         self._pass: int | None = None
 
     def start(self) -> dict[str, Any]:
-        self._worker = _WorkerProcess(self._factory, self._device)
+        """Start a fresh worker (stopping the one running); the environment it runs on."""
+        self.close()
+        self._worker = self._spawn()
         return self._worker.start()
 
     def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
@@ -78,8 +82,8 @@ class WorkerExecutor:
             self.close()  # every pass in a fresh process: process-level state varies between passes
         self._pass = pass_index
         if self._worker is None or not self._worker.alive():
-            self._worker = _WorkerProcess(self._factory, self._device)
-            self._worker.start()
+            self.start()
+        assert self._worker is not None
         worker = self._worker
         timeout = case_timeout(case)
         answer = worker.run(case, progress, timeout)
@@ -100,8 +104,9 @@ class WorkerExecutor:
             self._worker = None
 
 
-class _WorkerProcess:
-    """A spawned worker process (worker.serve) and its pipe."""
+class WorkerProcess:
+    """A spawned worker process (worker.serve) and its pipe; ``conn``, ``process`` (is_alive, exitcode,
+    join, kill) and ``timed_out`` are what the methods use, so a worker started otherwise can derive."""
 
     def __init__(self, factory: Callable[[int], Any], device: int):
         ctx = multiprocessing.get_context("spawn")
