@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import special
@@ -466,17 +466,14 @@ def compare_samples(
     nb, nc = len(baseline), len(current)
     b_passes, c_passes = usable_passes(baseline_passes, nb), usable_passes(current_passes, nc)
     pb, pc = len(b_passes) if b_passes else 1, len(c_passes) if c_passes else 1
+    counts: dict[str, Any] = {"threshold": threshold, "n_baseline": nb, "n_current": nc}
     if nb == 0 or nc == 0:
         side = "baseline" if nb == 0 else "current"
-        return MetricComparison(
-            metric, "missing", threshold=threshold, n_baseline=nb, n_current=nc, detail=f"no samples in {side}"
-        )
+        return MetricComparison(metric, "missing", **counts, detail=f"no samples in {side}")
+    counts |= {"passes_baseline": pb, "passes_current": pc}
     b_med, c_med = medians or (sorted_median(np.sort(baseline)), sorted_median(np.sort(current)))
     if not (b_med > 0 and c_med > 0):
-        return MetricComparison(
-            metric, "uncertain", b_med, c_med, threshold=threshold, n_baseline=nb, n_current=nc,
-            passes_baseline=pb, passes_current=pc, detail="a median is not positive; no ratio",
-        )
+        return MetricComparison(metric, "uncertain", b_med, c_med, **counts, detail="a median is not positive; no ratio")
     evidence = evidence or log_evidence(baseline, current, b_passes, c_passes, paired)
     inference = infer(evidence, prior, baseline, current, settings)
     ratio = math.exp(evidence.centers[0]) if paired and evidence is not None else c_med / b_med
@@ -491,12 +488,8 @@ def compare_samples(
         ratio_ci_high=high,
         p_value=inference.p_value,
         significant=inference.significant,
-        threshold=threshold,
-        n_baseline=nb,
-        n_current=nc,
-        passes_baseline=pb,
-        passes_current=pc,
         mde=inference.mde,
+        **counts,
     )
 
 
