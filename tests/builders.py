@@ -106,7 +106,7 @@ def make_case(
         },
     )
     pass_sizes = sizes if passes > 1 else []
-    eager = ModeResult(
+    eager = ModeResult.pooled(
         mode="eager",
         status="ok",
         iters_per_sample=max(1, int(2e-3 / eager_iter)),
@@ -114,7 +114,7 @@ def make_case(
         target_met=True,
         pass_sizes=pass_sizes,
     )
-    graph = ModeResult(
+    graph = ModeResult.pooled(
         mode="graph",
         status="ok",
         iters_per_sample=max(1, int(2e-3 / graph_iter)),

@@ -31,7 +31,7 @@ HANG_GUARD_S = 300  # wall clock, only against a hang (a loaded machine starts P
 WORKERS = 2
 
 BAD_SCENARIOS = sorted(p.name for p in BAD.iterdir() if p.suffix == ".yaml")
-BAD_RESULTS = sorted(p.name for p in BAD.iterdir() if p.name.startswith("results-"))
+BAD_RESULTS = sorted(p.name for p in (BAD / "results").iterdir() if not p.name.endswith((".expected", ".md")))
 
 # id → (argv with {tmp} {bad} {good} {a} {b} placeholders, expected exit code, paths that must not exist after)
 Case = tuple[list[str], int, list[str]]
@@ -55,12 +55,12 @@ for _name in BAD_SCENARIOS[::4]:
 
 # --- results files, through every command that reads one ---------------------------------------------
 for _name in BAD_RESULTS:
-    _path = "{bad}/" + _name
+    _path = "{bad}/results/" + _name
     _add(f"compare-baseline:{_name}", ["compare", _path, "{a}"], 2)
     _add(f"compare-current:{_name}", ["compare", "{a}", _path, "--fail-on", "wall_us_per_launch:5%"], 2)
     _add(f"check:{_name}", ["check", _path], 2)
     _add(f"plot:{_name}", ["plot", _path, "--out", "{tmp}/plots-" + _name], 2, ["{tmp}/plots-" + _name])
-_add("run-resume-bad-results", ["run", "--resume", "{bad}/results-dir-csv-only"], 2)
+_add("run-resume-bad-results", ["run", "--resume", "{bad}/results/dir-csv-only"], 2)
 
 # --- command-line values -------------------------------------------------------------------------------
 for _args in (

@@ -2,7 +2,8 @@
 the line and key where there is one), exit code 2, and no traceback unless `launchbench --debug`.
 
 Scenario files go through `launchbench validate` (in-process with CliRunner, a handful through a real
-subprocess); results files through `load_run`. tests/data/bad/EXPECTED.md says what is wrong with each file.
+subprocess). tests/data/bad/EXPECTED.md says what is wrong with each file. Results files (tests/data/bad/results/)
+are tested in tests/test_bad_results.py.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from click.testing import CliRunner
 
 from launchbench.analysis.expectations import load_checked
 from launchbench.cli import cli
-from launchbench.errors import ResultsFileError, ScenarioError
-from launchbench.results.store import load_run
+from launchbench.errors import ScenarioError
 from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.load import MAX_FILE_BYTES, load_scenario_file
 
@@ -148,28 +148,6 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     "directory.yaml": (None, ("is a directory",)),
 }
 
-# Results file (or run directory) → substrings of the message.
-RESULTS: dict[str, tuple[str, ...]] = {
-    "results-truncated.json": ("not valid JSON", "truncated or corrupt"),
-    "results-empty.json": ("file is empty",),
-    "results-binary.json": ("not UTF-8 text",),
-    "results-not-json.json": ("not valid JSON",),
-    "results-yaml-scenario.json": ("not valid JSON",),
-    "results-newer-schema.json": ("schema version 99 is newer", "upgrade launchbench"),
-    "results-schema-zero.json": ("schema version 0 is not a known",),
-    "results-schema-string.json": ("schema_version is \"1\", not a whole number",),
-    "results-schema-bool.json": ("schema_version is true, not a whole number",),
-    "results-schema-missing.json": ("no schema_version",),
-    "results-other-tool.json": ("written by \"pytest-benchmark\", not launchbench",),
-    "results-no-tool.json": ("not a launchbench results file", "no 'tool' field"),
-    "results-top-level-list.json": ("not a launchbench results file", "not an object"),
-    "results-invalid-case.json": ("invalid results file at 'cases.0.launches_per_iter'",),
-    "results-missing-field.json": ("invalid results file at 'started'",),
-    "results-deep-nesting.json": ("not valid JSON", "nested too deeply"),
-    "results-huge-int.json": ("not valid JSON",),
-    "results-dir-csv-only": ("no results.json in this directory",),
-}
-
 CLICK_REFUSES = {"directory.yaml"}  # click's Path(dir_okay=False) answers first, with its own exit 2 message
 
 
@@ -178,8 +156,8 @@ def _validate(*args: str):
 
 
 def test_every_bad_file_is_tested_and_documented():
-    names = {p.name for p in BAD.iterdir()} - {"EXPECTED.md"}
-    assert names == set(SCENARIOS) | set(RESULTS)
+    names = {p.name for p in BAD.iterdir()} - {"EXPECTED.md", "results"}  # results/: tests/test_bad_results.py
+    assert names == set(SCENARIOS)
     assert len(names) >= 45
     index = (BAD / "EXPECTED.md").read_text()
     for name in names:
@@ -226,24 +204,6 @@ def test_bad_scenario_raises_scenario_error(name):
     assert err.line == line
     for text in expected:
         assert text in str(err)
-
-
-@pytest.mark.parametrize("name", sorted(RESULTS))
-def test_bad_results_file_is_refused(name):
-    path = BAD / name
-    with pytest.raises(ResultsFileError) as info:
-        load_run(path)
-    message = str(info.value)
-    assert message.startswith(str(path)), message
-    assert "\n" not in message
-    for text in RESULTS[name]:
-        assert text in message, f"{text!r} not in {message!r}"
-
-
-def test_missing_results_file(tmp_path):
-    with pytest.raises(ResultsFileError, match="no such file") as info:
-        load_run(tmp_path / "nowhere.json")
-    assert str(tmp_path / "nowhere.json") in str(info.value)
 
 
 def test_missing_scenario_file(tmp_path):

@@ -131,7 +131,7 @@ def scale_rows(run: RunRecord, keys: Iterable[RowKey], factor: float) -> RunReco
         for mode, result in case.modes.items():
             if (case.scenario, case.case_id, mode) in wanted:
                 samples = {k: [v * factor for v in values] for k, values in result.samples.items()}
-                result = result.model_copy(update={"samples": samples})
+                result = result.with_samples(samples)
             modes[mode] = result
         cases.append(case.model_copy(update={"modes": modes}))
     return run.model_copy(update={"cases": cases})
@@ -381,7 +381,7 @@ def test_metric_without_samples_is_missing(baseline_run: RunRecord) -> None:
     result = case.modes[key[2]]
     samples = {k: v for k, v in result.samples.items() if k != "latency_s"}
     current = baseline_run.with_case(
-        case.model_copy(update={"modes": {**case.modes, key[2]: result.model_copy(update={"samples": samples})}})
+        case.model_copy(update={"modes": {**case.modes, key[2]: result.with_samples(samples)}})
     )
     row = next(r for r in compare_runs(baseline_run, current).rows if r.key == key)
     assert row.metric("latency_us").verdict == "missing"

@@ -64,7 +64,7 @@ def scaled(run: RunRecord, factor: dict[tuple[str, str], float]) -> RunRecord:
             f = factor.get((case.case_id, mode))
             if f is not None:
                 samples = {**result.samples, WALL: [v * f for v in result.samples[WALL]]}
-                modes[mode] = result.model_copy(update={"samples": samples})
+                modes[mode] = result.with_samples(samples)
         cases.append(case.model_copy(update={"modes": modes}))
     return run.model_copy(update={"cases": cases})
 
@@ -196,7 +196,7 @@ def test_outliers_beyond_the_axis_are_counted(synthetic: RunRecord) -> None:
     case = synthetic.cases[0]
     samples = list(case.modes["eager"].samples[WALL])
     samples[:2] = [samples[0] * 5, samples[1] * 5]  # two samples 5× the rest: far beyond the whiskers
-    eager = case.modes["eager"].model_copy(update={"samples": {**case.modes["eager"].samples, WALL: samples}})
+    eager = case.modes["eager"].with_samples({**case.modes["eager"].samples, WALL: samples})
     wild = synthetic.model_copy(update={"cases": [case.model_copy(update={"modes": {**case.modes, "eager": eager}})]})
     (ax,) = panel_axes(plots.figure_sample_distributions(wild))
     assert "2↑" in [t.get_text() for t in ax.texts]

@@ -9,7 +9,7 @@ from launchbench.analysis.table import COLUMNS, run_table
 from launchbench.errors import ResultsFileError
 from launchbench.report.run_files import write_run_files as write_run
 from launchbench.results.schema import SCHEMA_VERSION
-from launchbench.results.store import create_run_dir, load_run
+from launchbench.results.store import JOURNAL, RunJournal, create_run_dir, load_run
 
 ROOT = Path(__file__).parent.parent
 
@@ -68,3 +68,129 @@ def test_writes_leave_no_temporary_files(tmp_path):
     create_run_dir(tmp_path / "r")
     write_run(tmp_path / "r", make_run())
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["costmodel.csv", "results.csv", "results.json"]
+
+
+# --- schema versions: golden files ------------------------------------------------------------------
+
+GOLDEN = ROOT / "tests" / "data" / "golden"
+
+
+def test_v1_golden_file_migrates_to_passes():
+    raw = json.loads((GOLDEN / "results-v1.json").read_text())
+    run = load_run(GOLDEN / "results-v1.json")
+    assert raw["schema_version"] == 1 and run.schema_version == SCHEMA_VERSION
+    for raw_case, case in zip(raw["cases"], run.cases, strict=True):
+        for name, raw_mode in raw_case["modes"].items():
+            mode = case.modes[name]
+            assert mode.pass_sizes == raw_mode["pass_sizes"]
+            assert len(mode.passes) == len(raw_mode["pass_sizes"]) == case.passes_done == 5
+            assert mode.samples == {k: v for k, v in raw_mode["samples"].items() if v}
+            assert mode.iters_per_sample == raw_mode["iters_per_sample"]
+            assert mode.throttled_samples == raw_mode["throttled_samples"]
+            assert mode.target_met == raw_mode["target_met"]
+            if raw_mode["lifecycle_passes"]:
+                assert [p.lifecycle.model_dump() for p in mode.passes] == raw_mode["lifecycle_passes"]
+                assert mode.lifecycle.model_dump() == raw_mode["lifecycle"]
+
+
+def test_v2_golden_file_reads_back_to_the_same_json():
+    text = (GOLDEN / "results-v2.json").read_text()
+    run = load_run(GOLDEN / "results-v2.json")
+    assert json.loads(run.model_dump_json()) == json.loads(text)
+    one = run.cases[0].modes["eager"].passes[0]
+    assert one.clocks.sm_mhz and one.host.pid is not None and one.host.load_1m is not None
+
+
+@pytest.mark.parametrize("run_dir", sorted(p.parent.name for p in (ROOT / "results").glob("*/results.json")))
+def test_committed_runs_still_load(run_dir):
+    run = load_run(ROOT / "results" / run_dir)
+    assert run.cases and all(m.passes for c in run.cases for m in c.modes.values() if m.status in ("ok", "budget"))
+
+
+# --- the journal ---------------------------------------------------------------------------------------
+
+
+def _header(tmp_path):
+    run = make_run(passes=2)
+    first = run.model_copy(update={"cases": [], "status": "running", "finished": None})
+    return run, first
+
+
+def _modes(run):
+    return [(c.case_id, c.passes_done, c.modes) for c in run.cases]
+
+
+def _one_pass(case, index):
+    modes = {n: m.model_copy(update={"passes": m.passes[index : index + 1]}) for n, m in case.modes.items()}
+    return case.model_copy(update={"modes": modes, "passes_done": 1})
+
+
+def test_journal_replays_a_crashed_run_and_results_json_is_written_only_when_compacted(tmp_path):
+    run, first = _header(tmp_path)
+    run_dir = create_run_dir(tmp_path / "r")
+    journal = RunJournal(run_dir)
+    journal.start(first)
+    started = (run_dir / "results.json").read_bytes()
+    for index in range(2):
+        for case in run.cases:
+            journal.append(_one_pass(case, index), index)
+    assert (run_dir / "results.json").read_bytes() == started  # not rewritten per case
+    crashed = load_run(run_dir)  # results.json holds less than the journal: replayed
+    assert crashed.status == "running" and _modes(crashed) == _modes(run)
+    (run_dir / "results.json").unlink()
+    assert _modes(load_run(run_dir)) == _modes(run)
+    with (run_dir / JOURNAL).open("a") as handle:
+        handle.write('{"record": "pass", "pass": 2, "case": {"scen')  # a line cut short by the crash
+    assert _modes(load_run(run_dir)) == _modes(run)
+    journal.compact(crashed.model_copy(update={"status": "interrupted", "finished": "now"}))
+    back = load_run(run_dir)
+    assert back.status == "interrupted" and back.journal_bytes == (run_dir / JOURNAL).stat().st_size
+
+
+def test_journal_cost_per_case_does_not_grow_with_the_number_of_cases(tmp_path):
+    """Bytes written per case-pass (journal and results.json together), for a 4-case and a 40-case run."""
+    run, first = _header(tmp_path)
+    case = run.cases[0]
+
+    def per_case_bytes(n: int) -> list[int]:
+        run_dir = create_run_dir(tmp_path / f"r{n}")
+        journal = RunJournal(run_dir)
+        journal.start(first)
+        costs = []
+        compacted = (run_dir / "results.json").stat()
+        for i in range(n):
+            before = journal.bytes_written
+            journal.append(_one_pass(case.model_copy(update={"case_id": f"c{i:04d}"}), 0), 0)
+            costs.append(journal.bytes_written - before)
+        assert (run_dir / "results.json").stat() == compacted
+        return costs
+
+    small, large = per_case_bytes(4), per_case_bytes(40)
+    assert max(large) == max(small) == min(large)  # the same case, renamed: the same bytes, whatever came before
+
+
+def test_runner_writes_a_case_pass_without_rewriting_results_json(tmp_path, monkeypatch):
+    from fakes import scripted_backend
+
+    from launchbench.results import store
+    from launchbench.run import runner
+
+    writes: list[Path] = []
+    real = store.atomic_write_text
+    monkeypatch.setattr(store, "atomic_write_text", lambda path, text: (writes.append(path), real(path, text)))
+    scenario = tmp_path / "many.yaml"
+    scenario.write_text(
+        "name: many\ndescription: many small cases\nmeasure: {max_time: 0.05, min_samples: 3, warmup_time: 0.001}\n"
+        "sweep:\n  length: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]\nchains:\n  empty: [{kind: empty, repeat: $length}]\n"
+    )
+    sizes: list[int] = []
+
+    class Watch(runner.SilentEvents):
+        def case_finished(self, result):
+            sizes.append((tmp_path / "run" / JOURNAL).stat().st_size)
+
+    plan = runner.plan([scenario])
+    runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=False, backend_factory=scripted_backend), Watch())
+    assert [p.name for p in writes] == ["results.json", "results.json"]  # at the start and at the end, not per case
+    steps = [b - a for a, b in zip(sizes, sizes[1:])]
+    assert max(steps) < 1.2 * min(steps)  # one line per case, the same size whatever came before

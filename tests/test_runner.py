@@ -160,3 +160,22 @@ def test_results_json_after_every_case_tables_after_every_pass(tmp_path):
     # the CSV lags within a pass (no rows before the first pass ends) and is complete at each pass's end
     assert [rows for _, rows in watcher.seen[:4]] == [0, 0, 0, 0] and watcher.seen[4][1] == 10
     assert len(pd.read_csv(tmp_path / "run" / "results.csv")) == 10
+
+
+def test_a_crashed_run_is_read_and_resumed_from_its_journal(tmp_path, monkeypatch):
+    """A run killed without its last words (no compaction): results.json still says 0 cases, the journal
+    holds 2; reading the run replays the journal and --resume finishes from there."""
+    from launchbench.results.store import RunJournal
+
+    plan = runner.plan([DATA / "three.yaml"])
+    with monkeypatch.context() as patch:
+        patch.setattr(RunJournal, "compact", lambda self, record: None)  # as if killed: nothing written on the way out
+        with pytest.raises(KeyboardInterrupt):
+            runner.run(plan, tmp_path / "run", options(isolate=False), InterruptAfter(2))
+    assert '"cases":[]' in (tmp_path / "run" / "results.json").read_text()
+    crashed = load_run(tmp_path / "run")
+    assert crashed.status == "running" and len(crashed.cases) == 2
+    record = runner.run(plan, tmp_path / "run", options(isolate=False), resume=crashed)
+    assert record.status == "complete" and len(record.cases) == 5
+    back = load_run(tmp_path / "run")
+    assert back.status == "complete" and back.cases == record.cases

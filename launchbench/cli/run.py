@@ -117,7 +117,7 @@ def run(
     plot: bool,
     quiet: bool,
 ) -> None:
-    """Measure scenario files: every case eagerly and as a CUDA Graph, results.json after every case."""
+    """Measure scenario files: every case eagerly and as a CUDA Graph, each case and pass journaled as it ends."""
     from launchbench.report.console import ConsoleEvents, print_summary
     from launchbench.results.store import load_run
     from launchbench.run import runner

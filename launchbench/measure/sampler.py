@@ -53,6 +53,8 @@ class ModeSamples:
     latency: list[float] = field(default_factory=list)
     throttled: int = 0
     target_met: bool = False
+    sm_mhz: list[float] = field(default_factory=list)  # SM clock read after each round of this mode
+    throttle_reasons: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -103,8 +105,11 @@ class Sampler:
                 taken = self._round(workloads[mode], samples[mode])
                 if self.monitor:
                     reading = self.monitor.read()
+                    if reading.sm_mhz is not None:
+                        samples[mode].sm_mhz.append(reading.sm_mhz)
                     if reading.throttled:
                         samples[mode].throttled += taken
+                        samples[mode].throttle_reasons.update(reading.throttle_reasons)
                         reasons.update(reading.throttle_reasons)
             round_index += 1
             progress(min(1.0, (self.clock.wall() - start) / self.settings.max_time))

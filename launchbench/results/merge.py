@@ -1,68 +1,24 @@
-"""Passes: a case measured in several passes over the whole run is one CaseResult whose samples are
-pooled, with the size of each pass's share kept so statistics can see drift between passes."""
+"""Passes: a case measured in several passes over the whole run is one CaseResult whose modes hold one
+ModePass per pass, in order."""
 
 from __future__ import annotations
 
 import statistics
 
-from launchbench.results.schema import MEASURED_STATUSES, WALL, CaseResult, GraphLifecycle, ModeResult
-
-
-def _median_lifecycle(passes: list[GraphLifecycle]) -> GraphLifecycle:
-    def med(values: list[float | int | None]) -> float | None:
-        known = [v for v in values if v is not None]
-        return statistics.median(known) if known else None
-
-    first = passes[0]
-    nodes = med([p.nodes for p in passes])
-    mem = med([p.mem_bytes for p in passes])
-    return GraphLifecycle(
-        split=first.split,
-        capture_s=statistics.median(p.capture_s for p in passes),
-        instantiate_s=med([p.instantiate_s for p in passes]),
-        upload_s=statistics.median(p.upload_s for p in passes),
-        first_launch_s=statistics.median(p.first_launch_s for p in passes),
-        nodes=None if nodes is None else int(nodes),
-        mem_bytes=None if mem is None else int(mem),
-    )
-
-
-def first_pass(result: CaseResult) -> CaseResult:
-    """Tag a single measurement as pass 1 of possibly several."""
-    modes = {}
-    for name, mode in result.modes.items():
-        update: dict[str, object] = {}
-        if mode.status in MEASURED_STATUSES:
-            update["pass_sizes"] = [len(mode.samples.get(WALL, []))]
-        if mode.lifecycle is not None:
-            update["lifecycle_passes"] = [mode.lifecycle]
-        modes[name] = mode.model_copy(update=update)
-    return result.model_copy(update={"modes": modes, "passes_done": 1})
+from launchbench.results.schema import MEASURED_STATUSES, CaseResult, ModeResult
 
 
 def _merge_mode(old: ModeResult, new: ModeResult) -> ModeResult:
     if old.status not in MEASURED_STATUSES or new.status not in MEASURED_STATUSES:
         return new if new.status not in MEASURED_STATUSES else old
-    samples = {key: [*old.samples.get(key, []), *new.samples.get(key, [])] for key in {*old.samples, *new.samples}}
-    lifecycles = [*old.lifecycle_passes, *([new.lifecycle] if new.lifecycle is not None else [])]
-    target_met = old.target_met and new.target_met
-    return old.model_copy(
-        update={
-            "samples": samples,
-            "pass_sizes": [*old.pass_sizes, len(new.samples.get(WALL, []))],
-            "throttled_samples": old.throttled_samples + new.throttled_samples,
-            "target_met": target_met,
-            "status": "ok" if target_met else "budget",
-            "lifecycle_passes": lifecycles,
-            "lifecycle": _median_lifecycle(lifecycles) if lifecycles else None,
-        }
-    )
+    merged = old.model_copy(update={"passes": [*old.passes, *new.passes]})
+    return merged.model_copy(update={"status": "ok" if merged.target_met else "budget"})
 
 
 def merge_pass(previous: CaseResult | None, new: CaseResult) -> CaseResult:
     """Add one more pass of a case to what earlier passes measured."""
     if previous is None:
-        return first_pass(new)
+        return new.model_copy(update={"passes_done": 1})
     modes = {name: _merge_mode(previous.modes[name], mode) if name in previous.modes else mode for name, mode in new.modes.items()}
     if new.error:
         return previous.model_copy(

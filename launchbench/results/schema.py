@@ -1,23 +1,37 @@
 """The results.json schema (pydantic models) and the metrics that results.csv summarises.
 
 Everything inside is in seconds and bytes; results.csv converts to the units its column names say.
+The unit of storage is the pass: each mode of a case holds one ``ModePass`` per pass over the run, with
+that pass's samples, iterations per sample, SM clock readings and host data. ``ModeResult.samples`` and
+``ModeResult.pass_sizes`` are the pooled view of the passes that the statistics read.
+
+Field constraints (types, ranges, finiteness) hold for every record; ``store.load_run`` validates files
+strictly (no numbers given as text) and adds the checks across fields (``record_problems``).
 
 Schema changelog (bump SCHEMA_VERSION for every change and add a line here; store.py migrates older
 files forward and refuses newer ones):
   1 — first version: environment, scenarios, settings, cases with per-mode raw samples (pooled over
       passes, with the number each pass contributed), graph life cycle per pass, correctness check,
       clocks, harness cost.
+  2 — the pass as the unit of storage: each mode's ``passes`` list holds per pass its samples,
+      iters_per_sample, throttled_samples, target_met, graph life cycle, SM clock readings and host data
+      (worker pid, load average). The mode-level ``samples``, ``pass_sizes``, ``iters_per_sample``,
+      ``throttled_samples``, ``target_met``, ``lifecycle`` and ``lifecycle_passes`` are derived, not
+      stored. Migrated v1 files: every pass gets the mode's iters_per_sample and target_met, the
+      throttled count sits on the first pass, clock readings and host data are empty. The run-level
+      ``journal_bytes`` says how much of the run's journal (results.journal.jsonl) the file holds.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TOOL_NAME = "launchbench"
 
 Mode = Literal["eager", "graph"]
@@ -72,8 +86,14 @@ SPREAD_SUFFIXES: dict[str, str] = {
 }
 
 
+Seconds = Annotated[float, Field(ge=0)]  # a duration that may be zero (a CPU or GPU share, a setup step)
+PositiveSeconds = Annotated[float, Field(gt=0)]  # a duration that cannot be zero (wall time, latency)
+Count = Annotated[int, Field(ge=0)]
+SERIES_MINIMUM: dict[str, float] = {WALL: 0.0, LATENCY: 0.0}  # series whose samples must be above zero
+
+
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class GraphLifecycle(_Frozen):
@@ -81,12 +101,12 @@ class GraphLifecycle(_Frozen):
     (capture driven through cuda.bindings on CuPy's stream) or together (CuPy's end_capture instantiates)."""
 
     split: bool
-    capture_s: float
-    instantiate_s: float | None
-    upload_s: float
-    first_launch_s: float
-    nodes: int | None
-    mem_bytes: int | None
+    capture_s: Seconds
+    instantiate_s: Seconds | None
+    upload_s: Seconds
+    first_launch_s: Seconds
+    nodes: Count | None
+    mem_bytes: Count | None
 
     @property
     def setup_s(self) -> float:
@@ -94,24 +114,148 @@ class GraphLifecycle(_Frozen):
         return self.capture_s + (self.instantiate_s or 0.0) + self.upload_s
 
 
+def median_lifecycle(passes: list[GraphLifecycle]) -> GraphLifecycle:
+    """One life cycle for several passes: the median of each cost."""
+
+    def med(values: list[float | int | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return statistics.median(known) if known else None
+
+    nodes = med([p.nodes for p in passes])
+    mem = med([p.mem_bytes for p in passes])
+    return GraphLifecycle(
+        split=passes[0].split,
+        capture_s=statistics.median(p.capture_s for p in passes),
+        instantiate_s=med([p.instantiate_s for p in passes]),
+        upload_s=statistics.median(p.upload_s for p in passes),
+        first_launch_s=statistics.median(p.first_launch_s for p in passes),
+        nodes=None if nodes is None else int(nodes),
+        mem_bytes=None if mem is None else int(mem),
+    )
+
+
+class PassClocks(_Frozen):
+    """The GPU's clocks while one mode was sampled in one pass."""
+
+    sm_mhz: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)  # NVML SM clock after each round
+    throttle_reasons: list[str] = Field(default_factory=list)
+
+
+class HostData(_Frozen):
+    """The host process that measured a pass."""
+
+    pid: Annotated[int, Field(ge=1)] | None = None  # the worker process (the run's own process in-process)
+    load_1m: Annotated[float, Field(ge=0)] | None = None  # the host's 1-minute load average as the pass began
+
+
+class ModePass(_Frozen):
+    """One mode of a case measured in one pass: the samples of each series (seconds per iteration; every
+    series holds one sample per throughput sample, or none where the backend has no such time)."""
+
+    iters_per_sample: Annotated[int, Field(ge=1)]
+    samples: dict[str, list[float]] = Field(default_factory=dict)
+    throttled_samples: Count = 0
+    target_met: bool = False
+    lifecycle: GraphLifecycle | None = None
+    clocks: PassClocks = Field(default_factory=PassClocks)
+    host: HostData = Field(default_factory=HostData)
+
+    @property
+    def size(self) -> int:
+        """Throughput samples this pass took (the length of its wall-time series)."""
+        return len(self.samples.get(WALL, []))
+
+
 class ModeResult(_Frozen):
     mode: Mode
     status: Literal["ok", "budget", "not_capturable", "failed", "skipped"]
     reason: str | None = None
-    iters_per_sample: int = 0
-    samples: dict[str, list[float]] = Field(default_factory=dict)
-    throttled_samples: int = 0
-    target_met: bool = False
-    lifecycle: GraphLifecycle | None = None
-    pass_sizes: list[int] = Field(default_factory=list)  # samples per series contributed by each pass, in order
-    lifecycle_passes: list[GraphLifecycle] = Field(default_factory=list)
+    passes: list[ModePass] = Field(default_factory=list)
+
+    @classmethod
+    def pooled(
+        cls,
+        mode: Mode,
+        status: Literal["ok", "budget", "not_capturable", "failed", "skipped"],
+        samples: dict[str, list[float]],
+        pass_sizes: list[int] | None = None,
+        iters_per_sample: int = 1,
+        target_met: bool = False,
+        lifecycle: GraphLifecycle | None = None,
+        reason: str | None = None,
+    ) -> ModeResult:
+        """A mode from pooled samples, split into passes of ``pass_sizes`` (one pass when None)."""
+        sizes = list(pass_sizes) if pass_sizes else [len(samples.get(WALL, []))]
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        passes = [
+            ModePass(
+                iters_per_sample=iters_per_sample,
+                samples={key: list(values[start : start + size]) for key, values in samples.items() if values},
+                target_met=target_met,
+                lifecycle=lifecycle,
+            )
+            for start, size in zip(starts, sizes, strict=True)
+        ]
+        return cls(mode=mode, status=status, reason=reason, passes=passes)
+
+    def with_samples(self, samples: dict[str, list[float]]) -> ModeResult:
+        """This mode with other pooled samples, split along the same pass sizes."""
+        sizes = self.pass_sizes or [len(samples.get(WALL, []))]
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        passes = self.passes or [ModePass(iters_per_sample=1)]
+        return self.model_copy(
+            update={
+                "passes": [
+                    p.model_copy(update={"samples": {k: list(v[start : start + size]) for k, v in samples.items() if v}})
+                    for p, start, size in zip(passes, starts, sizes, strict=True)
+                ]
+            }
+        )
+
+    @property
+    def samples(self) -> dict[str, list[float]]:
+        """Every pass's samples pooled, pass after pass."""
+        pooled: dict[str, list[float]] = {}
+        for p in self.passes:
+            for key, values in p.samples.items():
+                pooled.setdefault(key, []).extend(values)
+        return pooled
+
+    @property
+    def pass_sizes(self) -> list[int]:
+        """Samples per series contributed by each pass, in order (empty for a single pass)."""
+        return [p.size for p in self.passes] if len(self.passes) > 1 else []
+
+    @property
+    def iters_per_sample(self) -> int:
+        return self.passes[0].iters_per_sample if self.passes else 0
+
+    @property
+    def throttled_samples(self) -> int:
+        return sum(p.throttled_samples for p in self.passes)
+
+    @property
+    def target_met(self) -> bool:
+        return bool(self.passes) and all(p.target_met for p in self.passes)
+
+    @property
+    def lifecycle_passes(self) -> list[GraphLifecycle]:
+        return [p.lifecycle for p in self.passes if p.lifecycle is not None]
+
+    @property
+    def lifecycle(self) -> GraphLifecycle | None:
+        """The graph's life cycle: the one pass's, or the median over passes."""
+        lifecycles = self.lifecycle_passes
+        if not lifecycles:
+            return None
+        return lifecycles[0] if len(lifecycles) == 1 else median_lifecycle(lifecycles)
 
 
 class Clocks(_Frozen):
-    sm_mhz: float | None = None
-    mem_mhz: float | None = None
+    sm_mhz: Annotated[float, Field(gt=0)] | None = None
+    mem_mhz: Annotated[float, Field(gt=0)] | None = None
     throttle_reasons: list[str] = Field(default_factory=list)
-    settle_s: float | None = None
+    settle_s: Seconds | None = None
 
 
 class CaseResult(_Frozen):
@@ -120,23 +264,23 @@ class CaseResult(_Frozen):
     chain: str
     kinds: str
     params: dict[str, Any] = Field(default_factory=dict)
-    launches_per_iter: int
-    modes: dict[str, ModeResult] = Field(default_factory=dict)
+    launches_per_iter: Annotated[int, Field(ge=1)]
+    modes: dict[Mode, ModeResult] = Field(default_factory=dict)
     outputs_match: bool | None = None
     check_detail: str | None = None
     clocks: Clocks = Field(default_factory=Clocks)
-    harness_s_per_iter: float | None = None
-    elapsed_s: float = 0.0
+    harness_s_per_iter: Seconds | None = None
+    elapsed_s: Seconds = 0.0
     error: str | None = None
     error_kind: Literal["input", "runtime", "mismatch", "resources"] | None = None
-    passes_done: int = 1
+    passes_done: Annotated[int, Field(ge=1)] = 1
 
     def pass_sizes(self, mode: str) -> list[int] | None:
-        result = self.modes.get(mode)
+        result = self.modes.get(mode)  # type: ignore[call-overload]
         return list(result.pass_sizes) if result is not None and len(result.pass_sizes) > 1 else None
 
     def samples(self, mode: str, key: str) -> np.ndarray:
-        result = self.modes.get(mode)
+        result = self.modes.get(mode)  # type: ignore[call-overload]
         if result is None:
             return np.array([], dtype=float)
         return np.asarray(result.samples.get(key, []), dtype=float)
@@ -166,6 +310,7 @@ class RunRecord(_Frozen):
     settings: dict[str, Any] = Field(default_factory=dict)
     scenarios: list[ScenarioInfo] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
+    journal_bytes: Count | None = None  # bytes of results.journal.jsonl this record holds (None: no journal)
 
     def case(self, scenario: str, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if (c.scenario, c.case_id) == (scenario, case_id)), None)
@@ -180,3 +325,39 @@ class RunRecord(_Frozen):
     @property
     def gpu_name(self) -> str:
         return str(self.environment.get("gpu", {}).get("name", "unknown GPU"))
+
+
+Location = tuple[str | int, ...]
+
+
+def record_problems(record: RunRecord) -> list[tuple[Location, str]]:
+    """What the field constraints cannot see: series lengths that disagree within a pass, samples at or
+    below a series' minimum, more passes than the case says it ran, case ids used twice. Each problem
+    comes with its location in the record (a JSON path as a tuple) and a message."""
+    problems: list[tuple[Location, str]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for i, case in enumerate(record.cases):
+        key = (case.scenario, case.case_id)
+        if key in seen:
+            problems.append((("cases", i, "case_id"), f"case '{case.case_id}' of scenario '{case.scenario}' is also cases[{seen[key]}]"))
+        seen.setdefault(key, i)
+        for name, mode in case.modes.items():
+            if mode.mode != name:
+                problems.append((("cases", i, "modes", name, "mode"), f"is '{mode.mode}' under the key '{name}'"))
+            if len(mode.passes) > case.passes_done:
+                problems.append((("cases", i, "modes", name, "passes"), f"holds {len(mode.passes)} passes; the case ran {case.passes_done}"))
+            for j, one in enumerate(mode.passes):
+                where: Location = ("cases", i, "modes", name, "passes", j, "samples")
+                size = one.size
+                for series, values in one.samples.items():
+                    if series not in SAMPLE_KEYS:
+                        problems.append(((*where, series), f"unknown series (known: {', '.join(SAMPLE_KEYS)})"))
+                        continue
+                    if values and len(values) != size:
+                        problems.append(((*where, series), f"holds {len(values)} samples; {WALL} holds {size}"))
+                    floor = SERIES_MINIMUM.get(series)
+                    low = [k for k, v in enumerate(values) if v < 0 or (floor is not None and v <= floor)]
+                    if low:
+                        bound = "above zero" if floor is not None else "zero or more"
+                        problems.append(((*where, series, low[0]), f"must be {bound} (got {values[low[0]]!r})"))
+    return problems

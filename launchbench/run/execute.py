@@ -3,6 +3,7 @@ check the graph's outputs against eager ones, and assemble the CaseResult. Never
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck
@@ -10,22 +11,47 @@ from launchbench.backend.kinds.registry import spec_of
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import ModeSamples, Sampler
-from launchbench.results.schema import CPU, GPU, LATENCY, WALL, CaseResult, Clocks, ModeResult
+from launchbench.results.schema import (
+    CPU,
+    GPU,
+    LATENCY,
+    WALL,
+    CaseResult,
+    Clocks,
+    GraphLifecycle,
+    HostData,
+    Mode,
+    ModePass,
+    ModeResult,
+    PassClocks,
+)
 from launchbench.scenario.core import Case
 
 IDENTITY_FIELDS = ("scenario", "case_id", "chain", "kinds", "params", "launches_per_iter")
 
 
-def _mode_result(mode: str, samples: ModeSamples, **extra: object) -> ModeResult:
-    return ModeResult(
-        mode=mode,  # type: ignore[arg-type]
-        status="ok" if samples.target_met else "budget",
+def host_data() -> HostData:
+    """This process and the host's load, as a pass begins."""
+    try:
+        load: float | None = os.getloadavg()[0]
+    except OSError:  # not every platform has a load average
+        load = None
+    return HostData(pid=os.getpid(), load_1m=load)
+
+
+def _mode_result(mode: str, samples: ModeSamples, host: HostData, lifecycle: GraphLifecycle | None = None) -> ModeResult:
+    """One pass of one mode."""
+    series = {WALL: samples.wall, CPU: samples.cpu, GPU: samples.gpu, LATENCY: samples.latency}
+    one = ModePass(
         iters_per_sample=samples.iters_per_sample,
-        samples={WALL: samples.wall, CPU: samples.cpu, GPU: samples.gpu, LATENCY: samples.latency},
+        samples={key: values for key, values in series.items() if values},
         throttled_samples=samples.throttled,
         target_met=samples.target_met,
-        **extra,  # type: ignore[arg-type]
+        lifecycle=lifecycle,
+        clocks=PassClocks(sm_mhz=samples.sm_mhz, throttle_reasons=sorted(samples.throttle_reasons)),
+        host=host,
     )
+    return ModeResult(mode=mode, status="ok" if samples.target_met else "budget", passes=[one])  # type: ignore[arg-type]
 
 
 def expected_nodes(case: Case) -> int | None:
@@ -71,6 +97,7 @@ def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCh
 
 def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[[float], None] | None = None) -> CaseResult:
     start = clock.wall()
+    host = host_data()
     try:
         prepared = backend.prepare(case)
     except CaseRefused as err:
@@ -86,9 +113,9 @@ def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[
         graph_failure = prepared.graph_failure
     finally:
         prepared.close()
-    modes = {"eager": _mode_result("eager", outcome.modes["eager"])}
+    modes: dict[Mode, ModeResult] = {"eager": _mode_result("eager", outcome.modes["eager"], host)}
     if "graph" in outcome.modes:
-        graph = _mode_result("graph", outcome.modes["graph"], lifecycle=lifecycle)
+        graph = _mode_result("graph", outcome.modes["graph"], host, lifecycle=lifecycle)
         if check.match is False:
             graph = graph.model_copy(update={"status": "failed", "reason": check.detail})
         modes["graph"] = graph

@@ -1,6 +1,7 @@
 """A run: expand scenarios into cases, schedule their passes (pass 1 over every case, then pass 2, …),
 hand each case-pass to an executor (executor.py: in this process, or in worker processes), merge its
-result into the record and rewrite results.json after every case (the tables after every pass).
+result into the record and append it to the run's journal (the tables after every pass; results.json
+compacted at the start, the end and on interruption).
 Interruptions and dead workers lose only the case in flight."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from launchbench import __version__
 from launchbench.errors import LaunchbenchError
 from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
-from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
+from launchbench.results.store import RunJournal, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
 from launchbench.run.worker import cupy_backend
 from launchbench.scenario.core import Case, measure_overrides_error, with_overrides
@@ -156,8 +157,8 @@ def run(
     resume: RunRecord | None = None,
     argv: Sequence[str] | None = None,
 ) -> RunRecord:
-    """Measure every case of the plan that the resumed record lacks; write results.json after every case
-    and the tables after every pass (and on interruption)."""
+    """Measure every case of the plan that the resumed record lacks; journal every case-pass, write the
+    tables after every pass, and compact results.json at the end (and on interruption)."""
     events = events or SilentEvents()
     if resume is None:
         refuse_used_run_dir(run_dir)  # before a worker starts; nothing is created until it is ready
@@ -169,7 +170,8 @@ def run(
         record = _started_record(the_plan, options, environment, resume, argv)
         if resume and resume.environment.get("gpu", {}).get("uuid") != environment.get("gpu", {}).get("uuid"):
             events.note("resuming on a different GPU than the run started on")
-        write_run(run_dir, record)
+        journal = RunJournal(run_dir)
+        journal.start(record)
         schedule = pass_schedule(the_plan.cases, record)
         events.run_started(run_dir, [case for case, _ in schedule], environment)
         try:
@@ -181,17 +183,17 @@ def run(
                 result = executor.execute(pass_settings(case), pass_index, events.case_progress)
                 merged = merge_pass(previous, result)
                 record = record.with_case(merged)
-                write_run(run_dir, record)
+                journal.append(result, pass_index)
                 pass_ends = index + 1 == len(schedule) or schedule[index + 1][1] != pass_index
                 if pass_ends:
                     _write_tables(options, run_dir, record)
                 events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
         except BaseException:
-            _finish(run_dir, record, "interrupted", options)
+            _finish(journal, record, "interrupted", options)
             raise
     finally:
         executor.close()
-    return _finish(run_dir, record, "complete", options)
+    return _finish(journal, record, "complete", options)
 
 
 def make_executor(options: RunOptions) -> Executor:
@@ -219,8 +221,8 @@ def _write_tables(options: RunOptions, run_dir: Path, record: RunRecord) -> None
         options.write_tables(run_dir, record)
 
 
-def _finish(run_dir: Path, record: RunRecord, status: str, options: RunOptions) -> RunRecord:
+def _finish(journal: RunJournal, record: RunRecord, status: str, options: RunOptions) -> RunRecord:
     record = record.model_copy(update={"status": status, "finished": _now()})
-    write_run(run_dir, record)
-    _write_tables(options, run_dir, record)
+    journal.compact(record)
+    _write_tables(options, journal.run_dir, record)
     return record
