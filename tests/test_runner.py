@@ -1,5 +1,5 @@
-"""The runner end to end on a scripted backend: result files after every case, worker isolation,
-interruption and resume."""
+"""The runner end to end on a scripted backend: the run readable after every case (from its journal), worker
+isolation, interruption, crash and resume."""
 
 from pathlib import Path
 
@@ -152,7 +152,7 @@ class FileWatcher(runner.SilentEvents):
         self.seen.append((cases, rows))
 
 
-def test_results_json_after_every_case_tables_after_every_pass(tmp_path):
+def test_the_run_reads_back_after_every_case_tables_after_every_pass(tmp_path):
     plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
     watcher = FileWatcher(tmp_path / "run")
     runner.run(plan, tmp_path / "run", options(isolate=False), watcher)

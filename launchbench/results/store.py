@@ -342,6 +342,7 @@ def replay_journal(path: Path) -> RunRecord:
     if lines and lines[-1] != "":
         lines = lines[:-1]  # a last line without its newline was cut short by a crash: never recorded
     record: RunRecord | None = None
+    cases: dict[tuple[str, str], CaseResult] = {}  # the record's cases by key, in order, as passes arrive
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -353,6 +354,7 @@ def replay_journal(path: Path) -> RunRecord:
         if kind == "run":
             _check_header(entry, where)
             record = record_from_data(entry.get("run"), where)
+            cases = {(c.scenario, c.case_id): c for c in record.cases}
             continue
         if record is None:
             raise ResultsFileError(f"{where}: a {kind} record before the run record")
@@ -364,13 +366,15 @@ def replay_journal(path: Path) -> RunRecord:
             continue
         result: CaseResult = _validate(CaseResult, entry.get("case"), where, lambda loc: ("case", *loc))
         pass_index = entry.get("pass")
-        previous = record.case(result.scenario, result.case_id)
+        key = (result.scenario, result.case_id)
+        previous = cases.get(key)
         expected = previous.passes_done if previous is not None else 0
         if pass_index != expected:
             raise ResultsFileError(f"{where}: pass: case '{result.case_id}' has {expected} passes recorded; got pass {_shown(pass_index)}")
-        record = record.with_case(merge_pass(previous, result))
+        cases[key] = merge_pass(previous, result)
     if record is None:
         raise ResultsFileError(f"{path}: no run record; not a launchbench journal")
+    record = record.model_copy(update={"cases": list(cases.values())})
     problems = record_problems(record)
     if problems:
         _refuse(str(path), problems)
