@@ -34,7 +34,7 @@ import pandas as pd
 
 from launchbench.analysis.compare import Comparison, compare_paired, compare_runs
 from launchbench.analysis.drift import is_host_bound
-from launchbench.results.schema import CaseResult, RunRecord
+from launchbench.results.schema import CaseResult, ModePass, RunRecord
 from launchbench.results.store import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,8 +70,11 @@ def with_passes(template: RunRecord, rows: dict[tuple[str, str], list[Pass]], fa
             chosen = rows.get((case.case_id, mode))
             if chosen is None:
                 continue
-            samples = {k: [x * factor for p in chosen for x in p[k]] for k in result.samples}
-            modes[mode] = result.model_copy(update={"samples": samples, "pass_sizes": [len(next(iter(p.values()))) for p in chosen]})
+            passes = [
+                ModePass(iters_per_sample=max(1, result.iters_per_sample), samples={k: [x * factor for x in p[k]] for k in p})
+                for p in chosen
+            ]
+            modes[mode] = result.model_copy(update={"passes": passes})
         cases.append(case.model_copy(update={"modes": modes, "passes_done": len(next(iter(rows.values())))}))
     return template.model_copy(update={"cases": cases})
 

@@ -127,7 +127,7 @@ def _with_round_levels(run: RunRecord, levels: list[float], factor: float) -> Ru
         sizes = result.pass_sizes
         scale = np.repeat([level * factor for level in levels[: len(sizes)]], sizes)
         samples = {k: (np.asarray(v) * scale).tolist() for k, v in result.samples.items()}
-        cases.append(case.model_copy(update={"modes": {**case.modes, "eager": result.model_copy(update={"samples": samples})}}))
+        cases.append(case.model_copy(update={"modes": {**case.modes, "eager": result.with_samples(samples)}}))
     return run.model_copy(update={"cases": cases})
 
 

@@ -310,7 +310,7 @@ class RunRecord(_Frozen):
     settings: dict[str, Any] = Field(default_factory=dict)
     scenarios: list[ScenarioInfo] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
-    journal_bytes: Count | None = None  # bytes of results.journal.jsonl this record holds (None: no journal)
+    journal_bytes: Count | None = None  # in results.json: bytes of results.journal.jsonl it holds (None once read)
 
     def case(self, scenario: str, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if (c.scenario, c.case_id) == (scenario, case_id)), None)

@@ -374,7 +374,7 @@ def replay_journal(path: Path) -> RunRecord:
         cases[key] = merge_pass(previous, result)
     if record is None:
         raise ResultsFileError(f"{path}: no run record; not a launchbench journal")
-    record = record.model_copy(update={"cases": list(cases.values())})
+    record = record.model_copy(update={"cases": list(cases.values()), "journal_bytes": None})
     problems = record_problems(record)
     if problems:
         _refuse(str(path), problems)
@@ -414,4 +414,4 @@ def load_run(path: str | Path) -> RunRecord:
     record = record_from_data(_parse_json(_decode(raw, str(file)), str(file)), str(file))
     if has_journal and journal.stat().st_size > (record.journal_bytes or 0):  # type: ignore[union-attr]
         return replay_journal(journal)  # type: ignore[arg-type]
-    return record
+    return record.model_copy(update={"journal_bytes": None})  # the store's bookkeeping, not the run's

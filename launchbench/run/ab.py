@@ -33,7 +33,7 @@ from launchbench import __version__
 from launchbench.errors import LaunchbenchError
 from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord
-from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
+from launchbench.results.store import RunJournal, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import WorkerExecutor, WorkerProcess
 from launchbench.run.runner import Plan, RunEvents, RunOptions, SilentEvents, _now, pass_settings
 from launchbench.run.worker import CPUS_VARIABLE
@@ -216,6 +216,7 @@ class _SideState:
             spawn=lambda: VariantWorker(side.variant, options.backend_factory, options.device, cpus),
         )
         self.record: RunRecord | None = None
+        self.journal = RunJournal(side.run_dir)
 
     def fresh_worker(self) -> dict[str, Any]:
         return self.executor.start()
@@ -227,8 +228,10 @@ class _SideState:
         return self.executor.execute(pass_settings(case), pass_index, events.case_progress)
 
     def write(self, tables: bool) -> None:
+        """results.json once the run has ended (the journal holds every case-pass before), the tables when asked."""
         assert self.record is not None
-        write_run(self.side.run_dir, self.record)
+        if self.record.status != "running":
+            self.journal.compact(self.record)
         if tables and self.options.write_tables is not None:
             self.options.write_tables(self.side.run_dir, self.record)
 
@@ -272,7 +275,7 @@ def run_ab(
                 },
             },
         )
-        state.write(tables=False)
+        state.journal.start(state.record)
     schedule = ab_schedule(pairs)
     events.run_started(sides[0].run_dir.parent, [pairs[i][s] for _, i, s in schedule], environments[0])
     current_pass = 0
@@ -293,7 +296,7 @@ def run_ab(
             result = state.measure(case, pass_index, events)
             merged = merge_pass(previous, result)
             state.record = state.record.with_case(merged)
-            state.write(tables=False)
+            state.journal.append(result, pass_index)
             events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
     except BaseException:
         for state in states:
