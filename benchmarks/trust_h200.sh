@@ -13,12 +13,12 @@ mkdir -p "$out/compare" "$out/aa"
 lb() { python3 -m launchbench "$@"; }
 for name in a b; do
   start=$(date +%s.%N)
-  lb run scenarios/quickstart.yaml --quiet --out "$out/quickstart-$name"
+  lb run scenarios/quickstart.yaml --quiet --out-dir "$out/quickstart-$name"
   status=$?
   [ "$status" -eq 0 ] || failed+=("quickstart-$name run")
   echo "quickstart-$name: exit $status, $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s wall" | tee -a "$out/wall_time.txt"
 done
-lb run tests/data/gpu/quickstart_longer.yaml --quiet --out "$out/quickstart-longer" || failed+=("quickstart-longer run")
+lb run tests/data/gpu/quickstart_longer.yaml --quiet --out-dir "$out/quickstart-longer" || failed+=("quickstart-longer run")
 python3 benchmarks/aa_check.py "$out/quickstart-a" "$out/quickstart-b" --out "$out/aa/aa_check.txt" | tail -1 || failed+=("A/A rule")
 lb compare "$out/quickstart-a" "$out/quickstart-b" --format markdown --output "$out/compare/quickstart-a-vs-b.md" \
   --fail-on wall_us_per_launch:5%

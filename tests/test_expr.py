@@ -21,13 +21,10 @@ def test_anything_but_arithmetic_is_refused(expression):
         evaluate(expression, {"n": 3})
 
 
-def test_huge_intermediate_values_are_refused_quickly():
-    import time
-
-    start = time.perf_counter()
+def test_huge_intermediate_values_are_refused():
+    """Refused before they are computed: computing this one would not finish."""
     with pytest.raises(ExpressionError, match="exceeds"):
         evaluate("((((10**64)**64)**64)**64)**64", {})
-    assert time.perf_counter() - start < 0.1
 
 
 def test_a_parameter_may_share_a_functions_name():

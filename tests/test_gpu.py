@@ -180,7 +180,7 @@ def test_nvml_finds_the_same_device_by_pci_bus_id_as_by_uuid():
 def test_quickstart_run_through_the_cli(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--quick", "--out", str(out)],
+        [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--quick", "--out-dir", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -196,7 +196,7 @@ def test_quickstart_run_through_the_cli(tmp_path):
 def test_a_faulting_case_fails_alone(tmp_path):
     out = tmp_path / "faults"
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "run", str(DATA / "faults.yaml"), "--out", str(out)],
+        [sys.executable, "-m", "launchbench", "run", str(DATA / "faults.yaml"), "--out-dir", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
@@ -215,7 +215,7 @@ def test_a_faulting_case_fails_alone(tmp_path):
 
 def test_sigint_keeps_completed_cases_and_resume_completes(tmp_path):
     out = tmp_path / "interrupted"
-    cmd = [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--quick", "--out", str(out)]
+    cmd = [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--quick", "--out-dir", str(out)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.time() + 300
     while time.time() < deadline:
@@ -241,7 +241,7 @@ def test_sigint_keeps_completed_cases_and_resume_completes(tmp_path):
 def test_graph_command_writes_dot(tmp_path):
     out = tmp_path / "g.dot"
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "graph", str(DATA / "every_kind.yaml"), "--case", "mixed", "--out", str(out)],
+        [sys.executable, "-m", "launchbench", "graph", str(DATA / "every_kind.yaml"), "--case", "mixed", "--output", str(out)],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -251,7 +251,7 @@ def test_graph_command_writes_dot(tmp_path):
 
 def test_a_raw_kernel_that_does_not_compile_shows_the_log_and_exits_2(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "run", str(DATA / "bad_kernel.yaml"), "--out", str(tmp_path / "r")],
+        [sys.executable, "-m", "launchbench", "run", str(DATA / "bad_kernel.yaml"), "--out-dir", str(tmp_path / "r")],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -352,7 +352,7 @@ def test_cli_plot_two_runs_as_svg(synthetic: RunRecord, tmp_path: Path) -> None:
     write_run(tmp_path / "cur", make_run(seed=1))
     out = tmp_path / "figs"
     result = CliRunner().invoke(cli, ["plot", str(tmp_path / "base"), str(tmp_path / "cur" / "results.json"),
-                                      "--out", str(out), "--format", "svg"])  # fmt: skip
+                                      "-d", str(out), "--format", "svg"])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert (out / "comparison_ratio.svg").exists()
     assert (out / "base" / "graph_lifecycle.svg").exists() and (out / "cur" / "cpu_per_launch.svg").exists()

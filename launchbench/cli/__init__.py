@@ -2,43 +2,79 @@
 
 Exit codes: 0 success; 1 a regression, a failed expectation or a failed case; 2 usage or input error
 (bad scenario, bad results file, no usable GPU); 130 interrupted.
+
+Every command lives in its own module, listed in COMMANDS, and is imported only when it runs or its help
+is shown, so ``launchbench --help`` and ``--version`` load neither the statistics nor the plotting stack.
+A command module defines ``command`` (a click.Command named like its entry here).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import warnings
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import click
 
 from launchbench import __version__
-from launchbench.cli import ab as cli_ab
-from launchbench.cli import compare as cli_compare
-from launchbench.cli import graph as cli_graph
-from launchbench.cli import plot as cli_plot
-from launchbench.cli import run as cli_run
 from launchbench.cli.common import EXIT_INTERRUPTED, EXIT_USAGE
-from launchbench.files import os_reason
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Entry(NamedTuple):
+    module: str
+    short_help: str  # the first sentence of the command's help; a test keeps the two equal
+
+
+COMMANDS: dict[str, Entry] = {
+    "run": Entry("launchbench.cli.run", "Measure scenario files: every case eagerly and as a CUDA Graph."),
+    "validate": Entry("launchbench.cli.validate", "Check scenario files without a GPU."),
+    "env": Entry("launchbench.cli.env", "Show the GPU, driver, CUDA, CuPy and host launchbench sees."),
+    "compare": Entry("launchbench.cli.compare", "Compare two runs: BASELINE → CURRENT."),
+    "ab": Entry("launchbench.cli.ab", "Measure two variants A and B of the same scenarios interleaved."),
+    "check": Entry("launchbench.cli.check", "Check a run against the expectations of its scenario files."),
+    "plot": Entry("launchbench.cli.plot", "Draw figures from result files; no GPU needed."),
+    "graph": Entry("launchbench.cli.graph", "Capture one case and write its CUDA Graph as DOT, SVG or PNG."),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """The command ``name`` from its module (imported now)."""
+    command = importlib.import_module(COMMANDS[name].module).command
+    assert isinstance(command, click.Command) and command.name == name, name
+    return command
+
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when that command is looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, entry.short_help) for name, entry in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="launchbench")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
-    """launchbench: what launching a chain of GPU kernels one by one costs, and what a CUDA Graph saves."""
+    """launchbench: what launching a chain of GPU kernels one by one costs, and what a CUDA Graph saves.
+
+    Exit codes: 0 success; 1 a regression, a failed expectation or a failed case; 2 usage or input
+    error; 130 interrupted.
+    """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     if not debug:  # numpy/scipy/pandas warnings on odd data are not the user's business; --debug shows them
         warnings.simplefilter("ignore")
-
-
-for _module in (cli_run, cli_compare, cli_ab, cli_plot, cli_graph):
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
 
 
 def _tolerant_streams() -> None:
@@ -52,6 +88,8 @@ def _tolerant_streams() -> None:
 
 def _output_failed(err: OSError) -> NoReturn:
     """stdout cannot be written (a full device, a closed pipe): one line on stderr, exit 2."""
+    from launchbench.files import os_reason
+
     try:
         sys.stderr.write(f"launchbench: error: cannot write the output: {os_reason(err)}\n")
         sys.stderr.flush()

@@ -15,7 +15,16 @@ import click
 
 from launchbench.analysis.compare import DEFAULT_ALPHA, CompareSettingsError, parse_threshold
 from launchbench.analysis.gate import GateRule, GateRuleError, parse_rule
-from launchbench.cli.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, handle_errors
+from launchbench.cli.common import (
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    handle_errors,
+    out_dir_option,
+    output_option,
+    quiet_option,
+    short_help,
+)
 from launchbench.cli.compare import FORMATS, _parse_many, _settings
 from launchbench.cli.run import _overrides, _terminate_as_interrupt
 from launchbench.results.schema import METRIC_BY_NAME
@@ -23,12 +32,11 @@ from launchbench.results.schema import METRIC_BY_NAME
 VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=NAME=VALUE (repeatable), scenario=FILE (repeatable)"
 
 
-@click.command()
+@click.command("ab", short_help=short_help("ab"))
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--a", "a_spec", default="", metavar="VARIANT", help=f"Variant A, the base: {VARIANT_HELP}. Default: this interpreter.")
 @click.option("--b", "b_spec", default="", metavar="VARIANT", help="Variant B, the change: as --a. Default: this interpreter.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for both run directories (a/, b/) and the comparison (default results/<timestamp>-ab-<scenario>).")
+@out_dir_option("Directory for both run directories (a/, b/) and the comparison (default results/<timestamp>-ab-<scenario>).")
 @click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
               help="Where the default directory goes.")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
@@ -48,17 +56,17 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
 @click.option("--fail-on-missing", is_flag=True, help="Also exit 1 when a row ok in A is missing or failed in B.")
 @click.option("--fail-on-blind", is_flag=True, help="Also exit 1 when a gated row's minimum detectable effect exceeds its rule.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
-@click.option("--junit", type=click.Path(dir_okay=False), help="Also write JUnit XML: one testcase per row and metric.")
+@output_option(old=())
+@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML: one testcase per row and metric.")
 @click.option("--cpu", "cpu", default="auto", show_default=True, metavar="N|auto|none",
               help="CPU to pin both sides' workers to: a number, auto (the highest this process may use) or none.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress lines.")
+@quiet_option("No progress lines.")
 @handle_errors
 def ab(
     scenarios: tuple[str, ...],
     a_spec: str,
     b_spec: str,
-    out: Path | None,
+    out_dir: Path | None,
     results_root: Path,
     device: int,
     passes: int | None,
@@ -74,8 +82,8 @@ def ab(
     fail_on_missing: bool,
     fail_on_blind: bool,
     fmt: str,
-    output: str | None,
-    junit: str | None,
+    output: Path | None,
+    junit: Path | None,
     cpu: str,
     quiet: bool,
 ) -> None:
@@ -85,13 +93,15 @@ def ab(
     (its interpreter, paths and environment; this launchbench's code). Each side is an ordinary run
     directory (OUT/a, OUT/b); the comparison uses each round's B/A ratio, so the host's drift between
     rounds cancels. Output, JUnit, step summary and exit codes as in compare.
-    """
-    from rich.console import Console
 
+    Exit 0 when no --fail-on rule finds a regression and every case was measured, 1 when a rule finds
+    one or a case failed, 2 on a usage or input error, 130 when interrupted.
+    """
     from launchbench.analysis.compare import compare_paired
     from launchbench.analysis.gate import evaluate_rules
-    from launchbench.cli.compare import check_outputs, emit_comparison
-    from launchbench.report.console import ConsoleEvents
+    from launchbench.cli.common import check_outputs
+    from launchbench.cli.compare import emit_comparison
+    from launchbench.report.console import ConsoleEvents, make_console
     from launchbench.report.run_files import write_tables
     from launchbench.run import runner
     from launchbench.run.ab import Side, default_cpus, parse_variant, run_ab
@@ -109,10 +119,10 @@ def ab(
     if passes is not None:
         overrides["passes"] = passes
     plans = tuple(runner.plan(v.scenarios or scenarios, overrides, max_cases) for v in variants)
-    root = out or runner.default_run_dir(results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios])
+    root = out_dir or runner.default_run_dir(results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios])
     sides = (Side("A", variants[0], plans[0], root / "a"), Side("B", variants[1], plans[1], root / "b"))
     options = runner.RunOptions(device=device, overrides=overrides, isolate=True, write_tables=write_tables)
-    console = Console(stderr=fmt != "table" and not output)
+    console = make_console(stderr=fmt != "table" and not output)
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
@@ -137,4 +147,4 @@ def ab(
     sys.exit(EXIT_FAIL if regressed or failed else EXIT_OK)
 
 
-COMMANDS: list[click.Command] = [ab]
+command = ab

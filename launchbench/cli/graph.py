@@ -1,4 +1,4 @@
-"""graph command: the picture of what was captured."""
+"""graph: the picture of what was captured."""
 
 from __future__ import annotations
 
@@ -9,50 +9,57 @@ from pathlib import Path
 
 import click
 
-from launchbench.cli.common import EXIT_OK, handle_errors
+from launchbench.cli.common import EXIT_OK, handle_errors, output_option, quiet_option, short_help
 from launchbench.errors import LaunchbenchError
 from launchbench.files import atomic_write_text, check_output_file
-from launchbench.scenario.expand import expand_scenario
 
 
-@click.command()
+@click.command("graph", short_help=short_help("graph"))
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--case", "case_id", help="Case id (see `launchbench validate`); default: the first case.")
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="Output file; .dot, .svg or .png (replaced atomically if it exists; its folder must exist).")
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True)
+@output_option("Output file; .dot, .svg or .png (replaced atomically if it exists; its folder must exist).", required=True)
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@quiet_option("Print only errors.")
 @handle_errors
-def graph(scenario: str, case_id: str | None, out: Path, device: int) -> None:
-    """Capture one case and write its CUDA Graph as DOT (and SVG/PNG where Graphviz is installed)."""
-    suffix = out.suffix.lower()
+def graph(scenario: str, case_id: str | None, output: Path, device: int, quiet: bool) -> None:
+    """Capture one case and write its CUDA Graph as DOT (and SVG/PNG where Graphviz is installed).
+
+    Exit 0 when the file is written, 2 on a usage or input error (no such case, no usable GPU, no
+    Graphviz for .svg/.png).
+    """
+    from launchbench.run.worker import cupy_backend
+    from launchbench.scenario.expand import expand_scenario
+
+    suffix = output.suffix.lower()
     if suffix not in (".dot", ".svg", ".png"):
-        raise LaunchbenchError(f"--out {out}: give a .dot, .svg or .png file")
-    check_output_file(out, "--out")
-    check_output_file(out if suffix == ".dot" else out.with_suffix(".dot"), "--out")
+        raise LaunchbenchError(f"-o {output}: give a .dot, .svg or .png file")
+    check_output_file(output, "-o")
+    check_output_file(output if suffix == ".dot" else output.with_suffix(".dot"), "-o")
     cases = expand_scenario(scenario)
     chosen = next((c for c in cases if c.case_id == case_id), None) if case_id else cases[0]
     if chosen is None:
         known = ", ".join(c.case_id for c in cases[:20])
         raise LaunchbenchError(f"{scenario}: no case '{case_id}'; cases: {known}")
-    from launchbench.run.worker import cupy_backend
-
     backend = cupy_backend(device)
     prepared = backend.prepare(chosen)
     try:
         dot = prepared.graph_dot()
     finally:
         prepared.close()
-    dot_path = out if suffix == ".dot" else out.with_suffix(".dot")
-    atomic_write_text(dot_path, dot, "--out")
-    click.echo(f"{chosen.scenario} {chosen.case_id}: graph written to {dot_path}")
+    dot_path = output if suffix == ".dot" else output.with_suffix(".dot")
+    atomic_write_text(dot_path, dot, "-o")
+    if not quiet:
+        click.echo(f"{chosen.scenario} {chosen.case_id}: graph written to {dot_path}")
     if suffix in (".svg", ".png"):
         if shutil.which("dot") is None:
             raise LaunchbenchError(f"Graphviz 'dot' is not installed; the DOT file is at {dot_path} (apt-get install graphviz)")
         try:
-            subprocess.run(["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(out)], check=True, timeout=120, capture_output=True)
+            subprocess.run(["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(output)], check=True, timeout=120, capture_output=True)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
-            raise LaunchbenchError(f"Graphviz could not render {out} ({err}); the DOT file is at {dot_path}") from None
-        click.echo(f"rendered with Graphviz: {out}")
+            raise LaunchbenchError(f"Graphviz could not render {output} ({err}); the DOT file is at {dot_path}") from None
+        if not quiet:
+            click.echo(f"rendered with Graphviz: {output}")
     sys.exit(EXIT_OK)
 
 
-COMMANDS: list[click.Command] = [graph]
+command = graph

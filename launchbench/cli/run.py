@@ -1,61 +1,30 @@
-"""run, validate and env commands."""
+"""run: measure scenario files (parse, call run.runner, print, map the outcome to an exit code)."""
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from launchbench.cli.common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, handle_errors
+from launchbench.cli.common import (
+    EXIT_FAIL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    handle_errors,
+    out_dir_option,
+    quiet_option,
+    short_help,
+)
 from launchbench.errors import LaunchbenchError
-from launchbench.files import check_output_dir
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 QUICK = {"target_noise": 0.03, "latency_target_noise": 0.05, "max_time": 1.0, "min_samples": 5, "warmup_time": 0.05, "passes": 2}
-
-
-@click.command()
-@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--max-cases", type=click.IntRange(min=1), default=None, help="Allow sweeps with more cases than the file's max_cases.")
-@handle_errors
-def validate(scenarios: tuple[str, ...], max_cases: int | None) -> None:
-    """Check scenario files without a GPU: YAML, keys, types, sweeps, expectations and every expanded case.
-
-    Files are checked as `run` would take them together: the same file twice, or two files with one
-    scenario name, are refused."""
-    from launchbench.analysis.expectations import load_checked
-    from launchbench.scenario.expand import iter_cases
-
-    names: dict[str, str] = {}
-    seen: set[str] = set()
-    for path in scenarios:
-        key = _file_key(path)
-        if key in seen:
-            raise LaunchbenchError(f"{path}: given twice")
-        seen.add(key)
-        loaded, _ = load_checked(path, max_cases)
-        name = loaded.scenario.name
-        if name in names:
-            raise LaunchbenchError(f"{path}: scenario name '{name}' is used by another file ({names[name]})")
-        names[name] = path
-        count = launches = 0
-        for case in iter_cases(loaded.scenario, loaded.file, loaded.lines, max_cases):  # one case at a time
-            count += 1
-            launches += case.launches_per_iter
-        click.echo(f"{path}: ok — {count} cases, {launches} launches per pass over all cases")
-    sys.exit(EXIT_OK)
-
-
-def _file_key(path: str) -> str:
-    """The same file named twice (a.yaml, ./a.yaml, a link to it) gives the same key."""
-    try:
-        return str(Path(path).resolve(strict=False))
-    except (OSError, RuntimeError):  # a symlink loop: reported by the loader
-        return path
 
 
 def _overrides(
@@ -81,9 +50,9 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-@click.command()
+@click.command("run", short_help=short_help("run"))
 @click.argument("scenarios", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--out", "out", type=click.Path(path_type=Path), help="Run directory, created with its parents (default results/<timestamp>-<scenario>); never one that holds results.")
+@out_dir_option("Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results.")
 @click.option("--results-root", type=click.Path(path_type=Path), default=Path("results"), show_default=True, help="Where default run directories go (created with its parents).")
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 @click.option("--target-noise", type=float, help="Stop when the median's 95% CI is within this fraction, in (0, 1] (default 0.01).")
@@ -97,11 +66,11 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--no-isolate", is_flag=True, help="Run cases in this process instead of a worker process.")
 @click.option("--check", "check", is_flag=True, help="Check the scenarios' expectations afterwards (exit 1 if one fails).")
 @click.option("--plot", "plot", is_flag=True, help="Write the plots into <run dir>/plots afterwards.")
-@click.option("--quiet", "-q", is_flag=True, help="Only the summary table and errors.")
+@quiet_option("Print only the summary table and errors.")
 @handle_errors
 def run(
     scenarios: tuple[str, ...],
-    out: Path | None,
+    out_dir: Path | None,
     results_root: Path,
     device: int,
     target_noise: float | None,
@@ -117,8 +86,17 @@ def run(
     plot: bool,
     quiet: bool,
 ) -> None:
-    """Measure scenario files: every case eagerly and as a CUDA Graph, each case and pass journaled as it ends."""
-    from launchbench.report.console import ConsoleEvents, print_summary
+    """Measure scenario files: every case eagerly and as a CUDA Graph.
+
+    Each pass over the cases runs in a fresh worker process; each case and pass is appended to the run's
+    journal as it ends, results.csv is written after every pass and results.json at the end, so an
+    interrupted run keeps what it measured (finish it with --resume).
+
+    Exit 0 when every case was measured, 1 when a case failed (or an expectation, with --check), 2 on a
+    usage or input error (bad scenario, no usable GPU), 130 when interrupted.
+    """
+    from launchbench.files import check_output_dir
+    from launchbench.report.console import ConsoleEvents, make_console, print_summary
     from launchbench.results.store import load_run
     from launchbench.run import runner
 
@@ -127,23 +105,23 @@ def run(
         resume = load_run(resume_dir)
         if not scenarios:
             scenarios = tuple(s.file for s in resume.scenarios)
-        out = resume_dir
+        out_dir = resume_dir
     if not scenarios:
         raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
     overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
-    if out is not None and resume is None:
-        check_output_dir(out, "--out")
-    elif out is None:
+    if out_dir is not None and resume is None:
+        check_output_dir(out_dir, "-d")
+    elif out_dir is None:
         check_output_dir(results_root, "--results-root")
     the_plan = runner.plan(scenarios, overrides, max_cases)
     _check_plan_expectations(the_plan)
     if resume is not None:
         _refuse_changed_scenarios(the_plan, resume, allow_changed_scenario)
-    run_dir = out or runner.default_run_dir(results_root, the_plan.scenarios)
+    run_dir = out_dir or runner.default_run_dir(results_root, the_plan.scenarios)
     from launchbench.report.run_files import write_tables
 
     options = runner.RunOptions(device=device, overrides=overrides, isolate=not no_isolate, write_tables=write_tables)
-    console = Console(stderr=False)
+    console = make_console()
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
@@ -198,7 +176,7 @@ def _check_expectations(record: Any, console: Console) -> int:
     """`run --check`: the scenarios' expectations, each scoped to its own scenario (gate owns the rules),
     shown as `launchbench check` shows them."""
     from launchbench.analysis import gate
-    from launchbench.cli.compare import render_checks
+    from launchbench.report.compare_console import render_checks
 
     try:
         report = gate.check_against_scenarios(record)
@@ -216,32 +194,4 @@ def _write_plots(record: Any, run_dir: Path, console: Console) -> None:
         console.print(f"plot: {path}")
 
 
-@click.command()
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the environment as JSON.")
-@handle_errors
-def env(device: int, as_json: bool) -> None:
-    """What GPU, driver, CUDA, CuPy and host launchbench sees (exit 2 without a usable GPU)."""
-    from launchbench.backend.gpu_probe import collect_environment, require_gpu
-    from launchbench.results.environment import host_environment
-
-    try:
-        require_gpu(device)
-        info = collect_environment(device)
-        problem = None
-    except LaunchbenchError as err:
-        info = host_environment()
-        problem = str(err)
-    if as_json:
-        click.echo(json.dumps({**info, "gpu_problem": problem}, indent=1, default=str))
-    else:
-        for key, value in info.items():
-            if isinstance(value, dict):
-                value = ", ".join(f"{k}={v}" for k, v in value.items())
-            click.echo(f"{key:>14}: {value}")
-        if problem:
-            click.echo(f"{'gpu':>14}: none — {problem}")
-    sys.exit(EXIT_USAGE if problem else EXIT_OK)
-
-
-COMMANDS: list[click.Command] = [run, validate, env]
+command = run

@@ -1,11 +1,16 @@
-"""All rich output of a run: progress bar while measuring, then the summary table."""
+"""The consoles every command prints to, and the rich output of a run: progress while measuring, one
+line per finished case, then the summary table.
+
+On a terminal, tables fit its width. Anywhere else (CI logs, pipes, files) the console is as wide as
+the widest line, so no cell is cut short: a log is read by scrolling, not by a window's width.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 from rich.console import Console
@@ -17,6 +22,19 @@ from launchbench.analysis.table import run_table
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.scenario.core import Case
+
+PLAIN_WIDTH = 4096  # columns of a console that is not a terminal: wider than any table it prints
+
+
+def plain_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
+    """A console with no colour and no width limit worth the name (for logs, pipes and files)."""
+    return Console(file=file, stderr=stderr, width=PLAIN_WIDTH, color_system=None, highlight=False, soft_wrap=False)
+
+
+def make_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
+    """The terminal's console when printing to one; otherwise a plain_console."""
+    console = Console(file=file, stderr=stderr, highlight=False, soft_wrap=False)
+    return console if console.is_terminal else plain_console(file, stderr)
 
 
 def _fmt(value: Any, digits: int = 2, suffix: str = "") -> str:
@@ -30,7 +48,8 @@ def _fmt(value: Any, digits: int = 2, suffix: str = "") -> str:
 
 
 class ConsoleEvents:
-    """RunEvents on a rich console: a bar over cases, a line per finished case."""
+    """RunEvents on a rich console: a bar over the case passes (on a terminal), one line per finished case
+    (after its last pass, or when it fails)."""
 
     def __init__(self, console: Console, quiet: bool = False):
         self.console = console
@@ -46,6 +65,7 @@ class ConsoleEvents:
         )
         self._task: Any = None
         self._index = 0
+        self._case: Case | None = None
 
     def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
         if not self.quiet:
@@ -55,6 +75,7 @@ class ConsoleEvents:
 
     def case_started(self, case: Case, index: int, total: int) -> None:
         self._index = index
+        self._case = case
         self.progress.update(self._task, description=f"{case.scenario} {case.case_id}", completed=index)
 
     def case_progress(self, fraction: float) -> None:
@@ -62,6 +83,9 @@ class ConsoleEvents:
 
     def case_finished(self, result: CaseResult) -> None:
         self.progress.update(self._task, completed=self._index + 1)
+        passes = self._case.measure.passes if self._case is not None else 1
+        if not result.error and result.passes_done < passes:
+            return  # a pass of a case that has more to come
         if result.error:
             self.console.print(f"[red]✗ {result.scenario} {result.case_id}: {result.error}[/]")
         elif not self.quiet:

@@ -6,19 +6,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from launchbench.analysis.compare import Comparison, MetricComparison, RowComparison
-from launchbench.analysis.formatting import format_change_summary, format_mde
+from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateReport
-
-
-def _summary(row: RowComparison, mc: MetricComparison) -> str:
-    if not mc.compared:
-        return f"{mc.verdict}: {mc.detail or row.detail}"
-    counts = f"n={mc.n_baseline}/{mc.n_current}", f"passes={mc.passes_baseline}/{mc.passes_current}"
-    numbers = format_change_summary(
-        mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value, *counts, f"threshold {mc.threshold * 100:g}%", f"MDE {format_mde(mc.mde, '—')}"
-    )
-    return f"{mc.verdict}: {numbers}"
+from launchbench.report.comparison_table import lines, summary
 
 
 def _document(suite: ET.Element) -> str:
@@ -34,28 +24,28 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
     A row failed under --fail-on-missing fails every one of its testcases."""
     suite = ET.Element("testsuite", {"name": "launchbench compare"})
     tests = failures = skipped = 0
-    for row in comparison.rows:
-        for mc in row.metrics:
-            tests += 1
-            case = ET.SubElement(
-                suite,
-                "testcase",
-                {"classname": f"launchbench.analysis.compare.{row.scenario}", "name": f"{row.case} [{row.mode}] {mc.metric}"},
-            )
-            checks = report.checks_for(row.key, mc.metric) if report is not None else ()
-            hits = [c for c in checks if not c.passed]
-            blind = [c for c in checks if c.blind and c.passed]
-            if hits:
-                failures += 1
-                message = "; ".join(f"{c.rule}: {c.message}" for c in hits)
-                kind = "blind" if all(c.kind == "blind" for c in hits) else "regression"
-                ET.SubElement(case, "failure", {"message": message, "type": kind}).text = _summary(row, mc)
-            elif not mc.compared:
-                skipped += 1
-                ET.SubElement(case, "skipped", {"message": _summary(row, mc)})
-            else:
-                warnings = "".join(f"\nwarning: {c.rule}: {c.message}" for c in blind)
-                ET.SubElement(case, "system-out").text = _summary(row, mc) + warnings
+    for line in lines(comparison, report):
+        row, mc = line.row, line.metric
+        tests += 1
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            {"classname": f"launchbench.compare.{row.scenario}", "name": f"{row.case} [{row.mode}] {mc.metric}"},
+        )
+        checks = report.checks_for(row.key, mc.metric) if report is not None else ()
+        hits = [c for c in checks if not c.passed]
+        blind = [c for c in checks if c.blind and c.passed]
+        if hits:
+            failures += 1
+            message = "; ".join(f"{c.rule}: {c.message}" for c in hits)
+            kind = "blind" if all(c.kind == "blind" for c in hits) else "regression"
+            ET.SubElement(case, "failure", {"message": message, "type": kind}).text = summary(line)
+        elif not mc.compared:
+            skipped += 1
+            ET.SubElement(case, "skipped", {"message": summary(line)})
+        else:
+            warnings = "".join(f"\nwarning: {c.rule}: {c.message}" for c in blind)
+            ET.SubElement(case, "system-out").text = summary(line) + warnings
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from launchbench.analysis.compare import Comparison, MetricComparison, RowComparison
-from launchbench.analysis.formatting import (
-    format_change,
-    format_change_ci,
-    format_mde,
-    format_number,
-    format_p,
-)
+from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateCheck, GateReport
+from launchbench.report.comparison_table import Line, text_columns
+from launchbench.report.comparison_table import lines as comparison_lines
 from launchbench.results.environment import describe_environment
 
 VERDICT_MARK = {
@@ -29,29 +24,33 @@ def _cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(pairs: Iterable[tuple[RowComparison, MetricComparison]]) -> list[str]:
-    lines = [
-        "| scenario/case | mode | metric | baseline µs | current µs | change | 95% CI | p | MDE | verdict |",
-        "|---|---|---|---:|---:|---:|---|---:|---:|---|",
+def _marked(line: Line, text: str) -> str:
+    """The verdict cell with its mark in front of the verdict word."""
+    verdict = line.metric.verdict
+    return VERDICT_MARK[verdict] + text[len(verdict):]
+
+
+def _table(table_lines: Sequence[Line], gate: bool) -> list[str]:
+    columns = text_columns(gate)
+    out = [
+        "| " + " | ".join(c.header or "" for c in columns) + " |",
+        "|" + "|".join("---:" if c.justify == "right" else "---" for c in columns) + "|",
     ]
-    for row, mc in pairs:
-        note = f" ({_cell(mc.detail or row.detail)})" if mc.verdict in ("missing", "failed") else ""
-        lines.append(
-            f"| {_cell(row.scenario + '/' + row.case)} | {row.mode} | {mc.metric} | {format_number(mc.baseline_median)} | "
-            f"{format_number(mc.current_median)} | {format_change(mc.change)} | {format_change_ci(*mc.change_ci)} | {format_p(mc.p_value)} | "
-            f"{format_mde(mc.mde)} | {VERDICT_MARK[mc.verdict]}{note} |"
-        )
-    return lines
+    for line in table_lines:
+        cells = [_marked(line, c.cell(line)) if c.key == "verdict" else c.cell(line) for c in columns]
+        out.append("| " + " | ".join(_cell(text) for text in cells) + " |")
+    return out
 
 
 def _check_lines(checks: Iterable[GateCheck], mark: str) -> list[str]:
     return [f"- {mark} `{_cell(c.subject)}` `{c.rule}`: {_cell(c.message)}" for c in checks]
 
 
-def _capped(pairs: list[tuple[RowComparison, MetricComparison]], max_rows: int | None) -> list[str]:
-    if max_rows is None or len(pairs) <= max_rows:
-        return _table(pairs)
-    return [*_table(pairs[:max_rows]), "", f"… and {len(pairs) - max_rows} more (see the csv or json output)"]
+def _capped(table_lines: list[Line], gate: bool, max_rows: int | None) -> list[str]:
+    if max_rows is None or len(table_lines) <= max_rows:
+        return _table(table_lines, gate)
+    more = len(table_lines) - max_rows
+    return [*_table(table_lines[:max_rows], gate), "", f"… and {more} more (see the csv or json output)"]
 
 
 def comparison_markdown(comparison: Comparison, report: GateReport | None = None, max_rows: int | None = None) -> str:
@@ -95,11 +94,12 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
             lines += ["### Cannot judge", "", *_check_lines(blind, "🙈"), ""]
         if report.notes:
             lines += [f"- {_cell(n)}" for n in report.notes] + [""]
-    pairs = [(row, mc) for row in comparison.rows for mc in row.metrics]
-    changed = [(row, mc) for row, mc in pairs if mc.verdict != "same"]
+    every = list(comparison_lines(comparison, report))
+    changed = [line for line in every if line.metric.verdict != "same"]
+    gate = report is not None
     if changed:
-        lines += ["### Not the same", "", *_capped(changed, max_rows), ""]
-    lines += ["<details><summary>All rows</summary>", "", *_capped(pairs, max_rows), "", "</details>", ""]
+        lines += ["### Not the same", "", *_capped(changed, gate, max_rows), ""]
+    lines += ["<details><summary>All rows</summary>", "", *_capped(every, gate, max_rows), "", "</details>", ""]
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
-"""A comparison as a long table (one record per row and metric): CSV and JSON."""
+"""A comparison as a long table (one record per row and metric), and a check report (one record per
+check): CSV and JSON. The comparison's columns come from report.comparison_table."""
 
 from __future__ import annotations
 
@@ -10,32 +11,11 @@ import pandas as pd
 
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateCheck, GateReport
+from launchbench.report import comparison_table
 
-COMPARISON_COLUMNS: tuple[str, ...] = (
-    "scenario",
-    "case",
-    "mode",
-    "metric",
-    "verdict",
-    "baseline_median_us",
-    "current_median_us",
-    "delta_us",
-    "ratio",
-    "change_pct",
-    "change_ci_low_pct",
-    "change_ci_high_pct",
-    "p_value",
-    "significant",
-    "mde_pct",
-    "threshold_pct",
-    "n_baseline",
-    "n_current",
-    "passes_baseline",
-    "passes_current",
-    "baseline_status",
-    "current_status",
-    "gate",
-    "detail",
+COMPARISON_COLUMNS: tuple[str, ...] = comparison_table.DATA_KEYS
+CHECK_COLUMNS: tuple[str, ...] = (
+    "kind", "scenario", "case", "mode", "metric", "rule", "passed", "improved", "value", "message"
 )
 
 
@@ -45,40 +25,7 @@ def _pct(x: float) -> float:
 
 def comparison_records(comparison: Comparison, report: GateReport | None = None) -> list[dict[str, Any]]:
     """One record per (row, metric), in COMPARISON_COLUMNS order. ``gate`` is fail/pass/'' (no rule)."""
-    records = []
-    for row in comparison.rows:
-        for mc in row.metrics:
-            gate = "" if report is None else report.verdict_for(row.key, mc.metric)
-            low, high = mc.change_ci
-            records.append(
-                {
-                    "scenario": row.scenario,
-                    "case": row.case,
-                    "mode": row.mode,
-                    "metric": mc.metric,
-                    "verdict": mc.verdict,
-                    "baseline_median_us": mc.baseline_median,
-                    "current_median_us": mc.current_median,
-                    "delta_us": mc.delta,
-                    "ratio": mc.ratio,
-                    "change_pct": _pct(mc.change),
-                    "change_ci_low_pct": _pct(low),
-                    "change_ci_high_pct": _pct(high),
-                    "p_value": mc.p_value,
-                    "significant": mc.significant,
-                    "mde_pct": _pct(mc.mde),
-                    "threshold_pct": _pct(mc.threshold),
-                    "n_baseline": mc.n_baseline,
-                    "n_current": mc.n_current,
-                    "passes_baseline": mc.passes_baseline,
-                    "passes_current": mc.passes_current,
-                    "baseline_status": row.baseline_status or "",
-                    "current_status": row.current_status or "",
-                    "gate": gate,
-                    "detail": mc.detail or row.detail,
-                }
-            )
-    return records
+    return comparison_table.records(comparison, report)
 
 
 def comparison_frame(comparison: Comparison, report: GateReport | None = None) -> pd.DataFrame:
@@ -101,6 +48,7 @@ def _clean(value: Any) -> Any:
 
 
 def check_record(check: GateCheck) -> dict[str, Any]:
+    """One check, keyed by CHECK_COLUMNS in order."""
     return {
         "kind": check.kind,
         "scenario": check.scenario,
@@ -152,3 +100,9 @@ def comparison_json(comparison: Comparison, report: GateReport | None = None) ->
 
 def report_json(report: GateReport) -> str:
     return json.dumps(_clean(report_record(report)), indent=1, ensure_ascii=False) + "\n"
+
+
+def report_csv(report: GateReport) -> str:
+    """One line per check of a report (e.g. expectations)."""
+    frame = pd.DataFrame([check_record(c) for c in report.checks], columns=list(CHECK_COLUMNS))
+    return frame.to_csv(index=False)

@@ -1,0 +1,48 @@
+"""env: what GPU, driver, CUDA, CuPy and host launchbench sees."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, quiet_option, short_help
+from launchbench.errors import LaunchbenchError
+
+
+@click.command("env", short_help=short_help("env"))
+@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@click.option("--json", "as_json", is_flag=True, help="Print the environment as JSON.")
+@quiet_option("Print nothing; the exit code says whether a GPU is usable.")
+@handle_errors
+def env(device: int, as_json: bool, quiet: bool) -> None:
+    """Show the GPU, driver, CUDA, CuPy and host launchbench sees.
+
+    Exit 0 when the GPU is usable, 2 when it is not (the host is still shown, with the reason).
+    """
+    from launchbench.backend.gpu_probe import collect_environment, require_gpu
+    from launchbench.results.environment import host_environment
+
+    try:
+        require_gpu(device)
+        info = collect_environment(device)
+        problem = None
+    except LaunchbenchError as err:
+        info = host_environment()
+        problem = str(err)
+    if quiet:
+        pass
+    elif as_json:
+        click.echo(json.dumps({**info, "gpu_problem": problem}, indent=1, default=str))
+    else:
+        for key, value in info.items():
+            if isinstance(value, dict):
+                value = ", ".join(f"{k}={v}" for k, v in value.items())
+            click.echo(f"{key:>14}: {value}")
+        if problem:
+            click.echo(f"{'gpu':>14}: none — {problem}")
+    sys.exit(EXIT_USAGE if problem else EXIT_OK)
+
+
+command = env
