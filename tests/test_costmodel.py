@@ -61,11 +61,11 @@ def test_crossover_standard_error_matches_its_spread_over_repeated_fits():
     noisy repetitions (3% relative noise, seeded) it is within 10% of the crossovers' standard
     deviation (without the covariance it came out 17% too wide)."""
     rng = np.random.default_rng(1)
-    crossovers, errors = [], []
-    for _ in range(1000):
-        table = table_from_lines(eager=(1.0, 6.0), graph=(25.0, 0.5), lengths=(1, 3, 10, 30, 100))
-        table["wall_us_per_iter"] *= 1 + 0.03 * rng.standard_normal(len(table))
-        row = fit_cost_model(table).iloc[0]
-        crossovers.append(row["crossover_launches"])
-        errors.append(row["crossover_launches_se"])
+    one = table_from_lines(eager=(1.0, 6.0), graph=(25.0, 0.5), lengths=(1, 3, 10, 30, 100))
+    table = pd.concat([one.assign(chain=f"c{i}") for i in range(1000)], ignore_index=True)  # one fit per chain
+    table["wall_us_per_iter"] *= 1 + 0.03 * rng.standard_normal(len(table))
+    fits = fit_cost_model(table)
+    graph = fits[fits["mode"] == "graph"]
+    assert len(graph) == 1000
+    crossovers, errors = graph["crossover_launches"], graph["crossover_launches_se"]
     assert float(np.median(errors)) == pytest.approx(float(np.std(crossovers)), rel=0.10)

@@ -43,6 +43,12 @@ def synthetic() -> RunRecord:
     return make_run()
 
 
+def small(run: RunRecord) -> RunRecord:
+    """The run's first two cases (one chain at two lengths): every figure, drawn quickly, for tests of
+    where files go rather than what they show."""
+    return run.model_copy(update={"cases": run.cases[:2]})
+
+
 def panel_axes(fig: Figure) -> list[Axes]:
     return [ax for ax in fig.axes if ax.get_label() == "panel"]
 
@@ -99,7 +105,7 @@ def test_every_figure_renders(run: RunRecord, tmp_path: Path, fmt: str) -> None:
 
 
 def test_two_runs_get_subfolders_and_a_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
-    paths = plots.write_all_plots([synthetic, make_run(seed=1)], tmp_path, labels=["base", "cur"])
+    paths = plots.write_all_plots([small(synthetic), small(make_run(seed=1))], tmp_path, labels=["base", "cur"])
     assert {p.relative_to(tmp_path).parts[0] for p in paths} == {"base", "cur", "comparison_ratio.png"}
     assert len(paths) == 2 * len(SINGLE_RUN_FILES) + 1
     for path in paths:
@@ -107,8 +113,7 @@ def test_two_runs_get_subfolders_and_a_comparison(synthetic: RunRecord, tmp_path
 
 
 def test_three_runs_have_no_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
-    small = synthetic.model_copy(update={"cases": synthetic.cases[:2]})
-    paths = plots.write_all_plots([small] * 3, tmp_path)
+    paths = plots.write_all_plots([small(synthetic)] * 3, tmp_path)
     assert {p.parent.name for p in paths} == {"run1", "run2", "run3"}
 
 
@@ -339,7 +344,7 @@ def test_comparison_colours_regressions_and_improvements(synthetic: RunRecord, t
 
 
 def test_cli_plot_writes_into_the_run_directory(synthetic: RunRecord, tmp_path: Path) -> None:
-    write_run(tmp_path / "run", synthetic)
+    write_run(tmp_path / "run", small(synthetic))
     result = CliRunner().invoke(cli, ["plot", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     printed = [Path(line) for line in result.output.splitlines()]
@@ -348,8 +353,8 @@ def test_cli_plot_writes_into_the_run_directory(synthetic: RunRecord, tmp_path: 
 
 
 def test_cli_plot_two_runs_as_svg(synthetic: RunRecord, tmp_path: Path) -> None:
-    write_run(tmp_path / "base", synthetic)
-    write_run(tmp_path / "cur", make_run(seed=1))
+    write_run(tmp_path / "base", small(synthetic))
+    write_run(tmp_path / "cur", small(make_run(seed=1)))
     out = tmp_path / "figs"
     result = CliRunner().invoke(cli, ["plot", str(tmp_path / "base"), str(tmp_path / "cur" / "results.json"),
                                       "-d", str(out), "--format", "svg"])  # fmt: skip

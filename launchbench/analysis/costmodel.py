@@ -99,19 +99,28 @@ def fit_cost_model(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (scenario, chain, other sweep values, mode) whose chain length varies over ≥ 2 values."""
     rows: list[dict[str, Any]] = []
     usable = table[table["status"].isin(list(MEASURED_STATUSES)) & table["wall_us_per_iter"].notna()]
-    for (scenario, chain), group in usable.groupby(["scenario", "chain"], sort=False):
-        params = [json.loads(p) for p in group["params"]]
-        axes = length_axes(params, group["launches_per_iter"])
+    records = usable[["scenario", "chain", "params", "mode", "launches_per_iter", "wall_us_per_iter"]].to_dict("records")
+    chains: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for record in records:
+        chains.setdefault((record["scenario"], record["chain"]), []).append(record)
+    for (scenario, chain), group in chains.items():
+        params = [json.loads(r["params"]) for r in group]
+        axes = length_axes(params, [r["launches_per_iter"] for r in group])
         if not axes:
             continue
-        keys = [json.dumps({k: v for k, v in p.items() if k not in axes}, sort_keys=True) for p in params]
-        for key, sub in group.assign(_group=keys).groupby("_group", sort=False):
+        subgroups: dict[str, list[dict[str, Any]]] = {}
+        for record, p in zip(group, params):
+            key = json.dumps({k: v for k, v in p.items() if k not in axes}, sort_keys=True)
+            subgroups.setdefault(key, []).append(record)
+        for key, sub in subgroups.items():
             fits: dict[str, dict[str, float]] = {}
-            for mode, mode_rows in sub.groupby("mode"):
-                if mode_rows["launches_per_iter"].nunique() < 2:
+            for mode in sorted({str(r["mode"]) for r in sub}):
+                launches = np.array([r["launches_per_iter"] for r in sub if r["mode"] == mode], dtype=float)
+                times = np.array([r["wall_us_per_iter"] for r in sub if r["mode"] == mode], dtype=float)
+                if len(set(launches.tolist())) < 2:
                     continue
-                fits[str(mode)] = fit_line(mode_rows["launches_per_iter"].to_numpy(), mode_rows["wall_us_per_iter"].to_numpy())
-                fits[str(mode)]["n"] = len(mode_rows)
+                fits[mode] = fit_line(launches, times)
+                fits[mode]["n"] = len(launches)
             pair: dict[str, float] = {}
             if "eager" in fits and "graph" in fits:
                 crossover, crossover_se = _crossover(fits["eager"], fits["graph"])
