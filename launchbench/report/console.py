@@ -152,7 +152,7 @@ def cost_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list[
         if "eager" not in fits or "graph" not in fits:
             continue
         e, g = fits["eager"], fits["graph"]
-        where = f"{scenario} {chain}" if len(run.scenarios) > 1 else chain
+        where = f"{scenario} {chain}" if len(run.scenarios) > 1 else str(chain)
         if group != "{}":
             where += f" {group}"
         crossover = g["crossover_launches"]

@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
@@ -54,7 +55,7 @@ STAGE_COLOURS = {"capture": ORANGE, "instantiate": SKY_BLUE, "upload": GREEN}
 
 WIDTH_IN = 8.0
 DPI = 100
-STYLE = {
+STYLE: dict[Any, Any] = {
     "font.size": 9,
     "axes.titlesize": 9.5,
     "axes.labelsize": 9,
@@ -162,7 +163,7 @@ def _grid(n_panels: int, panel_height: float | None = None) -> tuple[Figure, lis
 
 
 def _finish(
-    fig: Figure, title: str, subtitle: str, handles: Sequence[object], labels: Sequence[str], ncol: int = 4
+    fig: Figure, title: str, subtitle: str, handles: Sequence[Artist], labels: Sequence[str], ncol: int = 4
 ) -> Figure:
     """Title, subtitle and legend in a header above the panels; the panels laid out below it."""
     body_height = fig.get_figheight()
@@ -181,9 +182,9 @@ def _finish(
     return fig
 
 
-def _collect_legend(axes: Sequence[Axes]) -> tuple[list[object], list[str]]:
+def _collect_legend(axes: Sequence[Axes]) -> tuple[list[Artist], list[str]]:
     """Legend entries of all panels, each label once, in order of first appearance."""
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
     for ax in axes:
         handles, labels = ax.get_legend_handles_labels()
         for handle, label in zip(handles, labels, strict=True):
@@ -343,7 +344,7 @@ def _model_crossovers(table: pd.DataFrame) -> list[_ModelCrossover] | None:
             values = _num(rows, "crossover_launches")
             known = values[~np.isnan(values)]  # inf (graph never wins) is kept
             crossover = float(known[0]) if known.size else None
-            out.append(_ModelCrossover(str(scenario), str(chain), json.loads(group or "{}"), crossover))
+            out.append(_ModelCrossover(str(scenario), str(chain), json.loads(str(group or "{}")), crossover))
         return out
     except (KeyError, ValueError, TypeError, AttributeError):
         return None
@@ -493,7 +494,7 @@ def figure_graph_lifecycle(run: RunRecord) -> Figure:
 # ------------------------------------------------------------------------------------ 5: distributions
 
 
-def _box_stats(values: np.ndarray, position: float) -> dict[str, object]:
+def _box_stats(values: np.ndarray, position: float) -> dict[str, Any]:
     """Box of samples as % deviation from their median; whiskers and outliers by the rule results.csv
     uses (stats.outlier_mask)."""
     median = float(np.median(values))
@@ -505,12 +506,12 @@ def _box_stats(values: np.ndarray, position: float) -> dict[str, object]:
             "position": position, "median_us": median}  # fmt: skip
 
 
-def _outlier_reach(boxes: list[dict[str, object]]) -> float:
+def _outlier_reach(boxes: list[dict[str, Any]]) -> float:
     """Half-height of the y axis (%): a little beyond the longest whisker, at least ±2%."""
     return max(2.0, *(max(abs(float(b["whislo"])), abs(float(b["whishi"]))) for b in boxes)) * 1.6
 
 
-def _clip_outliers(ax: Axes, box: dict[str, object], reach: float, colour: str) -> dict[str, object]:
+def _clip_outliers(ax: Axes, box: dict[str, Any], reach: float, colour: str) -> dict[str, Any]:
     """Keep the boxes readable: outliers beyond ±reach are not drawn but counted at the edge ('3↑')."""
     fliers = np.asarray(box["fliers"])
     for count, y, va, arrow in ((int((fliers > reach).sum()), reach, "top", "↑"),
@@ -524,7 +525,7 @@ def _distribution_panel(ax: Axes, panel: Panel, cases: dict[tuple[str, str], Cas
     """A box per case and mode of the raw wall-time-per-launch samples, relative to the case's median."""
     ax.set_title(panel.title)
     order = panel.rows.drop_duplicates("case").sort_values("launches_per_iter")
-    boxes: list[dict[str, object]] = []
+    boxes: list[dict[str, Any]] = []
     colours: list[str] = []
     for mode, offset in (("eager", -0.2), ("graph", 0.2)):
         for i, case_id in enumerate(order["case"]):
@@ -560,7 +561,7 @@ def _distribution_panel(ax: Axes, panel: Panel, cases: dict[tuple[str, str], Cas
         ax.text(0.98, 0.96, note, ha="right", va="top", transform=ax.transAxes, fontsize=7.5, color="#555555")
 
 
-def _label_medians(ax: Axes, boxes: list[dict[str, object]], colours: list[str]) -> None:
+def _label_medians(ax: Axes, boxes: list[dict[str, Any]], colours: list[str]) -> None:
     """Each box's median in µs, written under it, so the relative axis keeps its absolute scale."""
     for box, colour in zip(boxes, colours, strict=True):
         ax.annotate(f"{float(box['median_us']):.3g}", (float(box["position"]), 0), xycoords=("data", "axes fraction"),
@@ -577,7 +578,7 @@ def figure_sample_distributions(run: RunRecord) -> Figure:
         _distribution_panel(ax, panel, cases)
     if not groups:
         _no_data(axes[0], "no cases in this run")
-    handles: list[object] = [Patch(facecolor=MODE_COLOURS[m] + "55", edgecolor=MODE_COLOURS[m]) for m in MODES]
+    handles: list[Artist] = [Patch(facecolor=MODE_COLOURS[m] + "55", edgecolor=MODE_COLOURS[m]) for m in MODES]
     handles.append(Line2D([], [], color=GREY, marker=".", linestyle="none", markersize=6))
     labels = [*(MODE_LABELS[m] for m in MODES), f"outlier (> {OUTLIER_MADS:g} scaled MADs)"]
     subtitle = (
@@ -655,7 +656,7 @@ def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
         axes[0].set_yticks(range(len(labels)), labels[::-1])
         axes[0].set_ylim(-0.7, len(labels) - 0.3)
     present = set(table["verdict"])
-    handles: list[object] = [Line2D([], [], color=c, marker="o", linestyle="none") for k, _, c in VERDICTS if k in present]
+    handles: list[Artist] = [Line2D([], [], color=c, marker="o", linestyle="none") for k, _, c in VERDICTS if k in present]
     names = [label for k, label, _ in VERDICTS if k in present]
     handles.append(Patch(facecolor=GREY, alpha=0.15))
     names.append(f"±{REGRESSION_THRESHOLD:.0%} band")

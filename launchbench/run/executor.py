@@ -46,7 +46,7 @@ class InProcessExecutor:
 
     def start(self) -> dict[str, Any]:
         self._backend = self._factory(self._device)
-        return self._backend.environment()  # type: ignore[no-any-return]
+        return self._backend.environment()
 
     def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
         return execute_case(self._backend, case, self._backend.clock, progress)
@@ -129,7 +129,7 @@ class WorkerProcess:
         if kind == "error":
             self.stop()
             raise NoGpuError(payload)
-        return payload  # type: ignore[no-any-return]
+        return payload
 
     def run(self, case: Case, progress: Progress, timeout: float) -> tuple[CaseResult, bool] | None:
         """The case's result and whether the worker is ending, or None when it died or timed out."""
@@ -153,7 +153,7 @@ class WorkerProcess:
             if kind == "progress":
                 progress(payload)
             elif kind == "result":
-                return payload  # type: ignore[no-any-return]
+                return payload
 
     def alive(self) -> bool:
         return self.process.is_alive()

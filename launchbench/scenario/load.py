@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 from yaml.constructor import ConstructorError
 
 from launchbench.errors import ScenarioError
@@ -164,9 +165,9 @@ _Loader.add_implicit_resolver(_BOOL, _YAML12_BOOL, list("tTfF"))
 _Loader.add_implicit_resolver(_INT, _YAML12_INT, list("-+0123456789"))
 _Loader.add_implicit_resolver(_FLOAT, _YAML12_FLOAT, list("-+0123456789."))
 for _constructor in (_Loader, _Keys):
-    _constructor.add_constructor(_INT, _construct_int)
-    _constructor.add_constructor("tag:yaml.org,2002:timestamp", _refuse_tag)  # type: ignore[arg-type]
-_Loader.add_constructor(None, _refuse_tag)  # type: ignore[arg-type]
+    _constructor.add_constructor(_INT, _construct_int)  # type: ignore[type-var]
+    _constructor.add_constructor("tag:yaml.org,2002:timestamp", _refuse_tag)
+_Loader.add_constructor(None, _refuse_tag)
 
 
 def parse_yaml(text: str, file: str) -> tuple[dict[str, Any], dict[KeyPath, int]]:
@@ -345,7 +346,7 @@ def locate(loc: Iterable[Any], base: KeyPath, lines: dict[KeyPath, int]) -> tupl
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _rank(error: dict[str, Any]) -> int:
+def _rank(error: ErrorDetails) -> int:
     kind = error["type"]
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         return 0
@@ -356,7 +357,7 @@ def _rank(error: dict[str, Any]) -> int:
     return 2
 
 
-Located = tuple[dict[str, Any], KeyPath, "int | None"]
+Located = tuple[ErrorDetails, KeyPath, "int | None"]
 
 
 def _most_telling(located: list[Located], base: KeyPath, lines: dict[KeyPath, int]) -> Located:

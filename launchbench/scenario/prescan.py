@@ -118,7 +118,7 @@ def _scan(loader: Any, range_values: Any) -> Counts | None:
             continue
         if isinstance(event, yaml.ScalarEvent) and stack and stack[-1][0] == "map" and stack[-1][2] is None:
             stack[-1][2] = event.value  # a key
-            key_line = event.start_mark.line + 1
+            key_line = event.start_mark.line + 1 if event.start_mark else key_line
             continue
         path = child_path()
         if path is None:
