@@ -66,7 +66,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
         console.print(f"[dim]Same environment: {escape(describe_environment(comparison.current_env))}[/]")
     console.print(comparison_table(comparison, report))
     for side in ("baseline", "current"):
-        only = comparison.only_in(side)  # type: ignore[arg-type]
+        only = comparison.only_in(side)
         if only:
             names = ", ".join(escape(r.label) for r in only)
             console.print(f"[magenta]Only in the {side} ({len(only)}):[/] {names}")

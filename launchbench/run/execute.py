@@ -51,7 +51,7 @@ def _mode_result(mode: str, samples: ModeSamples, host: HostData, lifecycle: Gra
         clocks=PassClocks(sm_mhz=samples.sm_mhz, throttle_reasons=sorted(samples.throttle_reasons)),
         host=host,
     )
-    return ModeResult(mode=mode, status="ok" if samples.target_met else "budget", passes=[one])  # type: ignore[arg-type]
+    return ModeResult(mode=mode, status="ok" if samples.target_met else "budget", passes=[one])
 
 
 def expected_nodes(case: Case) -> int | None:
@@ -78,10 +78,10 @@ def failed_case(
 ) -> CaseResult:
     """A result that records why a case could not be measured (a runtime fault unless ``kind`` says else)."""
     modes = {
-        mode: ModeResult(mode=mode, status=status, reason=message)  # type: ignore[arg-type]
+        mode: ModeResult(mode=mode, status=status, reason=message)
         for mode in ("eager", "graph")
     }
-    return CaseResult(**_identity(case), modes=modes, error=message, error_kind=kind, elapsed_s=elapsed)  # type: ignore[arg-type]
+    return CaseResult(**_identity(case), modes=modes, error=message, error_kind=kind, elapsed_s=elapsed)
 
 
 def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCheck:
@@ -129,7 +129,7 @@ def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[
         settle_s=outcome.settle_s,
     )
     return CaseResult(
-        **_identity(case),  # type: ignore[arg-type]
+        **_identity(case),
         modes=modes,
         outputs_match=check.match,
         check_detail=check.detail,
