@@ -96,6 +96,16 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def _stat_or_none(target: Path, where: str) -> os.stat_result | None:
+    """``target``'s stat, None when it does not exist; OutputError when it cannot be looked at."""
+    try:
+        return os.stat(target)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise OutputError(f"{where}: {os_reason(err)}") from None
+
+
 def check_output_file(path: str | Path, option: str) -> Path:
     """Refuse, before any work, an output file that cannot be written: its folder missing or not
     writable, or the path a folder or a special file. An existing regular file is fine (it is replaced)."""
@@ -103,12 +113,7 @@ def check_output_file(path: str | Path, option: str) -> Path:
     where = f"{option} {target}"
     if str(path) == "" or target.name in ("", ".", ".."):
         raise OutputError(f"{where}: not a file name")
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        info = None
-    except OSError as err:
-        raise OutputError(f"{where}: {os_reason(err)}") from None
+    info = _stat_or_none(target, where)
     if info is not None:
         if stat.S_ISDIR(info.st_mode):
             raise OutputError(f"{where}: is a directory; give a file name")
@@ -126,12 +131,7 @@ def check_output_dir(path: str | Path, option: str, create: bool = True) -> Path
     (callers document it); else the folder must exist."""
     target = Path(path)
     where = f"{option} {target}"
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        info = None
-    except OSError as err:
-        raise OutputError(f"{where}: {os_reason(err)}") from None
+    info = _stat_or_none(target, where)
     if info is not None:
         if not stat.S_ISDIR(info.st_mode):
             raise OutputError(f"{where}: exists and is not a directory")
