@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from fractions import Fraction
+from functools import lru_cache
 
 import numpy as np
-from scipy import stats as sps
 
 
 def relative_half_width(median: float, low: float, high: float) -> float:
@@ -30,7 +31,20 @@ def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -
     if n < 6:
         return (float(values[0]), float(values[-1]))
     alpha = 1 - confidence
-    lower_rank = int(sps.binom.ppf(alpha / 2, n, 0.5))  # 1-based rank of the lower bound
+    lower_rank = _binomial_half_quantile(alpha / 2, n)  # 1-based rank of the lower bound
     lower_rank = max(lower_rank, 1)
     upper_rank = n - lower_rank + 1
     return (float(values[lower_rank - 1]), float(values[upper_rank - 1]))
+
+
+@lru_cache(maxsize=4096)
+def _binomial_half_quantile(q: float, n: int) -> int:
+    """The smallest k with P(Binomial(n, 1/2) ≤ k) ≥ q, in exact integer arithmetic (scipy.stats.binom.ppf
+    without importing scipy.stats into every worker process)."""
+    target = Fraction(q) * 2**n
+    total = 0
+    for k in range(n + 1):
+        total += math.comb(n, k)
+        if total >= target:
+            return k
+    return n
