@@ -1,6 +1,7 @@
 """Power study of compare (separate runs) and ab (paired rounds) on the committed H200 passes.
 
     python benchmarks/power_study.py [--out results/power] [--splits 100] [--draws 400]
+        [--ab-runs results/ab-h200/pinned/aa-1,results/ab-h200/pinned/aa-2 ...]
 
 The unit is the pass. Sources: results/quickstart-h200 and -b (two back-to-back runs of the same code,
 5 passes each) and -longer (a third run, same case ids), every pass's raw samples as measured.
@@ -15,6 +16,10 @@ second half the other (which side goes first alternates, as ab alternates A B / 
 the three runs give 15 rounds, and a resample draws 5 of them (ab's default passes), the same ones for
 every row. Each side has half a pass's samples, so a round's ratio is noisier than in a real ab round
 (conservative for detection). A slowdown multiplies every sample of side B.
+
+ab, real rounds (``--ab-runs``, repeatable, each a comma-separated list of ab A/A directories): the
+rounds of real interleaved ab invocations (round k = pass k of a/ and b/), 5 drawn per resample; a
+slowdown multiplies side B.
 
 Reported per kind of row (host-bound: eager and the one-launch graph; GPU-bound: the other graph rows):
 the false-positive rate per row-metric (slower or faster in an A/A resample, every default metric),
@@ -128,6 +133,25 @@ def ab_study(runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], draws:
     return pd.DataFrame(records)
 
 
+def real_ab_study(dirs: Sequence[Path], host_bound: set[tuple[str, str]], draws: int, rng: np.random.Generator) -> pd.DataFrame:
+    template = load_run(dirs[0] / "a")
+    slots = []
+    for folder in dirs:
+        a, b = passes_of(load_run(folder / "a")), passes_of(load_run(folder / "b"))
+        for k in range(min(len(p) for p in a.values())):
+            slots.append({key: (a[key][k], b[key][k]) for key in a if key in b})
+    keys = set.intersection(*(set(s) for s in slots))
+    records = []
+    for effect in (0.0, *EFFECTS):
+        for n in range(draws if effect == 0.0 else draws // 2):
+            chosen = [slots[i] for i in rng.choice(len(slots), ROUNDS, replace=False)]
+            a_run = with_passes(template, {k: [s[k][0] for s in chosen] for k in keys})
+            b_run = with_passes(template, {k: [s[k][1] for s in chosen] for k in keys}, 1 + effect)
+            for item in outcomes(compare_paired(a_run, b_run), host_bound, effect):
+                records.append({**item, "resample": n})
+    return pd.DataFrame(records)
+
+
 def summarize(frame: pd.DataFrame, method: str) -> pd.DataFrame:
     aa = frame[frame["effect"] == 0.0].assign(directional=lambda f: f["verdict"].isin(["slower", "faster"]))
     rows = []
@@ -167,19 +191,28 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=100, help="random splits per injected slowdown (compare)")
     parser.add_argument("--draws", type=int, default=400, help="A/A draws of rounds (ab); half as many per slowdown")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ab-runs", action="append", default=[], metavar="DIR,DIR", help="real ab A/A directories (a/, b/)")
     args = parser.parse_args()
     runs = [load_run(ROOT / "results" / name) for name in SOURCES]
     host_bound = {(c.case_id, mode) for c in runs[0].cases for mode in c.modes if is_host_bound(c, mode)}
     rng = np.random.default_rng(args.seed)
     separate = compare_study(runs[:2], host_bound, args.splits, rng)
     paired = ab_study(runs, host_bound, args.draws, rng)
-    table = pd.concat([summarize(separate, "compare"), summarize(paired, "ab")], ignore_index=True)
+    parts = [summarize(separate, "compare (separate runs)"), summarize(paired, "ab (half passes as rounds)")]
+    frames = [separate.assign(method="compare"), paired.assign(method="ab-halves")]
+    for spec in args.ab_runs:
+        dirs = [ROOT / d if not Path(d).is_absolute() else Path(d) for d in spec.split(",")]
+        real = real_ab_study(dirs, host_bound, args.draws, rng)
+        label = f"ab (real rounds: {', '.join(str(d.relative_to(ROOT)) if d.is_relative_to(ROOT) else str(d) for d in dirs)})"
+        parts.append(summarize(real, label))
+        frames.append(real.assign(method=label))
+    table = pd.concat(parts, ignore_index=True)
     text = markdown(table)
     print(text)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "power_study.md").write_text(text + "\n")
-        pd.concat([separate.assign(method="compare"), paired.assign(method="ab")]).to_csv(args.out / "power_study_raw.csv.gz", index=False)
+        pd.concat(frames).to_csv(args.out / "power_study_raw.csv.gz", index=False)
 
 
 if __name__ == "__main__":

@@ -63,3 +63,31 @@ def test_fidelity_compares_each_round_with_the_same_round_of_the_bare_loop():
     assert paired.round_ratios([2.0, 4.0, 6.0], [1.0, 1.0, 1.0], per_round=3) == pytest.approx([4.0])
     with pytest.raises(ValueError):
         paired.round_ratios([1.0], [1.0], per_round=0)
+
+
+def _benchmark_module(name):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_power_study_rebuilds_a_run_from_its_own_passes():
+    """Cutting a run into passes and putting them back gives the run again; a factor scales every series."""
+    study = _benchmark_module("power_study")
+    run = load_run(ROOT / "results" / "quickstart-h200")
+    passes = study.passes_of(run)
+    assert {len(p) for p in passes.values()} == {5}
+    assert study.with_passes(run, passes) == run
+    doubled = study.with_passes(run, passes, 2.0)
+    case = run.cases[0]
+    assert doubled.cases[0].samples("eager", "wall_s_per_iter") == pytest.approx(2 * case.samples("eager", "wall_s_per_iter"))
+
+
+def test_compare_speed_repeats_cases_under_new_ids():
+    speed = _benchmark_module("compare_speed")
+    run = load_run(ROOT / "results" / "quickstart-h200")
+    big = speed.scaled(run, 20)
+    ids = [c.case_id for c in big.cases]
+    assert len(ids) == len(set(ids)) == 20 and big.cases[8].modes == run.cases[0].modes
