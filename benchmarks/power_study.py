@@ -1,7 +1,10 @@
 """Power study of compare (separate runs) and ab (paired rounds) on the committed H200 passes.
 
-    python benchmarks/power_study.py [--out results/power] [--splits 100] [--draws 400]
+    python benchmarks/power_study.py [--out results/power] [--splits 100] [--draws 400] [--raw]
         [--ab-runs results/ab-h200/pinned/aa-1,results/ab-h200/pinned/aa-2 ...]
+
+results/power/power_study.md was made with --out results/power and two --ab-runs: the pinned aa-1,aa-2
+and the unpinned aa-1,aa-2,aa-3 of results/ab-h200.
 
 The unit is the pass. Sources: results/quickstart-h200 and -b (two back-to-back runs of the same code,
 5 passes each) and -longer (a third run, same case ids), every pass's raw samples as measured.
@@ -191,6 +194,7 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=100, help="random splits per injected slowdown (compare)")
     parser.add_argument("--draws", type=int, default=400, help="A/A draws of rounds (ab); half as many per slowdown")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--raw", action="store_true", help="also write every resample's verdicts (power_study_raw.csv.gz)")
     parser.add_argument("--ab-runs", action="append", default=[], metavar="DIR,DIR", help="real ab A/A directories (a/, b/)")
     args = parser.parse_args()
     runs = [load_run(ROOT / "results" / name) for name in SOURCES]
@@ -212,7 +216,8 @@ def main() -> None:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "power_study.md").write_text(text + "\n")
-        pd.concat(frames).to_csv(args.out / "power_study_raw.csv.gz", index=False)
+        if args.raw:
+            pd.concat(frames).to_csv(args.out / "power_study_raw.csv.gz", index=False)
 
 
 if __name__ == "__main__":
