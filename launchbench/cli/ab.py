@@ -53,7 +53,8 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
               help="Significance level of the t test over rounds.")
 @click.option("--fail-on", "rules", multiple=True, metavar="METRIC:N%|METRIC:Nus", callback=_parse_many(parse_rule, GateRuleError),
               help="Exit 1 when a row's verdict is slower, by at least this much (repeatable).")
-@click.option("--fail-on-missing", is_flag=True, help="Also exit 1 when a row ok in A is missing or failed in B.")
+@click.option("--allow-missing", is_flag=True, help="Do not fail the gate when a row ok in A is missing or failed in B.")
+@click.option("--allow-empty", is_flag=True, help="Do not fail the gate when it evaluated no check (a warning instead).")
 @click.option("--fail-on-blind", is_flag=True, help="Also exit 1 when a gated row's minimum detectable effect exceeds its rule.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
 @output_option(old=())
@@ -79,7 +80,8 @@ def ab(
     thresholds: list[tuple[str | None, float]],
     alpha: float,
     rules: list[GateRule],
-    fail_on_missing: bool,
+    allow_missing: bool,
+    allow_empty: bool,
     fail_on_blind: bool,
     fmt: str,
     output: Path | None,
@@ -98,6 +100,7 @@ def ab(
     one or a case failed, 2 on a usage or input error, 130 when interrupted.
     """
     from launchbench.analysis.compare import compare_paired
+    from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
     from launchbench.analysis.gate import evaluate_rules
     from launchbench.cli.common import check_outputs
     from launchbench.cli.compare import emit_comparison
@@ -107,6 +110,7 @@ def ab(
     from launchbench.run.ab import Side, default_cpus, parse_variant, run_ab
 
     check_outputs([("-o", output), ("--junit", junit)], inputs=[])  # before any measuring
+    check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:
@@ -135,7 +139,10 @@ def ab(
         events.close()
         signal.signal(signal.SIGTERM, previous)
     comparison = compare_paired(a, b, settings, a_label=str(root / "a"), b_label=str(root / "b"))
-    report = evaluate_rules(comparison, rules, fail_on_missing, fail_on_blind) if rules or fail_on_missing else None
+    report = None
+    if rules:  # as in compare: a gate that checks nothing fails
+        policy = CoveragePolicy(allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=False)
+        report = comparison_coverage(evaluate_rules(comparison, rules, not allow_missing, fail_on_blind), comparison, a, b, policy)
     emit_comparison(comparison, report, fmt, output, junit)
     from launchbench.report.markdown import comparison_markdown
 
