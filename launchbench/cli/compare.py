@@ -32,6 +32,7 @@ from launchbench.cli.common import (
     short_help,
     write_output,
 )
+from launchbench.cli.history import history_baseline_for, history_baseline_options
 from launchbench.results.schema import METRIC_BY_NAME
 
 FORMATS = ("table", "markdown", "csv", "json")
@@ -61,8 +62,7 @@ def _settings(metrics: tuple[str, ...], thresholds: list[tuple[str | None, float
 
 
 @click.command("compare", short_help=short_help("compare"))
-@click.argument("baseline", type=click.Path())
-@click.argument("current", type=click.Path())
+@click.argument("runs", nargs=-1, required=True, type=click.Path(), metavar="[BASELINE] CURRENT")
 @click.option("-m", "--metric", "metrics", multiple=True, type=click.Choice(list(METRIC_BY_NAME)),
               help=f"Metric to compare (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
 @click.option("--threshold", "thresholds", multiple=True, metavar="[METRIC:]N%",
@@ -85,10 +85,10 @@ def _settings(metrics: tuple[str, ...], thresholds: list[tuple[str | None, float
 @output_option()
 @click.option("--junit", type=click.Path(path_type=Path), help="Also write JUnit XML: one testcase per row and metric (" + REPLACED + ").")
 @quiet_option("Print the one-line outcome instead of the table.")
+@history_baseline_options
 @handle_errors
 def compare(
-    baseline: str,
-    current: str,
+    runs: tuple[str, ...],
     metrics: tuple[str, ...],
     thresholds: list[tuple[str | None, float]],
     alpha: float,
@@ -103,8 +103,17 @@ def compare(
     output: Path | None,
     junit: Path | None,
     quiet: bool,
+    baseline_from: str | None,
+    db: str | None,
+    same_driver: bool,
+    same_cupy: bool,
+    git_branch: str | None,
+    last: int,
 ) -> None:
     """Compare two runs (run directories or results files): BASELINE → CURRENT.
+
+    With --baseline history, CURRENT is compared against the last N matching runs of the history
+    database instead (docs/history.md).
 
     Rows are matched on (scenario, case, mode). For each metric: the ratio of medians, a 95% confidence
     interval and a t test over passes (each row's between-pass variance, shrunk toward rows of its
@@ -125,12 +134,21 @@ def compare(
     from launchbench.analysis.gate import evaluate_rules
     from launchbench.results.store import load_run
 
-    check_outputs([("-o", output), ("--junit", junit)], inputs=[baseline, current])
+    if baseline_from == "history" and len(runs) != 1:
+        raise click.UsageError("with --baseline history give only CURRENT")
+    if baseline_from is None and len(runs) != 2:
+        raise click.UsageError("give BASELINE and CURRENT (or --baseline history and CURRENT)")
+    current = runs[-1]
+    check_outputs([("-o", output), ("--junit", junit)], inputs=list(runs))
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:
         raise click.UsageError(str(err)) from None
-    baseline_run, current_run = load_run(baseline), load_run(current)
+    if baseline_from == "history":
+        baseline_run, baseline, current_run = history_baseline_for(current, db, same_driver, same_cupy, git_branch, last)
+    else:
+        baseline = runs[0]
+        baseline_run, current_run = load_run(baseline), load_run(current)
     comparison = compare_runs(
         baseline_run,
         current_run,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from launchbench.cli.common import (
     quiet_option,
     short_help,
 )
+from launchbench.cli.history import HISTORY_ENV, ingest_after_run
 from launchbench.errors import LaunchbenchError
 
 if TYPE_CHECKING:
@@ -67,6 +69,9 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 @click.option("--check", "check", is_flag=True, help="Check the scenarios' expectations afterwards (exit 1 if one fails).")
 @click.option("--plot", "plot", is_flag=True, help="Write the plots into <run dir>/plots afterwards.")
 @quiet_option("Print only the summary table and errors.")
+@click.option("--history/--no-history", "history", default=None,
+              help="Ingest the finished run into the history database (default: when $LAUNCHBENCH_HISTORY_DB is set).")
+@click.option("--db", "db", metavar="URL", help="History database for --history (default $LAUNCHBENCH_HISTORY_DB, else results/history.sqlite).")
 @handle_errors
 def run(
     scenarios: tuple[str, ...],
@@ -85,6 +90,8 @@ def run(
     check: bool,
     plot: bool,
     quiet: bool,
+    history: bool | None,
+    db: str | None,
 ) -> None:
     """Measure scenario files: every case eagerly and as a CUDA Graph.
 
@@ -144,6 +151,8 @@ def run(
         code = max(code, _check_expectations(record, console))
     if plot:
         _write_plots(record, run_dir, console)
+    if history or (history is None and (db or os.environ.get(HISTORY_ENV))):
+        code = max(code, ingest_after_run(run_dir, db))
     sys.exit(code)
 
 

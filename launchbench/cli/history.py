@@ -1,0 +1,258 @@
+"""history commands: ingest runs into the history database and query it (list, trend, changes, report).
+
+The database is ``--db URL`` (a path is a SQLite file), else $LAUNCHBENCH_HISTORY_DB, else
+results/history.sqlite. Exit codes: 0 success; 2 usage or input error (not a run, a half-written run, a
+database that is locked, of a newer schema or whose server does not answer).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from launchbench.analysis.compare import DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, quiet_option, short_help
+from launchbench.history.db import ENV_VAR
+from launchbench.results.schema import METRIC_BY_NAME
+
+F = Callable[..., Any]
+HISTORY_ENV = ENV_VAR
+
+
+def ingest_after_run(run_dir: Path, db: str | None) -> int:
+    """``run --history``: ingest the finished run; an error is one line and exit 2 (the run stays on disk)."""
+    from launchbench.errors import LaunchbenchError
+    from launchbench.history.ingest import ingest_run_dir
+
+    try:
+        outcome = ingest_run_dir(db, run_dir)
+    except LaunchbenchError as err:
+        click.echo(f"launchbench: error: history: {err}", err=True)
+        return EXIT_USAGE
+    click.echo(f"history: run {outcome.run_id} {'added' if outcome.created else 'already there'}")
+    return EXIT_OK
+
+
+def db_option(func: F) -> F:
+    return click.option("--db", "db", metavar="URL", help=f"History database: a SQLite file or a SQLAlchemy URL "
+                        f"(postgresql+psycopg://USER@HOST/DB). Default ${ENV_VAR}, else results/history.sqlite.")(func)
+
+
+def filter_options(func: F) -> F:
+    """Options that pick runs by their environment (shared by list, trend, changes, report, compare)."""
+    for option in reversed([
+        click.option("--gpu", "gpu_name", metavar="NAME", help="Only runs on this GPU model (e.g. 'NVIDIA H200')."),
+        click.option("--driver", metavar="VERSION", help="Only runs with this driver version."),
+        click.option("--cupy", metavar="VERSION", help="Only runs with this CuPy version."),
+        click.option("--cuda-runtime", metavar="VERSION", help="Only runs with this CUDA runtime."),
+        click.option("--branch", "git_branch", metavar="NAME", help="Only runs of this git branch."),
+        click.option("--commit", "git_commit", metavar="SHA", help="Only runs of this git commit."),
+        click.option("--host", metavar="NAME", help="Only runs on this host."),
+        click.option("--scenario", metavar="NAME", help="Only runs that measured this scenario."),
+        click.option("--last", type=click.IntRange(min=1), metavar="N", help="Only the newest N matching runs."),
+    ]):
+        func = option(func)
+    return func
+
+
+def make_filter(**kwargs: Any) -> Any:
+    from launchbench.history.query import RunFilter
+
+    return RunFilter(**kwargs)
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        from launchbench.files import atomic_write_text
+
+        atomic_write_text(Path(output), text, "-o")
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(text, nl=False)
+
+
+def _quiet() -> bool:
+    ctx = click.get_current_context(silent=True)
+    parent = ctx.parent if ctx is not None else None
+    return bool(parent is not None and parent.params.get("quiet"))
+
+
+def _open(db: str | None) -> Any:
+    from launchbench.history.db import HistoryDB
+
+    return HistoryDB(db)
+
+
+format_option = click.option("--format", "fmt", type=click.Choice(("table", "csv", "json")), default="table", show_default=True,
+                             help="Output format.")
+output_option = click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
+
+
+@click.group("history", short_help=short_help("history"))
+@quiet_option("Print only errors (ingest and report say nothing when they succeed).")
+@click.pass_context
+def history(ctx: click.Context, quiet: bool) -> None:
+    """Keep runs in a database and follow them: trends, change points, an HTML report.
+
+    Ingest run directories, list them, follow a row over runs, find change points, write an HTML report.
+
+    Exit 0 on success, 2 on a usage or input error (not a run, a half-written run, a database that is
+    locked, of a newer schema, or whose server does not answer). `run --history` and `compare --baseline history` use the same database."""
+
+
+@history.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path())
+@db_option
+@click.option("--commit", "git_commit", metavar="SHA", help="Record this git commit (default: the one the run recorded).")
+@click.option("--branch", "git_branch", metavar="NAME", help="Record this git branch (runs do not record one).")
+@handle_errors
+def ingest(run_dirs: tuple[str, ...], db: str | None, git_commit: str | None, git_branch: str | None) -> None:
+    """Add run directories to the history (idempotent: a run already there, by content, is skipped).
+
+    Each run is read and checked before the database is touched and goes in within one transaction."""
+    from launchbench.history.ingest import ingest_loaded, read_run_dir
+
+    loaded = [read_run_dir(d) for d in run_dirs]
+    with _open(db) as opened:
+        for run in loaded:
+            outcome = ingest_loaded(opened, run, git_commit, git_branch)
+            what = "added" if outcome.created else "already in the history"
+            if not _quiet():
+                click.echo(f"{run.path}: {what} (run {outcome.run_id}) in {opened.label}")
+    sys.exit(EXIT_OK)
+
+
+@history.command(name="list")
+@db_option
+@filter_options
+@format_option
+@output_option
+@handle_errors
+def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -> None:
+    """The runs in the history, oldest first, with their environment."""
+    from launchbench.history.query import list_runs
+    from launchbench.report.history import LIST_COLUMNS, render, run_records
+
+    with _open(db) as opened:
+        runs = list_runs(opened, make_filter(**filters))
+        _emit(render(run_records(runs), fmt, f"{len(runs)} runs in {opened.label}", LIST_COLUMNS), output)
+    sys.exit(EXIT_OK)
+
+
+@history.command()
+@click.argument("row")
+@click.option("--mode", type=click.Choice(("eager", "graph")), default="graph", show_default=True, help="Which mode of the row.")
+@click.option("-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default="wall_us_per_launch", show_default=True)
+@db_option
+@filter_options
+@format_option
+@output_option
+@handle_errors
+def trend(row: str, mode: str, metric: str, db: str | None, fmt: str, output: str | None, **filters: Any) -> None:
+    """One row's metric over runs (ROW is SCENARIO/CASE, e.g. quickstart/empty/length=10): the median
+    and its 95% CI in each run, oldest first."""
+    from launchbench.history.query import parse_row
+    from launchbench.history.query import trend as query_trend
+    from launchbench.report.history import TREND_COLUMNS, render, trend_records
+
+    key = parse_row(row, mode)
+    with _open(db) as opened:
+        points = query_trend(opened, key, metric, make_filter(**filters))
+    _emit(render(trend_records(points, metric), fmt, f"{row} [{mode}] {metric}: {len(points)} runs", TREND_COLUMNS), output)
+    sys.exit(EXIT_OK)
+
+
+@history.command()
+@click.option("-m", "--metric", "metrics", multiple=True, type=click.Choice(list(METRIC_BY_NAME)),
+              help=f"Metric (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
+@click.option("--threshold", type=click.FloatRange(min=0), default=100 * DEFAULT_THRESHOLD, show_default=True, metavar="PCT",
+              help="Smallest step that counts, in percent.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
+              help="Significance level of Welch's t test across the runs on each side of a step.")
+@db_option
+@filter_options
+@format_option
+@output_option
+@handle_errors
+def changes(metrics: tuple[str, ...], threshold: float, alpha: float, db: str | None, fmt: str, output: str | None,
+            **filters: Any) -> None:
+    """Change points of every row and metric over runs: the run before and after each step, the step
+    with its 95% CI, and the environment fields that changed there (runs are the units; see docs/history.md)."""
+    from launchbench.history.changes import detect_changes
+    from launchbench.report.history import CHANGE_COLUMNS, change_records, render
+
+    with _open(db) as opened:
+        found = detect_changes(opened, make_filter(**filters), metrics or DEFAULT_METRICS, threshold=threshold / 100, alpha=alpha)
+    _emit(render(change_records(found), fmt, f"{len(found)} change points", CHANGE_COLUMNS), output)
+    sys.exit(EXIT_OK)
+
+
+@history.command()
+@click.option("-d", "--out-dir", "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Directory for index.html (created).")
+@click.option("-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default="wall_us_per_launch", show_default=True,
+              help="Metric to plot.")
+@db_option
+@filter_options
+@handle_errors
+def report(out_dir: Path, metric: str, db: str | None, **filters: Any) -> None:
+    """A static HTML page (no server needed): one trend plot per scenario/case/mode with CI bands,
+    change points labelled with what changed, environment filters, links to the run directories."""
+    from launchbench.report.history_html import write_report
+
+    with _open(db) as opened:
+        path = write_report(opened, out_dir, metric, make_filter(**filters))
+    if not _quiet():
+        click.echo(f"wrote {path}")
+    sys.exit(EXIT_OK)
+
+
+COMMANDS: list[click.Command] = [history]
+command = history
+
+
+def history_baseline_options(func: F) -> F:
+    """compare's options for ``--baseline history``: the database, the run filters, and filters that
+    take their value from the current run."""
+    for option in reversed([
+        click.option("--baseline", "baseline_from", type=click.Choice(["history"]),
+                     help="Compare CURRENT against the last N matching runs of the history database instead of a BASELINE run "
+                     "(same GPU model as CURRENT; see --last, --branch, --same-driver, --same-cupy)."),
+        click.option("--db", "db", metavar="URL", help=f"With --baseline history: the database (default ${ENV_VAR}, "
+                     "else results/history.sqlite)."),
+        click.option("--same-driver", is_flag=True, help="With --baseline history: only runs with CURRENT's driver."),
+        click.option("--same-cupy", is_flag=True, help="With --baseline history: only runs with CURRENT's CuPy."),
+        click.option("--branch", "git_branch", metavar="NAME", help="With --baseline history: only runs of this branch."),
+        click.option("--last", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
+                     help="With --baseline history: the newest N matching runs."),
+    ]):
+        func = option(func)
+    return func
+
+
+def history_baseline_for(current: str, db: str | None, same_driver: bool, same_cupy: bool, git_branch: str | None,
+                         last: int) -> tuple[Any, str, Any]:
+    """The baseline record drawn from history for the run at ``current``, its label, and the current run
+    as one unit (its passes pooled: history.baseline.as_one_run)."""
+    import hashlib
+
+    from launchbench.history.baseline import as_one_run, history_baseline
+    from launchbench.history.ingest import run_environment
+    from launchbench.history.query import RunFilter
+    from launchbench.results.store import load_run, resolve_results_file
+
+    record = load_run(current)
+    env = run_environment(record)
+    digest = hashlib.sha256(resolve_results_file(current).read_bytes()).hexdigest()
+    filters = RunFilter(
+        gpu_name=env["gpu_name"], driver=env["driver"] if same_driver else None, cupy=env["cupy"] if same_cupy else None,
+        git_branch=git_branch, last=last, exclude_hash=digest,
+    )
+    with _open(db) as opened:
+        baseline, runs = history_baseline(opened, filters)
+    label = f"history ({len(runs)} runs: {runs[0].name} … {runs[-1].name}; {filters.describe()})"
+    return baseline, label, as_one_run(record)

@@ -1,0 +1,4 @@
+"""History: a database of runs (SQLite by default, PostgreSQL by URL), trends, change points and
+baselines drawn from many runs. Layer: above analysis, below report. Run directories stay the source of
+truth; the database holds what the statistics use (per-pass medians and samples, per-run summaries) and
+the environment as columns to filter on."""

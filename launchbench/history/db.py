@@ -1,0 +1,154 @@
+"""Opening the history database: which URL, connecting, and bringing its schema to the newest revision.
+
+The URL comes from ``--db``, else $LAUNCHBENCH_HISTORY_DB, else a SQLite file under ``results/``
+(no server needed). PostgreSQL goes through the same code with a ``postgresql+psycopg://`` URL.
+Every failure the user can cause (a server that does not answer, a locked SQLite file, a database of a
+newer schema, a URL SQLAlchemy cannot parse) is a HistoryError: one line, exit 2 in the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, create_engine, event, exc
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from launchbench.errors import LaunchbenchError
+
+ENV_VAR = "LAUNCHBENCH_HISTORY_DB"
+DEFAULT_PATH = Path("results") / "history.sqlite"
+MIGRATIONS = Path(__file__).parent / "migrations"
+LOCK_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another process's lock before giving up
+CONNECT_TIMEOUT_S = 5  # PostgreSQL: how long to wait for the server to answer
+
+
+class HistoryError(LaunchbenchError):
+    """The history database cannot be opened, read or written."""
+
+
+def resolve_url(db: str | None = None) -> str:
+    """``--db``, else $LAUNCHBENCH_HISTORY_DB, else the default SQLite file. A plain path is a SQLite file."""
+    url = db or os.environ.get(ENV_VAR) or str(DEFAULT_PATH)
+    if "://" not in url:
+        url = f"sqlite:///{url}"
+    return url
+
+
+def describe_url(url: str) -> str:
+    """The URL with any password hidden, for messages."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except exc.ArgumentError:
+        return url
+
+
+def explain(err: exc.SQLAlchemyError, url: str) -> HistoryError:
+    """One line for a database error: what failed, and on which database."""
+    text = str(getattr(err, "orig", None) or err).strip().splitlines()
+    first = text[0] if text else type(err).__name__
+    where = describe_url(url)
+    if "database is locked" in first:
+        return HistoryError(f"{where}: the database is locked by another process (tried for {LOCK_TIMEOUT_S:g} s); try again")
+    if isinstance(err, exc.OperationalError) and not url.startswith("sqlite"):
+        return HistoryError(f"{where}: the database server does not answer ({first})")
+    return HistoryError(f"{where}: {first}")
+
+
+def _script() -> ScriptDirectory:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    return ScriptDirectory.from_config(config)
+
+
+def _engine(url: str, lock_timeout: float) -> Engine:
+    try:
+        parsed = make_url(url)
+    except exc.ArgumentError:
+        raise HistoryError(f"{url!r} is not a database URL (sqlite:///FILE or postgresql+psycopg://USER@HOST/DB)") from None
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed, connect_args={"timeout": lock_timeout})
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        return engine
+    if parsed.get_backend_name() == "postgresql":
+        return create_engine(parsed, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, pool_pre_ping=True)
+    try:
+        return create_engine(parsed)
+    except (exc.ArgumentError, exc.NoSuchModuleError, ImportError) as err:
+        raise HistoryError(f"{describe_url(url)}: cannot use this database ({err})") from None
+
+
+def upgrade(engine: Engine, url: str) -> str:
+    """Bring the schema to the newest revision (one transaction); refuse a database of an unknown,
+    newer revision. Returns the revision."""
+    script = _script()
+    head = script.get_current_head()
+    with engine.begin() as connection:
+        current = MigrationContext.configure(connection).get_current_revision()
+        if current is not None and current not in {r.revision for r in script.walk_revisions()}:
+            raise HistoryError(
+                f"{describe_url(url)}: the history database has schema revision {current!r}, newer than this "
+                f"launchbench knows (newest {head!r}); upgrade launchbench"
+            )
+        if current != head:
+            config = Config()
+            config.set_main_option("script_location", str(MIGRATIONS))
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    assert head is not None
+    return head
+
+
+class HistoryDB:
+    """An open history database: an engine with its schema up to date and a session factory."""
+
+    def __init__(self, db: str | None = None, *, lock_timeout: float = LOCK_TIMEOUT_S):
+        self.url = resolve_url(db)
+        self.engine = _engine(self.url, lock_timeout)
+        try:
+            self.revision = upgrade(self.engine, self.url)
+        except exc.SQLAlchemyError as err:
+            self.engine.dispose()
+            raise explain(err, self.url) from None
+        except HistoryError:
+            self.engine.dispose()
+            raise
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def label(self) -> str:
+        return describe_url(self.url)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session in one transaction: committed when the block ends, rolled back on any error."""
+        try:
+            with self._sessions.begin() as session:
+                yield session
+        except exc.SQLAlchemyError as err:
+            raise explain(err, self.url) from None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> HistoryDB:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,212 @@
+"""Ingest a run directory into the history database: one transaction per run, idempotent.
+
+A run is keyed by the sha256 of its results.json bytes: ingesting the same run again (or a copy of its
+directory) adds nothing. Only finished runs are ingested: a run still being written (status
+``running``) or interrupted (finish it with ``run --resume``) is refused, before the database is opened.
+Per row it stores the pooled median and CI of each raw series (as results.csv reports them) and, per
+pass, the median of each series and the pass's raw samples.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import insert, select
+
+from launchbench.analysis.drift import HOST_BOUND_SHARE
+from launchbench.analysis.stats import usable_passes
+from launchbench.history.db import HistoryDB, HistoryError
+from launchbench.history.models import SERIES, PassResult, RowResult, Run
+from launchbench.measure.precision import median_ci
+from launchbench.results.schema import MEASURED_STATUSES, SAMPLE_KEYS, CaseResult, ModeResult, RunRecord
+from launchbench.results.store import RESULTS_JSON, load_run
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    run_id: int
+    content_hash: str
+    created: bool  # False: the run was in the database already
+    run_dir: str
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """A finished run read from its directory, with its content hash."""
+
+    path: Path
+    record: RunRecord
+    content_hash: str
+
+
+def read_run_dir(run_dir: str | Path) -> LoadedRun:
+    """Read and check a run directory (raises ResultsFileError or HistoryError; touches no database)."""
+    path = Path(run_dir)
+    if not path.is_dir():
+        raise HistoryError(f"{path}: not a directory; give a run directory (it holds {RESULTS_JSON})")
+    record = load_run(path)  # not a run / truncated / corrupt / newer schema: ResultsFileError
+    raw = (path / RESULTS_JSON).read_bytes()
+    if record.status == "running":
+        raise HistoryError(f"{path}: the run is half-written (status 'running'); ingest it once it has finished")
+    if record.status == "interrupted":
+        raise HistoryError(f"{path}: the run was interrupted; finish it with 'launchbench run --resume {path}', then ingest it")
+    return LoadedRun(path, record, hashlib.sha256(raw).hexdigest())
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _get(env: dict[str, Any], *path: str) -> str | None:
+    value: Any = env
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return None if value is None else str(value)
+
+
+def run_environment(record: RunRecord, git_commit: str | None = None, git_branch: str | None = None) -> dict[str, str | None]:
+    env = record.environment
+    return {
+        "gpu_name": _get(env, "gpu", "name"),
+        "gpu_uuid": _get(env, "gpu", "uuid"),
+        "driver": _get(env, "driver"),
+        "cuda_runtime": _get(env, "cuda_runtime"),
+        "cupy": _get(env, "cupy"),
+        "launchbench_version": record.launchbench_version,
+        "git_commit": git_commit or _get(env, "git_commit"),
+        "git_branch": git_branch or _get(env, "git_branch"),
+        "host": _get(env, "host", "hostname"),
+    }
+
+
+@functools.lru_cache(maxsize=4096)
+def _median_ci_ranks(n: int) -> tuple[int, int]:
+    """0-based positions, in sorted order, of the median CI's bounds for n samples (stats.median_ci's
+    interval of the ranks 1..n, cached: every row of a run asks for the same few n)."""
+    low, high = median_ci(np.arange(1, n + 1))
+    return int(low) - 1, int(high) - 1
+
+
+def _median_ci(values: np.ndarray) -> tuple[float, float]:
+    low, high = _median_ci_ranks(len(values))
+    ordered = np.partition(values, (low, high))
+    return float(ordered[low]), float(ordered[high])
+
+
+@dataclass(frozen=True)
+class RowValues:
+    """One row's column values and its passes' column values (plain dicts: inserted in bulk)."""
+
+    row: dict[str, Any]
+    passes: list[dict[str, Any]]
+
+
+def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
+    """One row with its passes. The row's CI of each series is results.csv's (stats.summarize): the
+    order-statistic CI of the pooled median, widened to cover every pass's median."""
+    measured = result.status in MEASURED_STATUSES
+    wall = case.samples(mode, SAMPLE_KEYS[0])
+    sizes = (usable_passes(result.pass_sizes, len(wall)) or [len(wall)]) if measured and len(wall) else []
+    present = [i for i, key in enumerate(SAMPLE_KEYS) if sizes and len(case.samples(mode, key)) == len(wall)]
+    block = np.full((len(SERIES), len(wall) if sizes else 0), np.nan)
+    for i in present:
+        block[i] = case.samples(mode, SAMPLE_KEYS[i])
+    blocks = np.split(block, np.cumsum(sizes)[:-1], axis=1) if sizes else []
+    pass_medians = np.array([np.median(b, axis=1) for b in blocks])  # (passes, series)
+    columns: dict[str, Any] = {f"{name}_{part}": None for name in SERIES for part in ("median", "ci_low", "ci_high")}
+    if sizes:
+        pooled = np.median(block, axis=1)
+        for i in present:
+            low, high = _median_ci(block[i])
+            if len(sizes) > 1:
+                low, high = min(low, float(pass_medians[:, i].min())), max(high, float(pass_medians[:, i].max()))
+            name = SERIES[i]
+            columns.update({f"{name}_median": float(pooled[i]), f"{name}_ci_low": low, f"{name}_ci_high": high})
+    wall_median, cpu_median = columns["wall_median"], columns["cpu_median"]
+    host_bound = wall_median is not None and cpu_median is not None and 0 < wall_median <= cpu_median / HOST_BOUND_SHARE
+    row = {
+        "scenario": case.scenario,
+        "case_id": case.case_id,
+        "mode": mode,
+        "status": result.status,
+        "launches_per_iter": case.launches_per_iter,
+        "host_bound": bool(host_bound),
+        "passes": len(sizes),
+        "n": int(len(wall)) if sizes else 0,
+        **columns,
+    }
+    passes = []
+    for index, size in enumerate(sizes):
+        medians = {f"{name}_median": None for name in SERIES}
+        medians.update({f"{SERIES[i]}_median": float(pass_medians[index, i]) for i in present})
+        passes.append({"pass_index": index, "n": size, "samples": np.ascontiguousarray(blocks[index], dtype="<f8").tobytes(), **medians})
+    return RowValues(row, passes)
+
+
+def build_run(loaded: LoadedRun, git_commit: str | None = None, git_branch: str | None = None) -> tuple[dict[str, Any], list[RowValues]]:
+    """The column values of one run, its rows and their passes."""
+    record = loaded.record
+    started = _parse_time(record.started) or datetime.now(timezone.utc)
+    run = {
+        "content_hash": loaded.content_hash,
+        "run_dir": str(loaded.path.resolve()),
+        "name": loaded.path.resolve().name,
+        "status": record.status,
+        "started": started,
+        "finished": _parse_time(record.finished),
+        "ingested": datetime.now(timezone.utc),
+        "scenarios": ",".join(s.name for s in record.scenarios) or ",".join(dict.fromkeys(c.scenario for c in record.cases)),
+        **run_environment(record, git_commit, git_branch),
+    }
+    return run, [_row(case, mode, result) for case in record.cases for mode, result in case.modes.items()]
+
+
+def ingest_loaded(db: HistoryDB, loaded: LoadedRun, git_commit: str | None = None, git_branch: str | None = None) -> IngestOutcome:
+    """Add a read run in one transaction (bulk inserts: the run, its rows, their passes); nothing when
+    its content hash is there already."""
+    run, rows = build_run(loaded, git_commit, git_branch)
+    with db.session() as session:
+        existing = session.scalar(select(Run.id).where(Run.content_hash == loaded.content_hash))
+        if existing is not None:
+            return IngestOutcome(existing, loaded.content_hash, False, str(loaded.path))
+        run_id = session.execute(insert(Run).values(**run).returning(Run.id)).scalar_one()
+        row_ids = []
+        if rows:
+            row_ids = session.scalars(
+                insert(RowResult).returning(RowResult.id, sort_by_parameter_order=True), [{"run_id": run_id, **r.row} for r in rows]
+            ).all()
+        passes = [{"row_id": row_id, **p} for row_id, r in zip(row_ids, rows) for p in r.passes]
+        if passes:
+            session.execute(insert(PassResult), passes)
+        return IngestOutcome(run_id, loaded.content_hash, True, str(loaded.path))
+
+
+def ingest_run_dir(
+    db: str | HistoryDB | None,
+    run_dir: str | Path,
+    *,
+    git_commit: str | None = None,
+    git_branch: str | None = None,
+) -> IngestOutcome:
+    """Ingest one run directory into the database at ``db`` (a URL, None for the default, or an open
+    HistoryDB). The run is read and checked before the database is opened, so a bad run directory
+    leaves no database behind; the run goes in within one transaction. Idempotent."""
+    loaded = read_run_dir(run_dir)
+    if isinstance(db, HistoryDB):
+        return ingest_loaded(db, loaded, git_commit, git_branch)
+    with HistoryDB(db) as opened:
+        return ingest_loaded(opened, loaded, git_commit, git_branch)

@@ -1,0 +1,12 @@
+"""Alembic environment: run by launchbench.history.db with an open connection (never from a config file)."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from launchbench.history.models import Base
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

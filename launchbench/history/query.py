@@ -1,0 +1,205 @@
+"""Reading the history: runs (filtered), one row's metric over runs, and per-pass medians by row.
+
+Filters match the environment columns exactly (GPU name, driver, CuPy, CUDA runtime, branch, commit,
+host), the scenario by name; ``last`` keeps the newest N runs. Runs come oldest first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from launchbench.history.db import HistoryDB, HistoryError
+from launchbench.history.models import SERIES, PassResult, RowResult, Run
+from launchbench.results.schema import METRIC_BY_NAME, SAMPLE_KEYS
+
+RowKey = tuple[str, str, str]  # (scenario, case, mode)
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs to use; None means any. ``last``: the newest N of those that match."""
+
+    gpu_name: str | None = None
+    driver: str | None = None
+    cupy: str | None = None
+    cuda_runtime: str | None = None
+    git_branch: str | None = None
+    git_commit: str | None = None
+    host: str | None = None
+    scenario: str | None = None
+    last: int | None = None
+    exclude_hash: str | None = None
+
+    def apply(self, query: Select) -> Select:  # type: ignore[type-arg]
+        for column in ("gpu_name", "driver", "cupy", "cuda_runtime", "git_branch", "git_commit", "host"):
+            value = getattr(self, column)
+            if value is not None:
+                query = query.where(getattr(Run, column) == value)
+        if self.scenario is not None:
+            query = query.where(Run.id.in_(select(RowResult.run_id).where(RowResult.scenario == self.scenario)))
+        if self.exclude_hash is not None:
+            query = query.where(Run.content_hash != self.exclude_hash)
+        return query
+
+    def describe(self) -> str:
+        parts = [f"{f.name}={getattr(self, f.name)}" for f in fields(self) if f.name != "exclude_hash" and getattr(self, f.name) is not None]
+        return ", ".join(parts) or "all runs"
+
+
+ALL_RUNS = RunFilter()
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    name: str
+    run_dir: str
+    status: str
+    started: datetime
+    scenarios: str
+    env: dict[str, str | None]
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One run's value of one row's metric: the pooled median and its CI (results.csv's), in the
+    metric's unit."""
+
+    run: RunInfo
+    median: float
+    ci_low: float
+    ci_high: float
+    passes: int
+    n: int
+    host_bound: bool
+
+
+def _info(run: Run) -> RunInfo:
+    started = run.started if run.started.tzinfo else run.started.replace(tzinfo=timezone.utc)  # SQLite drops the zone
+    return RunInfo(run.id, run.name, run.run_dir, run.status, started, run.scenarios, run.env())
+
+
+def _runs(session: Session, filters: RunFilter) -> list[Run]:
+    query = filters.apply(select(Run)).order_by(Run.started.desc(), Run.id.desc())
+    if filters.last is not None:
+        query = query.limit(filters.last)
+    return list(reversed(session.scalars(query).all()))
+
+
+def list_runs(db: HistoryDB, filters: RunFilter = ALL_RUNS) -> list[RunInfo]:
+    with db.session() as session:
+        return [_info(run) for run in _runs(session, filters)]
+
+
+def row_keys(db: HistoryDB, filters: RunFilter = ALL_RUNS) -> list[RowKey]:
+    """Every (scenario, case, mode) measured in the matching runs, in first-seen order."""
+    with db.session() as session:
+        ids = [run.id for run in _runs(session, filters)]
+        query = select(RowResult.scenario, RowResult.case_id, RowResult.mode).where(RowResult.run_id.in_(ids)).order_by(RowResult.id)
+        return list(dict.fromkeys((s, c, m) for s, c, m in session.execute(query)))
+
+
+def series_of(metric: str) -> str:
+    try:
+        return SERIES[SAMPLE_KEYS.index(METRIC_BY_NAME[metric].sample_key)]
+    except KeyError:
+        raise HistoryError(f"unknown metric {metric!r}; metrics: {', '.join(METRIC_BY_NAME)}") from None
+
+
+def parse_row(text: str, mode: str) -> RowKey:
+    """``SCENARIO/CASE`` (the case id may hold slashes) and a mode → a row key."""
+    scenario, sep, case = text.partition("/")
+    if not sep or not case:
+        raise HistoryError(f"row {text!r}: give SCENARIO/CASE, e.g. quickstart/empty/length=10")
+    return (scenario, case, mode)
+
+
+def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS) -> list[TrendPoint]:
+    """One row's metric in each matching run that measured it, oldest first."""
+    series = series_of(metric)
+    m = METRIC_BY_NAME[metric]
+    scenario, case, mode = key
+    with db.session() as session:
+        runs = {run.id: run for run in _runs(session, filters)}
+        query = select(RowResult).where(
+            RowResult.scenario == scenario, RowResult.case_id == case, RowResult.mode == mode, RowResult.run_id.in_(list(runs))
+        )
+        points = []
+        for row in session.scalars(query):
+            median = getattr(row, f"{series}_median")
+            if median is None:
+                continue
+            scale = m.scale(row.launches_per_iter)
+            low, high = getattr(row, f"{series}_ci_low"), getattr(row, f"{series}_ci_high")
+            points.append(
+                TrendPoint(
+                    _info(runs[row.run_id]), median * scale,
+                    low * scale if low is not None else math.nan, high * scale if high is not None else math.nan,
+                    row.passes, row.n, row.host_bound,
+                )
+            )
+    order = {run_id: i for i, run_id in enumerate(runs)}
+    return sorted(points, key=lambda p: order[p.run.id])
+
+
+@dataclass(frozen=True)
+class RowSeries:
+    """One row's per-pass medians over runs (raw series, seconds per iteration), oldest run first."""
+
+    key: RowKey
+    runs: tuple[RunInfo, ...]
+    launches: tuple[int, ...]
+    host_bound: tuple[bool, ...]
+    pass_medians: tuple[dict[str, tuple[float, ...]], ...]  # per run: series name → pass medians
+
+    def metric_passes(self, metric: str) -> list[list[float]]:
+        """Per run, the pass medians of a metric in its unit (runs without the series give [])."""
+        m = METRIC_BY_NAME[metric]
+        name = series_of(metric)
+        return [[v * m.scale(lpi) for v in medians.get(name, ())] for lpi, medians in zip(self.launches, self.pass_medians)]
+
+
+def pass_series(db: HistoryDB, filters: RunFilter = ALL_RUNS, keys: Sequence[RowKey] | None = None) -> list[RowSeries]:
+    """Per row, the per-pass medians of every matching run that measured it."""
+    with db.session() as session:
+        runs = {run.id: _info(run) for run in _runs(session, filters)}
+        order = {run_id: i for i, run_id in enumerate(runs)}
+        query = (
+            select(RowResult.id, RowResult.run_id, RowResult.scenario, RowResult.case_id, RowResult.mode,
+                   RowResult.launches_per_iter, RowResult.host_bound, PassResult.pass_index,
+                   *[getattr(PassResult, f"{s}_median") for s in SERIES])
+            .join(PassResult, PassResult.row_id == RowResult.id)
+            .where(RowResult.run_id.in_(list(runs)))
+            .order_by(RowResult.id, PassResult.pass_index)
+        )
+        wanted = set(keys) if keys is not None else None
+        by_row: dict[RowKey, dict[int, tuple[int, bool, dict[str, list[float]]]]] = {}
+        for rec in session.execute(query):
+            key = (rec.scenario, rec.case_id, rec.mode)
+            if wanted is not None and key not in wanted:
+                continue
+            per_run = by_row.setdefault(key, {})
+            _, _, medians = per_run.setdefault(rec.run_id, (rec.launches_per_iter, rec.host_bound, {}))
+            for s in SERIES:
+                value = getattr(rec, f"{s}_median")
+                if value is not None:
+                    medians.setdefault(s, []).append(float(value))
+    out = []
+    for key, per_run in by_row.items():
+        ids = sorted(per_run, key=lambda i: order[i])
+        out.append(
+            RowSeries(
+                key,
+                tuple(runs[i] for i in ids),
+                tuple(per_run[i][0] for i in ids),
+                tuple(per_run[i][1] for i in ids),
+                tuple({s: tuple(v) for s, v in per_run[i][2].items()} for i in ids),
+            )
+        )
+    return out

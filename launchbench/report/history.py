@@ -1,0 +1,89 @@
+"""History queries as records, and those records as a rich table, CSV or JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from launchbench.history.changes import ChangePoint
+from launchbench.history.models import ENV_COLUMNS
+from launchbench.history.query import RunInfo, TrendPoint
+
+FORMATS = ("table", "csv", "json")
+
+
+def run_records(runs: Sequence[RunInfo]) -> list[dict[str, Any]]:
+    return [
+        {"run_id": r.id, "name": r.name, "started": r.started.isoformat(), "status": r.status, "scenarios": r.scenarios,
+         **r.env, "run_dir": r.run_dir}
+        for r in runs
+    ]
+
+
+def trend_records(points: Sequence[TrendPoint], metric: str) -> list[dict[str, Any]]:
+    return [
+        {"run_id": p.run.id, "name": p.run.name, "started": p.run.started.isoformat(), "metric": metric,
+         "median": p.median, "ci_low": p.ci_low, "ci_high": p.ci_high, "passes": p.passes, "n": p.n,
+         "host_bound": p.host_bound, "gpu_name": p.run.env["gpu_name"], "driver": p.run.env["driver"],
+         "cupy": p.run.env["cupy"], "git_commit": p.run.env["git_commit"], "run_dir": p.run.run_dir}
+        for p in points
+    ]
+
+
+def change_records(changes: Sequence[ChangePoint]) -> list[dict[str, Any]]:
+    return [
+        {"scenario": c.scenario, "case": c.case, "mode": c.mode, "metric": c.metric,
+         "run_before": c.before.name, "run_after": c.after.name, "started_after": c.after.started.isoformat(),
+         "runs_before": c.runs_before, "runs_after": c.runs_after, "value_before": c.value_before,
+         "value_after": c.value_after, "step_pct": 100 * c.step, "step_ci_low_pct": 100 * c.step_ci_low,
+         "step_ci_high_pct": 100 * c.step_ci_high, "p_value": c.p_value, "host_bound": c.host_bound,
+         "environment_changes": c.explanation, "run_dir_before": c.before.run_dir, "run_dir_after": c.after.run_dir}
+        for c in changes
+    ]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "—"
+        return f"{value:.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return str(value)
+
+
+def _json_value(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def render(records: list[dict[str, Any]], fmt: str, title: str, columns: Sequence[str] | None = None) -> str:
+    """Records as text in one of FORMATS. ``columns`` limits the table format (CSV and JSON keep all)."""
+    if fmt == "json":
+        return json.dumps([{k: _json_value(v) for k, v in r.items()} for r in records], indent=2) + "\n"
+    if fmt == "csv":
+        return pd.DataFrame.from_records(records).to_csv(index=False) if records else ""
+    shown = list(columns or (records[0].keys() if records else []))
+    table = Table(title=escape(title), title_justify="left")
+    for name in shown:
+        table.add_column(name, overflow="fold")
+    for record in records:
+        table.add_row(*(escape(_cell(record.get(name))) for name in shown))
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None, highlight=False, soft_wrap=False).print(table)
+    return buffer.getvalue()
+
+
+LIST_COLUMNS = ("run_id", "name", "started", "scenarios", *ENV_COLUMNS[:1], "driver", "cupy", "git_commit", "git_branch", "host")
+TREND_COLUMNS = ("run_id", "name", "started", "median", "ci_low", "ci_high", "passes", "driver", "cupy", "git_commit")
+CHANGE_COLUMNS = ("scenario", "case", "mode", "metric", "run_before", "run_after", "step_pct", "step_ci_low_pct",
+                  "step_ci_high_pct", "p_value", "environment_changes")

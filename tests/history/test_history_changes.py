@@ -1,0 +1,51 @@
+"""Change points on synthetic series built from the committed H200 runs' raw passes (tests/history/synth.py):
+12 runs, graph rows +8% from run 7 with the driver changed there, host drift on host-bound rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from synth import SeriesSpec, series
+
+from launchbench.history.changes import detect_changes
+from launchbench.history.db import HistoryDB
+from launchbench.history.ingest import ingest_run_dir
+from launchbench.history.query import pass_series
+
+
+def _ingest(url: str, dirs: list[Path]) -> HistoryDB:
+    db = HistoryDB(url)
+    for d in dirs:
+        ingest_run_dir(db, d)
+    return db
+
+
+def test_step_at_run_7_found_on_graph_rows_and_named(db_url: str, stepped: list[Path]) -> None:
+    with _ingest(db_url, stepped) as db:
+        changes = detect_changes(db, metrics=("wall_us_per_launch", "gpu_us_per_iter"))
+        rows = pass_series(db)
+    gpu_bound_graph = {s.key for s in rows if s.key[2] == "graph" and not any(s.host_bound)}
+    assert len(gpu_bound_graph) >= 6  # every graph row but the host-bound one-launch graph of empty kernels
+    for key in gpu_bound_graph:
+        found = [c for c in changes if (c.scenario, c.case, c.mode) == key and c.metric == "wall_us_per_launch"]
+        assert len(found) == 1, (key, found)
+        change = found[0]
+        assert change.after.name == "run-07" and change.before.name == "run-06"
+        assert change.step_ci_low < 0.08 < change.step_ci_high and change.step_ci_low > 0
+        assert change.explanation == "driver 580.159.04 → 590.10.01"
+    unmoved = [c for c in changes if c.mode == "eager"]
+    assert unmoved == []
+    assert all(c.after.name == "run-07" for c in changes)
+
+
+def test_no_change_without_a_step(db_url: str, tmp_path: Path) -> None:
+    with _ingest(db_url, series(tmp_path, SeriesSpec(seed=3))) as db:
+        assert detect_changes(db) == []
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_host_drift_alone_is_not_a_change(tmp_path: Path, seed: int) -> None:
+    """Stronger drift (18% sd per run) on host-bound rows, no step anywhere: nothing is reported."""
+    with _ingest(f"sqlite:///{tmp_path / 'h.sqlite'}", series(tmp_path / "runs", SeriesSpec(drift_sd=0.18, seed=seed))) as db:
+        assert detect_changes(db) == []
