@@ -108,11 +108,19 @@ def main() -> None:
     _tolerant_streams()
     try:
         try:
-            cli.main(prog_name="launchbench", standalone_mode=True)
+            # not standalone: click would turn an interrupt anywhere (a summary being printed) into exit 1
+            code = cli.main(prog_name="launchbench", standalone_mode=False)
         finally:
             sys.stdout.flush()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("launchbench: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except click.exceptions.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except click.exceptions.Exit as exit_:
+        sys.exit(exit_.exit_code)
     except OSError as err:  # from writing stdout: the commands' own I/O errors are LaunchbenchErrors
         _output_failed(err)
+    if isinstance(code, int) and code:
+        sys.exit(code)
