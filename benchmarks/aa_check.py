@@ -26,7 +26,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
             ma, mb = row[f"{metric}_a"], row[f"{metric}_b"]
             if pd.isna(ma) and pd.isna(mb):
                 continue  # measured in neither run (a graph that could not be captured): nothing to compare
-            overlap = row[f"{metric}_ci_low_a"] <= row[f"{metric}_ci_high_b"] and row[f"{metric}_ci_low_b"] <= row[f"{metric}_ci_high_a"]
+            overlap = (
+                row[f"{metric}_ci_low_a"] <= row[f"{metric}_ci_high_b"]
+                and row[f"{metric}_ci_low_b"] <= row[f"{metric}_ci_high_a"]
+            )
             diff = mb / ma - 1
             rows.append(
                 {
@@ -37,7 +40,9 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
                     "median_b": mb,
                     "diff_pct": 100 * diff,
                     "ci_overlap": bool(overlap),
-                    "pass": bool(not pd.isna(diff) and (overlap or abs(diff) < TOLERANCE)),  # measured in one run only: fails
+                    "pass": bool(
+                        not pd.isna(diff) and (overlap or abs(diff) < TOLERANCE)
+                    ),  # measured in one run only: fails
                 }
             )
     return pd.DataFrame(rows)

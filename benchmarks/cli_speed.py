@@ -52,8 +52,10 @@ def main() -> int:
         cpu = statistics.median(c for _, c in runs)
         if name.startswith("launchbench"):
             slow = slow or wall > options.limit
-        print(f"{name:<22} wall median {wall:.3f} s, slowest {max(w for w, _ in runs):.3f} s; "
-              f"CPU median {cpu:.3f} s ({options.repeat} runs)")
+        print(
+            f"{name:<22} wall median {wall:.3f} s, slowest {max(w for w, _ in runs):.3f} s; "
+            f"CPU median {cpu:.3f} s ({options.repeat} runs)"
+        )
     print(f"limit {options.limit} s: {'exceeded' if slow else 'met'}")
     return 1 if slow else 0
 

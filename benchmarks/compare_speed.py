@@ -45,7 +45,17 @@ def main() -> None:
             target.mkdir()
             write_run(target, scaled(load_run(source), args.cases))
             dirs.append(str(target))
-        command = [sys.executable, "-m", "launchbench", "compare", *dirs, "--format", "csv", "-o", str(Path(tmp) / "out.csv")]
+        command = [
+            sys.executable,
+            "-m",
+            "launchbench",
+            "compare",
+            *dirs,
+            "--format",
+            "csv",
+            "-o",
+            str(Path(tmp) / "out.csv"),
+        ]
         walls, cpus = [], []
         for _ in range(args.repeat):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)

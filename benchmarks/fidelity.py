@@ -43,7 +43,9 @@ class BareLoop:
     """One of the quickstart's chains written out by hand: one kind of kernel, launched `length` times,
     eagerly or as a graph captured from those same calls. Implements the sampler's Workload protocol."""
 
-    def __init__(self, kind: str, length: int, size: int | None, alpha: float, mode: str, stream: cupy.cuda.Stream):
+    def __init__(
+        self, kind: str, length: int, size: int | None, alpha: float, mode: str, stream: cupy.cuda.Stream
+    ):
         self.launches_per_iter = length
         self.length = length
         self.mode = mode
@@ -97,13 +99,25 @@ class BareLoop:
 
 def bare_loop(case: Case, mode: str, stream: cupy.cuda.Stream) -> BareLoop:
     step = case.steps[0]
-    return BareLoop(step.kind, case.launches_per_iter, getattr(step, "size", None), getattr(step, "alpha", 1.0), mode, stream)
+    return BareLoop(
+        step.kind,
+        case.launches_per_iter,
+        getattr(step, "size", None),
+        getattr(step, "alpha", 1.0),
+        mode,
+        stream,
+    )
 
 
 def measure_case(backend: CupyBackend, case: Case, max_time: float) -> list[dict[str, object]]:
     # every workload is sampled until the budget ends, so the four stay in step round by round
     settings = case.measure.model_copy(
-        update={"max_time": max_time, "target_noise": 1e-9, "latency_target_noise": 1e-9, "max_samples": 10_000_000}
+        update={
+            "max_time": max_time,
+            "target_noise": 1e-9,
+            "latency_target_noise": 1e-9,
+            "max_samples": 10_000_000,
+        }
     )
     prepared = backend.prepare(case)
     try:
@@ -154,12 +168,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenario", nargs="?", default="scenarios/quickstart.yaml")
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--max-time", type=float, default=4.0, help="seconds of interleaved sampling per case")
+    parser.add_argument(
+        "--max-time", type=float, default=4.0, help="seconds of interleaved sampling per case"
+    )
     args = parser.parse_args()
     backend = cupy_backend(0)  # refuses with one sentence where there is no GPU, as `launchbench run` does
     env = backend.environment()
     started = time.perf_counter()
-    rows = [row for case in expand_scenario(args.scenario) for row in measure_case(backend, case, args.max_time)]
+    rows = [
+        row for case in expand_scenario(args.scenario) for row in measure_case(backend, case, args.max_time)
+    ]
     table = pd.DataFrame(rows)
     header = (
         f"fidelity on {describe_environment(env)}, "

@@ -47,7 +47,10 @@ def base_rows() -> list[dict[tuple[str, str], tuple[list[float], bool]]]:
         for case in run.cases:
             for mode in case.modes:
                 values = case.metric_samples(mode, METRIC)
-                rows[(case.case_id, mode)] = (pass_medians(values, case.modes[mode].pass_sizes), is_host_bound(case, mode))
+                rows[(case.case_id, mode)] = (
+                    pass_medians(values, case.modes[mode].pass_sizes),
+                    is_host_bound(case, mode),
+                )
         out.append(rows)
     return out
 
@@ -65,10 +68,37 @@ def make_series(bases, seed: int, step: float) -> dict[tuple[str, str], list[lis
 
 
 def launchbench_method(passes: list[list[float]]) -> list[int]:
-    runs = tuple(RunInfo(i, f"run-{i + 1:02d}", "", "complete", datetime.now(timezone.utc), "", dict.fromkeys(
-        ("gpu_name", "gpu_uuid", "driver", "cuda_runtime", "cupy", "launchbench_version", "git_commit", "git_branch", "host"))) for i in range(len(passes)))
-    series = RowSeries(("quickstart", "x", "graph"), runs, (1,) * len(passes), (False,) * len(passes),
-                       tuple({"wall": tuple(p)} for p in passes))
+    runs = tuple(
+        RunInfo(
+            i,
+            f"run-{i + 1:02d}",
+            "",
+            "complete",
+            datetime.now(timezone.utc),
+            "",
+            dict.fromkeys(
+                (
+                    "gpu_name",
+                    "gpu_uuid",
+                    "driver",
+                    "cuda_runtime",
+                    "cupy",
+                    "launchbench_version",
+                    "git_commit",
+                    "git_branch",
+                    "host",
+                )
+            ),
+        )
+        for i in range(len(passes))
+    )
+    series = RowSeries(
+        ("quickstart", "x", "graph"),
+        runs,
+        (1,) * len(passes),
+        (False,) * len(passes),
+        tuple({"wall": tuple(p)} for p in passes),
+    )
     return [c.index for c in row_changes(series, METRIC)]
 
 
@@ -83,13 +113,21 @@ def pelt_runs(passes: list[list[float]]) -> list[int]:
 def pelt_passes(passes: list[list[float]]) -> list[int]:
     flat = np.log(np.concatenate(passes))
     run_of = np.repeat(np.arange(len(passes)), [len(p) for p in passes])
-    ends = rpt.Pelt(model="l2", min_size=2, jump=1).fit((flat / noise(flat)).reshape(-1, 1)).predict(pen=2 * math.log(len(flat)))
+    ends = (
+        rpt.Pelt(model="l2", min_size=2, jump=1)
+        .fit((flat / noise(flat)).reshape(-1, 1))
+        .predict(pen=2 * math.log(len(flat)))
+    )
     return sorted({int(run_of[e]) for e in ends if e < len(flat)})
 
 
 def kernel_rbf(passes: list[list[float]]) -> list[int]:
     values = run_values(passes)
-    ends = rpt.KernelCPD(kernel="rbf", min_size=2).fit(values.reshape(-1, 1)).predict(pen=2 * math.log(len(values)))
+    ends = (
+        rpt.KernelCPD(kernel="rbf", min_size=2)
+        .fit(values.reshape(-1, 1))
+        .predict(pen=2 * math.log(len(values)))
+    )
     return [e for e in ends if e < len(values)]
 
 
@@ -114,9 +152,13 @@ def main() -> None:
         print("(signal-processing-algorithms not importable: E-divisive left out)")
     bases = base_rows()
     gpu_graph = [k for k, (_, host) in bases[0].items() if k[1] == "graph" and not host]
-    print(f"{SEEDS} seeds x 12 runs; step +{100 * (STEP - 1):.0f}% on graph rows at run {STEP_AT}; host drift sd {100 * DRIFT_SD:.0f}%;"
-          f" metric {METRIC}; {len(gpu_graph)} GPU-bound graph rows per series\n")
-    print("| method | GPU-bound graph rows with the step at run 7 | other changes, stepped series | changes, A/A series |")
+    print(
+        f"{SEEDS} seeds x 12 runs; step +{100 * (STEP - 1):.0f}% on graph rows at run {STEP_AT}; host drift sd {100 * DRIFT_SD:.0f}%;"
+        f" metric {METRIC}; {len(gpu_graph)} GPU-bound graph rows per series\n"
+    )
+    print(
+        "| method | GPU-bound graph rows with the step at run 7 | other changes, stepped series | changes, A/A series |"
+    )
     print("| --- | ---: | ---: | ---: |")
     for name, method in methods.items():
         found = other = aa = 0

@@ -66,28 +66,58 @@ def main() -> None:
     assert len(points) == args.runs
     t0, children = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "history", "trend", f"{ROW[0]}/{ROW[1]}", "--mode", ROW[2], "--db", url,
-         "--format", "csv"],
-        capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True,
+        [
+            sys.executable,
+            "-m",
+            "launchbench",
+            "history",
+            "trend",
+            f"{ROW[0]}/{ROW[1]}",
+            "--mode",
+            ROW[2],
+            "--db",
+            url,
+            "--format",
+            "csv",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
     )
     command_s = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     command_cpu = (after.ru_utime + after.ru_stime) - (children.ru_utime + children.ru_stime)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import launchbench.cli"], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=True)
+    subprocess.run(
+        [sys.executable, "-c", "import launchbench.cli"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
     import_s = time.perf_counter() - t0
-    import_cpu = sum(getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f) for f in ("ru_utime", "ru_stime")) - (
-        after.ru_utime + after.ru_stime)
+    import_cpu = sum(
+        getattr(resource.getrusage(resource.RUSAGE_CHILDREN), f) for f in ("ru_utime", "ru_stime")
+    ) - (after.ru_utime + after.ru_stime)
     assert len(proc.stdout.strip().splitlines()) == args.runs + 1
     size = (work / "history.sqlite").stat().st_size if not args.db else None
-    print(f"ingest {args.runs} runs: {ingest_s:.1f} s wall, {ingest_cpu:.1f} s CPU of this process "
-          f"({1000 * ingest_s / args.runs:.1f} ms wall per run)")
-    print(f"trend of one row over {args.runs} runs: library {1000 * trend_s:.0f} ms wall, {1000 * trend_cpu:.0f} ms CPU")
-    print(f"`launchbench history trend` as a process: {command_s:.2f} s wall, {command_cpu:.2f} s CPU; of which importing "
-          f"launchbench.cli alone: {import_s:.2f} s wall, {import_cpu:.2f} s CPU")
+    print(
+        f"ingest {args.runs} runs: {ingest_s:.1f} s wall, {ingest_cpu:.1f} s CPU of this process "
+        f"({1000 * ingest_s / args.runs:.1f} ms wall per run)"
+    )
+    print(
+        f"trend of one row over {args.runs} runs: library {1000 * trend_s:.0f} ms wall, {1000 * trend_cpu:.0f} ms CPU"
+    )
+    print(
+        f"`launchbench history trend` as a process: {command_s:.2f} s wall, {command_cpu:.2f} s CPU; of which importing "
+        f"launchbench.cli alone: {import_s:.2f} s wall, {import_cpu:.2f} s CPU"
+    )
     if size is not None:
         print(f"SQLite file: {size / 2**20:.0f} MiB")
-    print(f"machine: {os.cpu_count()} cores, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} at the end")
+    print(
+        f"machine: {os.cpu_count()} cores, load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} at the end"
+    )
 
 
 if __name__ == "__main__":

@@ -57,9 +57,13 @@ class AllReduce:
                 cupy.multiply(send, np.float32(1.0), out=send)
         for _ in range(STEPS):
             nccl.groupStart()
-            for dev, comm, stream, send, recv in zip(self.devices, self.comms, self.streams, self.send, self.recv):
+            for dev, comm, stream, send, recv in zip(
+                self.devices, self.comms, self.streams, self.send, self.recv
+            ):
                 with cupy.cuda.Device(dev):
-                    comm.allReduce(send.data.ptr, recv.data.ptr, self.count, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, stream.ptr)
+                    comm.allReduce(
+                        send.data.ptr, recv.data.ptr, self.count, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, stream.ptr
+                    )
             nccl.groupEnd()
 
     def capture(self) -> None:
@@ -158,9 +162,7 @@ def main() -> None:
             bench.close()
     table = pd.DataFrame(rows)
     env = collect_environment(0)
-    header = (
-        f"NCCL all-reduce on {n}× {describe_environment(env, f'NCCL {nccl.get_version()}')}, {env['time']}; {STEPS} all-reduces + 1 kernel per device per iteration; median of {SAMPLES} samples\n"
-    )
+    header = f"NCCL all-reduce on {n}× {describe_environment(env, f'NCCL {nccl.get_version()}')}, {env['time']}; {STEPS} all-reduces + 1 kernel per device per iteration; median of {SAMPLES} samples\n"
     write_report(table, header, args.out, "multigpu_allreduce", digits=2)
     raise SystemExit(0 if (table["graph_equals_eager"] & table["sum_correct"]).all() else 1)
 

@@ -64,12 +64,15 @@ def passes_of(run: RunRecord) -> RowPasses:
             sizes = result.pass_sizes or [len(next(iter(result.samples.values())))]
             cuts = np.cumsum([0, *sizes])
             out[(case.case_id, mode)] = [
-                {k: list(v[cuts[i] : cuts[i + 1]]) for k, v in result.samples.items()} for i in range(len(sizes))
+                {k: list(v[cuts[i] : cuts[i + 1]]) for k, v in result.samples.items()}
+                for i in range(len(sizes))
             ]
     return out
 
 
-def with_passes(template: RunRecord, rows: dict[tuple[str, str], list[Pass]], factor: float = 1.0) -> RunRecord:
+def with_passes(
+    template: RunRecord, rows: dict[tuple[str, str], list[Pass]], factor: float = 1.0
+) -> RunRecord:
     """The template run with each row's samples replaced by the given passes (× factor)."""
     cases: list[CaseResult] = []
     for case in template.cases:
@@ -79,7 +82,10 @@ def with_passes(template: RunRecord, rows: dict[tuple[str, str], list[Pass]], fa
             if chosen is None:
                 continue
             passes = [
-                ModePass(iters_per_sample=max(1, result.iters_per_sample), samples={k: [x * factor for x in p[k]] for k in p})
+                ModePass(
+                    iters_per_sample=max(1, result.iters_per_sample),
+                    samples={k: [x * factor for x in p[k]] for k in p},
+                )
                 for p in chosen
             ]
             modes[mode] = result.model_copy(update={"passes": passes})
@@ -87,21 +93,36 @@ def with_passes(template: RunRecord, rows: dict[tuple[str, str], list[Pass]], fa
     return template.model_copy(update={"cases": cases})
 
 
-def outcomes(comparison: Comparison, host_bound: set[tuple[str, str]], effect: float) -> Iterator[dict[str, object]]:
+def outcomes(
+    comparison: Comparison, host_bound: set[tuple[str, str]], effect: float
+) -> Iterator[dict[str, object]]:
     for row in comparison.rows:
         for mc in row.metrics:
             if mc.compared:
                 kind = "host-bound" if (row.case, row.mode) in host_bound else "GPU-bound"
-                yield {"row": f"{row.case} [{row.mode}]", "kind": kind, "metric": mc.metric, "effect": effect, "verdict": mc.verdict, "mde": mc.mde}
+                yield {
+                    "row": f"{row.case} [{row.mode}]",
+                    "kind": kind,
+                    "metric": mc.metric,
+                    "effect": effect,
+                    "verdict": mc.verdict,
+                    "mde": mc.mde,
+                }
 
 
-def compare_study(runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], splits: int, rng: np.random.Generator) -> pd.DataFrame:
+def compare_study(
+    runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], splits: int, rng: np.random.Generator
+) -> pd.DataFrame:
     a, b = passes_of(runs[0]), passes_of(runs[1])
     pooled = {key: a[key] + b[key] for key in a if key in b}
     all_splits = list(itertools.combinations(range(10), 5))
     records = []
     for effect in (0.0, *EFFECTS):
-        chosen = all_splits if effect == 0.0 else [all_splits[i] for i in rng.choice(len(all_splits), splits, replace=False)]
+        chosen = (
+            all_splits
+            if effect == 0.0
+            else [all_splits[i] for i in rng.choice(len(all_splits), splits, replace=False)]
+        )
         for n, left in enumerate(chosen):
             right = [i for i in range(10) if i not in left]
             base = with_passes(runs[0], {k: [p[i] for i in left] for k, p in pooled.items()})
@@ -111,7 +132,9 @@ def compare_study(runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], s
     return pd.DataFrame(records)
 
 
-def ab_study(runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], draws: int, rng: np.random.Generator) -> pd.DataFrame:
+def ab_study(
+    runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], draws: int, rng: np.random.Generator
+) -> pd.DataFrame:
     slots = []  # (run, pass index) → per row, (A half, B half)
     for r, run in enumerate(runs):
         rows = passes_of(run)
@@ -136,7 +159,9 @@ def ab_study(runs: Sequence[RunRecord], host_bound: set[tuple[str, str]], draws:
     return pd.DataFrame(records)
 
 
-def real_ab_study(dirs: Sequence[Path], host_bound: set[tuple[str, str]], draws: int, rng: np.random.Generator) -> pd.DataFrame:
+def real_ab_study(
+    dirs: Sequence[Path], host_bound: set[tuple[str, str]], draws: int, rng: np.random.Generator
+) -> pd.DataFrame:
     template = load_run(dirs[0] / "a")
     slots = []
     for folder in dirs:
@@ -191,11 +216,19 @@ def markdown(table: pd.DataFrame) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--splits", type=int, default=100, help="random splits per injected slowdown (compare)")
-    parser.add_argument("--draws", type=int, default=400, help="A/A draws of rounds (ab); half as many per slowdown")
+    parser.add_argument(
+        "--splits", type=int, default=100, help="random splits per injected slowdown (compare)"
+    )
+    parser.add_argument(
+        "--draws", type=int, default=400, help="A/A draws of rounds (ab); half as many per slowdown"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--raw", action="store_true", help="also write every resample's verdicts (power_study_raw.csv.gz)")
-    parser.add_argument("--ab-runs", action="append", default=[], metavar="DIR,DIR", help="real ab A/A directories (a/, b/)")
+    parser.add_argument(
+        "--raw", action="store_true", help="also write every resample's verdicts (power_study_raw.csv.gz)"
+    )
+    parser.add_argument(
+        "--ab-runs", action="append", default=[], metavar="DIR,DIR", help="real ab A/A directories (a/, b/)"
+    )
     args = parser.parse_args()
     runs = [load_run(ROOT / "results" / name) for name in SOURCES]
     host_bound = {(c.case_id, mode) for c in runs[0].cases for mode in c.modes if is_host_bound(c, mode)}

@@ -145,7 +145,9 @@ STRATEGIES: dict[str, Callable[[Chain, list[int]], None]] = {
 }
 
 
-def timed(chain: Chain, strategy: Callable[[Chain, list[int]], None], seq: list[int]) -> tuple[float, np.ndarray, np.ndarray]:
+def timed(
+    chain: Chain, strategy: Callable[[Chain, list[int]], None], seq: list[int]
+) -> tuple[float, np.ndarray, np.ndarray]:
     chain.reset()
     with chain.stream:
         start = time.perf_counter()

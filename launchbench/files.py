@@ -67,7 +67,9 @@ def read_regular_file(path: Path, limit: int, error: Callable[[str], Launchbench
         if stat.S_ISDIR(info.st_mode):
             raise error(f"is a directory, not {what}")
         if not stat.S_ISREG(info.st_mode):
-            raise error(f"is {describe_kind(info.st_mode)}, not a regular file; {what} must be a regular file")
+            raise error(
+                f"is {describe_kind(info.st_mode)}, not a regular file; {what} must be a regular file"
+            )
         if info.st_size > limit:
             raise error(f"file is larger than {_size(limit)} ({_size(info.st_size)}); not {what}")
         os.set_blocking(fd, True)
@@ -118,7 +120,9 @@ def check_output_file(path: str | Path, option: str) -> Path:
         if stat.S_ISDIR(info.st_mode):
             raise OutputError(f"{where}: is a directory; give a file name")
         if not stat.S_ISREG(info.st_mode):
-            raise OutputError(f"{where}: is {describe_kind(info.st_mode)}; outputs are written to regular files only")
+            raise OutputError(
+                f"{where}: is {describe_kind(info.st_mode)}; outputs are written to regular files only"
+            )
     elif os.path.islink(target):
         raise OutputError(f"{where}: is a symbolic link to a file that does not exist")
     _check_folder(target.parent, where, "folder")
@@ -154,7 +158,9 @@ def _check_folder(folder: Path, where: str, what: str) -> None:
     try:
         info = os.stat(folder)
     except FileNotFoundError:
-        raise OutputError(f"{where}: folder {folder} does not exist (folders are not created for output files)") from None
+        raise OutputError(
+            f"{where}: folder {folder} does not exist (folders are not created for output files)"
+        ) from None
     except OSError as err:
         raise OutputError(f"{where}: {folder}: {os_reason(err)}") from None
     if not stat.S_ISDIR(info.st_mode):

@@ -100,7 +100,9 @@ def make_case(
             WALL: gpu,
             GPU: gpu,
             CPU: host,
-            LATENCY: [(graph_iter * g + 9e-6 * h) / (graph_iter + 9e-6) for g, h in zip(gpu, host, strict=True)]
+            LATENCY: [
+                (graph_iter * g + 9e-6 * h) / (graph_iter + 9e-6) for g, h in zip(gpu, host, strict=True)
+            ]
             if passes > 1
             else [1.0],
         },
@@ -159,7 +161,9 @@ def make_run(
     by ``eager_drift`` (see the module docstring)."""
     rng = np.random.default_rng(seed)
     cases = [
-        make_case(chain, length, rng, n, passes, eager_drift) for chain in ("empty", "scale") for length in LENGTHS
+        make_case(chain, length, rng, n, passes, eager_drift)
+        for chain in ("empty", "scale")
+        for length in LENGTHS
     ]
     return RunRecord(
         launchbench_version=__version__,
@@ -172,7 +176,11 @@ def make_run(
             "cuda_runtime": "13.2",
             "cupy": "14.2.0",
         },
-        scenarios=[ScenarioInfo(name="quickstart", description="synthetic", file="scenarios/quickstart.yaml", sha256="0" * 64)],
+        scenarios=[
+            ScenarioInfo(
+                name="quickstart", description="synthetic", file="scenarios/quickstart.yaml", sha256="0" * 64
+            )
+        ],
         cases=cases,
     )
 
@@ -204,4 +212,3 @@ def expectation_scenario(path: Path, name: str, expect: str) -> Path:
         lines += [f"  {chain}:", f"    - {{kind: empty{uses}}}"]
     path.write_text("\n".join(lines) + f"\nexpect:\n{expect}", encoding="utf-8")
     return path
-

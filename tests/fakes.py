@@ -80,10 +80,14 @@ class ScriptedMonitor:
 
 
 class ScriptedPreparedCase:
-    def __init__(self, case: Case, clock: SteppingClock, eager_per_launch: float, graph_per_launch: float, noise: float):
+    def __init__(
+        self, case: Case, clock: SteppingClock, eager_per_launch: float, graph_per_launch: float, noise: float
+    ):
         self.case = case
         n = case.launches_per_iter
-        self.workloads: dict[str, Any] = {"eager": ScriptedWorkload(clock, n, eager_per_launch * n, noise, seed=1)}
+        self.workloads: dict[str, Any] = {
+            "eager": ScriptedWorkload(clock, n, eager_per_launch * n, noise, seed=1)
+        }
         self.lifecycle: GraphLifecycle | None = None
         self.graph_failure: str | None = None
         kinds = {step.kind for step in case.steps}
@@ -95,9 +99,17 @@ class ScriptedPreparedCase:
         if "reduction" in kinds:
             self.graph_failure = "NotImplementedError: scripted capture refusal"
         else:
-            self.workloads["graph"] = ScriptedWorkload(clock, n, graph_per_launch * n + 1.5e-6, noise / 5, cpu_share=0.01, seed=2)
+            self.workloads["graph"] = ScriptedWorkload(
+                clock, n, graph_per_launch * n + 1.5e-6, noise / 5, cpu_share=0.01, seed=2
+            )
             self.lifecycle = GraphLifecycle(
-                split=True, capture_s=3e-6 * n, instantiate_s=4e-6 * n, upload_s=1e-6 * n, first_launch_s=1e-5, nodes=n, mem_bytes=0
+                split=True,
+                capture_s=3e-6 * n,
+                instantiate_s=4e-6 * n,
+                upload_s=1e-6 * n,
+                first_launch_s=1e-5,
+                nodes=n,
+                mem_bytes=0,
             )
 
     def check_outputs(self) -> OutputCheck:
@@ -113,7 +125,13 @@ class ScriptedPreparedCase:
 
 
 class ScriptedBackend:
-    def __init__(self, clock: SteppingClock | None = None, eager_per_launch: float = 6.5e-6, graph_per_launch: float = 0.5e-6, noise: float = 0.02):
+    def __init__(
+        self,
+        clock: SteppingClock | None = None,
+        eager_per_launch: float = 6.5e-6,
+        graph_per_launch: float = 0.5e-6,
+        noise: float = 0.02,
+    ):
         self.clock = clock or SteppingClock()
         self.monitor = None
         self.eager_per_launch = eager_per_launch
@@ -121,12 +139,21 @@ class ScriptedBackend:
         self.noise = noise
 
     def environment(self) -> dict[str, Any]:
-        return {"gpu": {"name": "Scripted GPU", "uuid": "GPU-scripted", "index": 0}, "driver": "0", "cupy": "none", "cuda_runtime": "0"}
+        return {
+            "gpu": {"name": "Scripted GPU", "uuid": "GPU-scripted", "index": 0},
+            "driver": "0",
+            "cupy": "none",
+            "cuda_runtime": "0",
+        }
 
     def prepare(self, case: Case) -> ScriptedPreparedCase:
         if any(getattr(step, "size", 0) > 10**10 for step in case.steps):
-            raise CaseRefused("case needs 4000.00 GiB of GPU memory for its buffers; 140.00 GiB of 140.00 GiB is free")
-        return ScriptedPreparedCase(case, self.clock, self.eager_per_launch, self.graph_per_launch, self.noise)
+            raise CaseRefused(
+                "case needs 4000.00 GiB of GPU memory for its buffers; 140.00 GiB of 140.00 GiB is free"
+            )
+        return ScriptedPreparedCase(
+            case, self.clock, self.eager_per_launch, self.graph_per_launch, self.noise
+        )
 
 
 def scripted_backend(device: int) -> ScriptedBackend:

@@ -51,7 +51,15 @@ def main() -> None:
             code, stdout, stderr, crash = -1, "", "", "MemoryError: more than the address-space limit"
         finally:
             signal.setitimer(signal.ITIMER_PROF, 0)
-        results.append({"id": case["id"], "code": code, "stdout": stdout[-4000:], "stderr": stderr[-4000:], "crash": crash})
+        results.append(
+            {
+                "id": case["id"],
+                "code": code,
+                "stdout": stdout[-4000:],
+                "stderr": stderr[-4000:],
+                "crash": crash,
+            }
+        )
     with open(sys.argv[2], "w", encoding="utf-8") as handle:
         json.dump(results, handle)
 

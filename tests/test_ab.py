@@ -53,7 +53,9 @@ def test_parse_variant(tmp_path: Path) -> None:
             parse_variant(bad)
 
 
-def test_child_environment_puts_this_launchbench_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_child_environment_puts_this_launchbench_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PYTHONPATH", "/elsewhere")
     env = child_environment(Variant(paths=(str(tmp_path),), env={"X": "1"}))
     assert env["PYTHONPATH"].split(":") == [str(SOURCE_ROOT), str(tmp_path.resolve()), "/elsewhere"]
@@ -75,7 +77,16 @@ def test_schedule_measures_every_case_on_both_sides_each_pass(tmp_path: Path) ->
     plan = _plan(tmp_path)
     pairs = paired_cases(plan, plan)
     schedule = ab_schedule(pairs)
-    assert schedule == [(0, 0, 0), (0, 0, 1), (0, 1, 1), (0, 1, 0), (1, 0, 1), (1, 0, 0), (1, 1, 0), (1, 1, 1)]
+    assert schedule == [
+        (0, 0, 0),
+        (0, 0, 1),
+        (0, 1, 1),
+        (0, 1, 0),
+        (1, 0, 1),
+        (1, 0, 0),
+        (1, 1, 0),
+        (1, 1, 1),
+    ]
     firsts = [side for k, i, side in schedule[::2]]
     assert firsts.count(0) == firsts.count(1)  # neither side always goes first
 
@@ -97,13 +108,24 @@ def test_run_ab_interleaves_in_worker_programs_with_each_variants_environment(
     plan = _plan(tmp_path)
     sides = (
         Side("A", parse_variant(f"env={SIDE_VARIABLE}=A"), plan, tmp_path / "out" / "a"),
-        Side("B", parse_variant(f"env={SIDE_VARIABLE}=B,env={SLOWDOWN_VARIABLE}=0.10"), plan, tmp_path / "out" / "b"),
+        Side(
+            "B",
+            parse_variant(f"env={SIDE_VARIABLE}=B,env={SLOWDOWN_VARIABLE}=0.10"),
+            plan,
+            tmp_path / "out" / "b",
+        ),
     )
     a, b = run_ab(sides, runner.RunOptions(backend_factory=recording_backend))
     lines = order.read_text().split("\n")[:-1]
     assert lines == [
-        "A empty/length=1", "B empty/length=1", "B empty/length=10", "A empty/length=10",
-        "B empty/length=1", "A empty/length=1", "A empty/length=10", "B empty/length=10",
+        "A empty/length=1",
+        "B empty/length=1",
+        "B empty/length=10",
+        "A empty/length=10",
+        "B empty/length=1",
+        "A empty/length=1",
+        "A empty/length=10",
+        "B empty/length=10",
     ]
     for record, side in ((a, "A"), (b, "B")):
         assert record.status == "complete" and record.settings["ab"]["side"] == side
@@ -142,12 +164,20 @@ def test_pairing_cancels_the_drift_that_separate_runs_cannot(drifting: list[floa
     a = _with_round_levels(base, drifting, 1.0)
     b = _with_round_levels(make_run(seed=1, passes=5), drifting, 1.10)
     settings = CompareSettings(metrics=("wall_us_per_launch",))
-    paired = {r.key: r.metric("wall_us_per_launch") for r in compare_paired(a, b, settings).rows if r.mode == "eager"}
+    paired = {
+        r.key: r.metric("wall_us_per_launch")
+        for r in compare_paired(a, b, settings).rows
+        if r.mode == "eager"
+    }
     assert {m.verdict for m in paired.values()} == {"slower"}
     assert all(m.ratio == pytest.approx(1.10, rel=0.04) and m.mde < 0.06 for m in paired.values())
     # the same rounds compared as separate runs: different seeds, B's passes reversed in time
     unpaired = _with_round_levels(make_run(seed=1, passes=5), drifting[::-1], 1.10)
-    separate = {r.key: r.metric("wall_us_per_launch") for r in compare_runs(a, unpaired, settings).rows if r.mode == "eager"}
+    separate = {
+        r.key: r.metric("wall_us_per_launch")
+        for r in compare_runs(a, unpaired, settings).rows
+        if r.mode == "eager"
+    }
     assert all(m.mde > 0.10 for m in separate.values())
 
 
@@ -166,7 +196,9 @@ def test_paired_ratio_is_the_mean_log_round_ratio() -> None:
     assert row.metric("wall_us_per_launch").ratio == pytest.approx(math.exp(math.log(1.1)), rel=1e-6)
 
 
-def test_ab_command_writes_both_runs_and_the_paired_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ab_command_writes_both_runs_and_the_paired_gate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The CLI end to end on the scripted backend: B's eager launches cost 30% more, so its eager rows are
     slower and the gate exits 1; JUnit, markdown and both run directories are written."""
     import functools
@@ -175,17 +207,36 @@ def test_ab_command_writes_both_runs_and_the_paired_gate(tmp_path: Path, monkeyp
 
     from launchbench.cli import cli
 
-    monkeypatch.setattr(runner, "RunOptions", functools.partial(runner.RunOptions, backend_factory=recording_backend))
+    monkeypatch.setattr(
+        runner, "RunOptions", functools.partial(runner.RunOptions, backend_factory=recording_backend)
+    )
     monkeypatch.setenv(ORDER_FILE_VARIABLE, str(tmp_path / "order.txt"))
     monkeypatch.setenv("PYTHONPATH", str(TESTS))
     scenario = tmp_path / "tiny.yaml"
     scenario.write_text(SCENARIO)
     out = tmp_path / "ab"
-    result = CliRunner().invoke(cli, [
-        "ab", str(scenario), "--b", f"env={SLOWDOWN_VARIABLE}=0.3", "--out", str(out), "--passes", "3",
-        "--fail-on", "wall_us_per_launch:5%", "--junit", str(tmp_path / "junit.xml"), "--format", "markdown",
-        "-o", str(tmp_path / "ab.md"), "-q",
-    ])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "ab",
+            str(scenario),
+            "--b",
+            f"env={SLOWDOWN_VARIABLE}=0.3",
+            "--out",
+            str(out),
+            "--passes",
+            "3",
+            "--fail-on",
+            "wall_us_per_launch:5%",
+            "--junit",
+            str(tmp_path / "junit.xml"),
+            "--format",
+            "markdown",
+            "-o",
+            str(tmp_path / "ab.md"),
+            "-q",
+        ],
+    )
     assert result.exit_code == 1, result.output
     assert "## launchbench ab: ❌" in (tmp_path / "ab.md").read_text()
     assert (out / "comparison.md").is_file() and 'type="regression"' in (tmp_path / "junit.xml").read_text()

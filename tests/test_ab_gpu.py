@@ -19,11 +19,32 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_ab_runs_both_variants_from_their_paths(tmp_path: Path) -> None:
     out = tmp_path / "ab"
     command = [
-        sys.executable, "-m", "launchbench", "ab", str(ROOT / "scenarios" / "ab_launch.yaml"),
-        "--a", f"path={ROOT / 'examples' / 'ab' / 'base'}", "--b", f"path={ROOT / 'examples' / 'ab' / 'pr'}",
-        "--quick", "--passes", "2", "--out", str(out), "--format", "json", "-o", str(tmp_path / "ab.json"),
+        sys.executable,
+        "-m",
+        "launchbench",
+        "ab",
+        str(ROOT / "scenarios" / "ab_launch.yaml"),
+        "--a",
+        f"path={ROOT / 'examples' / 'ab' / 'base'}",
+        "--b",
+        f"path={ROOT / 'examples' / 'ab' / 'pr'}",
+        "--quick",
+        "--passes",
+        "2",
+        "--out",
+        str(out),
+        "--format",
+        "json",
+        "-o",
+        str(tmp_path / "ab.json"),
     ]
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}, check=False)
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     for side in ("a", "b"):
         record = load_run(out / side)

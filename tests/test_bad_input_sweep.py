@@ -48,10 +48,20 @@ for _name in BAD_SCENARIOS:
     _path = "{bad}/" + _name
     _add(f"validate:{_name}", ["validate", _path], 2)
 for _name in BAD_SCENARIOS[::3]:
-    _add(f"run:{_name}", ["run", "--no-isolate", "--out", "{tmp}/runs/" + _name, "{bad}/" + _name], 2, ["{tmp}/runs/" + _name])
+    _add(
+        f"run:{_name}",
+        ["run", "--no-isolate", "--out", "{tmp}/runs/" + _name, "{bad}/" + _name],
+        2,
+        ["{tmp}/runs/" + _name],
+    )
 for _name in BAD_SCENARIOS[::4]:
     _add(f"check-scenario:{_name}", ["check", "{a}", "--scenario", "{bad}/" + _name], 2)
-    _add(f"graph:{_name}", ["graph", "{bad}/" + _name, "--out", "{tmp}/graph-" + _name + ".dot"], 2, ["{tmp}/graph-" + _name + ".dot"])
+    _add(
+        f"graph:{_name}",
+        ["graph", "{bad}/" + _name, "--out", "{tmp}/graph-" + _name + ".dot"],
+        2,
+        ["{tmp}/graph-" + _name + ".dot"],
+    )
 
 # --- results files, through every command that reads one ---------------------------------------------
 for _name in BAD_RESULTS:
@@ -64,16 +74,37 @@ _add("run-resume-bad-results", ["run", "--resume", "{bad}/results/dir-csv-only"]
 
 # --- command-line values -------------------------------------------------------------------------------
 for _args in (
-    ["--max-time", "nan"], ["--max-time", "inf"], ["--max-time", "-1"], ["--max-time", "0"], ["--max-time", "soon"],
-    ["--min-samples", "2"], ["--min-samples", "1000000000"], ["--min-samples", "5000"], ["--passes", "0"],
-    ["--passes", "101"], ["--target-noise", "0"], ["--target-noise", "nan"], ["--target-noise", "2"],
-    ["--device", "-1"], ["--max-cases", "0"], ["--bogus"],
+    ["--max-time", "nan"],
+    ["--max-time", "inf"],
+    ["--max-time", "-1"],
+    ["--max-time", "0"],
+    ["--max-time", "soon"],
+    ["--min-samples", "2"],
+    ["--min-samples", "1000000000"],
+    ["--min-samples", "5000"],
+    ["--passes", "0"],
+    ["--passes", "101"],
+    ["--target-noise", "0"],
+    ["--target-noise", "nan"],
+    ["--target-noise", "2"],
+    ["--device", "-1"],
+    ["--max-cases", "0"],
+    ["--bogus"],
 ):
-    _add("run" + "".join(_args), ["run", *_args, "--no-isolate", "--out", "{tmp}/runs/cli" + "".join(_args), "{good}"], 2,
-         ["{tmp}/runs/cli" + "".join(_args)])
+    _add(
+        "run" + "".join(_args),
+        ["run", *_args, "--no-isolate", "--out", "{tmp}/runs/cli" + "".join(_args), "{good}"],
+        2,
+        ["{tmp}/runs/cli" + "".join(_args)],
+    )
 _add("run-no-scenario", ["run"], 2)
 _add("run-missing-scenario", ["run", "{tmp}/nowhere.yaml"], 2)
-_add("run-same-file-twice", ["run", "--no-isolate", "--out", "{tmp}/runs/twice", "{good}", "{good}"], 2, ["{tmp}/runs/twice"])
+_add(
+    "run-same-file-twice",
+    ["run", "--no-isolate", "--out", "{tmp}/runs/twice", "{good}", "{good}"],
+    2,
+    ["{tmp}/runs/twice"],
+)
 _add("run-resume-missing", ["run", "--resume", "{tmp}/nowhere"], 2)
 _add("validate-no-args", ["validate"], 2)
 _add("validate-max-cases-0", ["validate", "--max-cases", "0", "{good}"], 2)
@@ -82,9 +113,18 @@ _add("validate-twice", ["validate", "{good}", "{good}"], 2)
 _add("validate-good", ["validate", "{good}"], 0)
 for _i, _args in enumerate(
     (
-        ["--threshold", "abc"], ["--threshold", "-5%"], ["--threshold", "nan%"], ["--fail-on", "nope:5%"],
-        ["--fail-on", "wall_us_per_launch:abc"], ["--fail-on", "wall_us_per_launch:5"], ["--alpha", "0"],
-        ["--alpha", "1"], ["--alpha", "nan"], ["--format", "xml"], ["-m", "nope"], ["--bogus"],
+        ["--threshold", "abc"],
+        ["--threshold", "-5%"],
+        ["--threshold", "nan%"],
+        ["--fail-on", "nope:5%"],
+        ["--fail-on", "wall_us_per_launch:abc"],
+        ["--fail-on", "wall_us_per_launch:5"],
+        ["--alpha", "0"],
+        ["--alpha", "1"],
+        ["--alpha", "nan"],
+        ["--format", "xml"],
+        ["-m", "nope"],
+        ["--bogus"],
     )
 ):
     _add(f"compare-option-{_i}:{' '.join(_args)}", ["compare", "{a}", "{b}", *_args], 2)
@@ -118,8 +158,15 @@ for _option in ("-o", "--junit"):
         ("empty-name", "", []),
     ):
         _add(f"compare{_option}:{_label}", ["compare", "{a}", "{b}", _option, _target], 2, _absent)
-        _add(f"check{_option}:{_label}", ["check", "{a}", "--scenario", "{good}", _option, _target], 2, _absent)
-_add("compare-o-and-junit-same", ["compare", "{a}", "{b}", "-o", "{tmp}/same.x", "--junit", "{tmp}/same.x"], 2, ["{tmp}/same.x"])
+        _add(
+            f"check{_option}:{_label}", ["check", "{a}", "--scenario", "{good}", _option, _target], 2, _absent
+        )
+_add(
+    "compare-o-and-junit-same",
+    ["compare", "{a}", "{b}", "-o", "{tmp}/same.x", "--junit", "{tmp}/same.x"],
+    2,
+    ["{tmp}/same.x"],
+)
 _add("plot-out-is-a-file", ["plot", "{a}", "--out", "{tmp}/a-file.txt"], 2)
 _add("run-out-is-a-file", ["run", "--no-isolate", "--out", "{tmp}/a-file.txt", "{good}"], 2)
 _add("run-results-root-is-a-file", ["run", "--no-isolate", "--results-root", "{tmp}/a-file.txt", "{good}"], 2)
@@ -136,13 +183,28 @@ PROCESS_CASES: dict[str, tuple[list[str], int, dict[str, str], str | None]] = {
     "validate-symlink-loop": (["validate", "{tmp}/loop.yaml"], 2, {}, None),
     "validate-huge-file": (["validate", "{tmp}/huge.yaml"], 2, {}, None),
     "validate-large-sweep": (["validate", "{tmp}/large-sweep.yaml"], 2, {}, None),
-    "run-large-sweep": (["run", "--no-isolate", "--out", "{tmp}/runs/large", "{tmp}/large-sweep.yaml"], 2, {}, None),
+    "run-large-sweep": (
+        ["run", "--no-isolate", "--out", "{tmp}/runs/large", "{tmp}/large-sweep.yaml"],
+        2,
+        {},
+        None,
+    ),
     "compare-fifo-results": (["compare", "{tmp}/fifo-run", "{a}"], 2, {}, None),
     "check-dev-zero-results": (["check", "/dev/zero"], 2, {}, None),
     "validate-to-dev-full": (["validate", "{good}"], 2, {}, "/dev/full"),
     "compare-to-dev-full": (["compare", "{a}", "{b}"], 2, {}, "/dev/full"),
-    "compare-ascii-terminal": (["compare", "{a}", "{b}"], 0, {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "ascii"}, None),
-    "validate-ascii-terminal": (["validate", "{good}"], 0, {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "ascii"}, None),
+    "compare-ascii-terminal": (
+        ["compare", "{a}", "{b}"],
+        0,
+        {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "ascii"},
+        None,
+    ),
+    "validate-ascii-terminal": (
+        ["validate", "{good}"],
+        0,
+        {"LANG": "C", "LC_ALL": "C", "PYTHONIOENCODING": "ascii"},
+        None,
+    ),
 }
 
 
@@ -156,7 +218,9 @@ def _limits() -> None:
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    env.update({"PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+    env.update(
+        {"PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    )
     env.update(extra or {})
     return env
 
@@ -175,7 +239,9 @@ def _special_files(tmp: Path) -> None:
         handle.write("name: huge\ndescription: padding\n# " + "x" * (5 << 20) + "\n")
     body = "".join("  - {kind: empty, repeat: $n}\n" for _ in range(15_000))
     values = ", ".join(str(i + 1) for i in range(1000))
-    (tmp / "large-sweep.yaml").write_text(f"name: big\ndescription: d\nsweep:\n  n: [{values}]\nchain:\n{body}")
+    (tmp / "large-sweep.yaml").write_text(
+        f"name: big\ndescription: d\nsweep:\n  n: [{values}]\nchain:\n{body}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +257,12 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dic
         cases_file.write_text(json.dumps(cases))
         proc = subprocess.run(
             [sys.executable, str(ROOT / "tests" / "sweep_worker.py"), str(cases_file), str(results_file)],
-            capture_output=True, text=True, timeout=HANG_GUARD_S * 3, preexec_fn=_limits, env=_env(), cwd=tmp,
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S * 3,
+            preexec_fn=_limits,
+            env=_env(),
+            cwd=tmp,
             stdin=subprocess.DEVNULL,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -234,7 +305,9 @@ def test_an_existing_output_is_replaced_whole(sweep):
 
 
 @pytest.fixture(scope="module")
-def processes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, subprocess.CompletedProcess[str]]]:
+def processes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, subprocess.CompletedProcess[str]]]:
     tmp = tmp_path_factory.mktemp("processes")
     _special_files(tmp)
 
@@ -249,8 +322,15 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
         command = [sys.executable, "-m", "launchbench", *[_fill(a, tmp) for a in argv]]
         try:
             proc = subprocess.run(
-                command, stdout=target, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, timeout=HANG_GUARD_S,
-                preexec_fn=limits, env=_env(extra), cwd=tmp,
+                command,
+                stdout=target,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                timeout=HANG_GUARD_S,
+                preexec_fn=limits,
+                env=_env(extra),
+                cwd=tmp,
             )
         except subprocess.TimeoutExpired:
             proc = subprocess.CompletedProcess(command, -1, "", f"hung: no exit within {HANG_GUARD_S} s")

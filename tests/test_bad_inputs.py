@@ -50,7 +50,10 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     "unknown-buffer-key.yaml": (12, ("buffers.x.sise", "did you mean 'size'?")),
     "unknown-defaults-key.yaml": (4, ("defaults.dtpye", "did you mean 'dtype'?")),
     "kind-in-defaults.yaml": (4, ("defaults.kind", "defaults cannot set 'kind'")),
-    "unknown-step-kind.yaml": (6, ("chains.a[1].kind", "unknown step kind 'reduce'", "did you mean 'reduction'?")),
+    "unknown-step-kind.yaml": (
+        6,
+        ("chains.a[1].kind", "unknown step kind 'reduce'", "did you mean 'reduction'?"),
+    ),
     "step-kind-not-string.yaml": (5, ("chains.a[0].kind", "kind must be one of")),
     "step-without-kind.yaml": (5, ("chains.a[0]", "a step needs a 'kind'")),
     "step-not-mapping.yaml": (6, ("chains.a[1]", "a step must be a mapping")),
@@ -74,7 +77,10 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     "string-size.yaml": (6, ("chains.a[0].size", "expected a number", "'big'")),
     "quoted-number.yaml": (6, ("chains.a[0].bytes", "expected a number", "without quotes")),
     "bool-repeat.yaml": (6, ("chains.a[0].repeat", "not the boolean true")),
-    "bool-size.yaml": (6, ("chains.a[0].size", "not the string 'yes'", "YAML 1.2 reads yes/no/on/off as text")),
+    "bool-size.yaml": (
+        6,
+        ("chains.a[0].size", "not the string 'yes'", "YAML 1.2 reads yes/no/on/off as text"),
+    ),
     "float-size.yaml": (6, ("chains.a[0].size", "whole number", "1.5")),
     "zero-size.yaml": (6, ("chains.a[0].size", "greater than or equal to 1", "got 0")),
     "negative-repeat.yaml": (6, ("chains.a[0].repeat", "greater than or equal to 1", "got -3")),
@@ -106,7 +112,10 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     "sweep-range-inf.yaml": (4, ("sweep.n.stop", "finite number")),
     "sweep-range-overflow.yaml": (4, ("sweep.n.start", "greater than or equal to")),
     "sweep-overrides-string-param.yaml": (6, ("sweep.dt", "non-numeric parameter")),
-    "unknown-param.yaml": (8, ("chains.a[0].repeat", "unknown parameter '$lenght'", "did you mean '$length'?")),
+    "unknown-param.yaml": (
+        8,
+        ("chains.a[0].repeat", "unknown parameter '$lenght'", "did you mean '$length'?"),
+    ),
     "unknown-param-single-chain.yaml": (6, ("chain[1].size", "unknown parameter '$size'")),
     "string-param-as-number.yaml": (8, ("chains.a[0].repeat", "not the string '100'")),
     "reference-outside-steps.yaml": (6, ("measure.max_time", "$name references work only in chain steps")),
@@ -125,16 +134,28 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     "yaml11-binary.yaml": (7, ("chains.a[0].value", "'0b101'", "0o octal or 0x hexadecimal")),
     "yaml11-bool-flag.yaml": (4, ("sweep.n.integer", "expected true or false, not 'yes'", "YAML 1.2")),
     # cross-field rules (issue 13, class 5)
-    "expect-max-below-min.yaml": (9, ("expect[0].max", "max (2) is below min (5)",)),
+    "expect-max-below-min.yaml": (
+        9,
+        (
+            "expect[0].max",
+            "max (2) is below min (5)",
+        ),
+    ),
     "measure-min-above-max.yaml": (5, ("measure.max_samples", "below min_samples (500)")),
-    "expect-metric-typo.yaml": (8, ("expect[0].metric", "unknown metric 'wall_us_per_lanch'", "did you mean 'wall_us_per_launch'?")),
+    "expect-metric-typo.yaml": (
+        8,
+        ("expect[0].metric", "unknown metric 'wall_us_per_lanch'", "did you mean 'wall_us_per_launch'?"),
+    ),
     "expect-metric-text.yaml": (7, ("expect[0].metric", "'status' is a text column")),
     "expect-case-no-match.yaml": (10, ("expect[0].case", "matches no case", "did you mean 'empty/n=1'?")),
     "expect-mode-unknown.yaml": (8, ("expect[0].mode", "'eager' or 'graph'", "'both'")),
     # what expansion would cost (issue 13, class 1)
     "launches-too-many.yaml": (4, ("chains.a", "1,100,000 launches", "limit of 1,000,000")),
     # YAML features turned against the loader
-    "python-object-apply.yaml": (6, ("YAML tag '!!python/object/apply:os.system' is not allowed", "never run")),
+    "python-object-apply.yaml": (
+        6,
+        ("YAML tag '!!python/object/apply:os.system' is not allowed", "never run"),
+    ),
     "python-name.yaml": (6, ("YAML tag '!!python/name:os.system' is not allowed",)),
     "python-object-new.yaml": (1, ("YAML tag '!!python/object/new:subprocess.Popen' is not allowed",)),
     "unknown-tag.yaml": (3, ("YAML tag '!include' is not allowed",)),
@@ -156,7 +177,10 @@ def _validate(*args: str):
 
 
 def test_every_bad_file_is_tested_and_documented():
-    names = {p.name for p in BAD.iterdir()} - {"EXPECTED.md", "results"}  # results/: tests/test_bad_results.py
+    names = {p.name for p in BAD.iterdir()} - {
+        "EXPECTED.md",
+        "results",
+    }  # results/: tests/test_bad_results.py
     assert names == set(SCENARIOS)
     assert len(names) >= 45
     index = (BAD / "EXPECTED.md").read_text()

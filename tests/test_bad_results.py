@@ -72,7 +72,10 @@ SPECIAL: dict[str, tuple[Callable[[Path], Path], tuple[str, ...]]] = {
     "empty-directory": (_empty_dir, ("no results.json in this directory",)),
 }
 if Path("/dev/zero").exists():
-    SPECIAL["dev-zero"] = (lambda tmp: Path("/dev/zero"), ("/dev/zero: is a character device, not a regular file",))
+    SPECIAL["dev-zero"] = (
+        lambda tmp: Path("/dev/zero"),
+        ("/dev/zero: is a character device, not a regular file",),
+    )
 
 
 def test_every_bad_results_file_has_its_expected_message():
@@ -135,7 +138,12 @@ def test_special_file_in_a_real_process(name, tmp_path):
     code = limit + "from launchbench.cli import main; main()"
     proc = subprocess.run(
         [sys.executable, "-c", code, "check", str(path)],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, cwd=ROOT, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=env,
     )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1

@@ -29,7 +29,9 @@ def test_aa_rule_passes_a_run_against_itself_and_fails_a_shifted_copy(scripts):
     assert same["pass"].all() and (same["diff_pct"] == 0).all()
     shifted = table.copy()
     for column in [c for c in table.columns if c.startswith("wall_us_per_launch")]:
-        shifted[column] = table[column] * 3  # every CI moves with the median: host-bound rows' CIs are ±40% wide
+        shifted[column] = (
+            table[column] * 3
+        )  # every CI moves with the median: host-bound rows' CIs are ±40% wide
     verdicts = scripts.compare(table, shifted)
     wall = verdicts[verdicts["metric"] == "wall_us_per_launch"]
     assert not wall["pass"].any()
@@ -83,10 +85,14 @@ def test_power_study_rebuilds_a_run_from_its_own_passes():
     for case, again in zip(run.cases, rebuilt.cases, strict=True):
         for mode in case.modes:
             assert again.pass_sizes(mode) == case.pass_sizes(mode)
-            assert again.samples(mode, "wall_s_per_iter") == pytest.approx(case.samples(mode, "wall_s_per_iter"))
+            assert again.samples(mode, "wall_s_per_iter") == pytest.approx(
+                case.samples(mode, "wall_s_per_iter")
+            )
     doubled = study.with_passes(run, passes, 2.0)
     case = run.cases[0]
-    assert doubled.cases[0].samples("eager", "wall_s_per_iter") == pytest.approx(2 * case.samples("eager", "wall_s_per_iter"))
+    assert doubled.cases[0].samples("eager", "wall_s_per_iter") == pytest.approx(
+        2 * case.samples("eager", "wall_s_per_iter")
+    )
 
 
 def test_compare_speed_repeats_cases_under_new_ids():

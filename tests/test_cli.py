@@ -116,13 +116,19 @@ def test_compare_table_cuts_no_cell_in_a_log(tmp_path: Path) -> None:
 
     write_run(tmp_path / "base", make_run(n=10))
     write_run(tmp_path / "cur", make_run(n=10, seed=1))
-    result = invoke("compare", str(tmp_path / "base"), str(tmp_path / "cur"), "--fail-on", "wall_us_per_launch:5%")
+    result = invoke(
+        "compare", str(tmp_path / "base"), str(tmp_path / "cur"), "--fail-on", "wall_us_per_launch:5%"
+    )
     assert result.exit_code in (0, 1), result.output
     assert "…" not in result.output.replace(" … ", "")  # the CI column's own separator aside
     assert "PASS:" in result.output or "FAIL:" in result.output
     comparison = compare_runs(make_run(n=10), make_run(n=10, seed=1), CompareSettings())
     narrow = io.StringIO()
-    render_comparison(Console(file=narrow, width=80), comparison, evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")]))
+    render_comparison(
+        Console(file=narrow, width=80),
+        comparison,
+        evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")]),
+    )
     assert "…" in narrow.getvalue().replace(" … ", "")  # what an 80-column console does to the same table
 
 
@@ -145,7 +151,9 @@ def test_progress_prints_one_line_per_case_not_per_pass(tmp_path: Path) -> None:
 
 
 def test_quiet_check_prints_only_the_outcome(tmp_path: Path) -> None:
-    result = invoke("check", str(H200 / "quickstart-a"), "-s", str(ROOT / "scenarios" / "quickstart.yaml"), "-q")
+    result = invoke(
+        "check", str(H200 / "quickstart-a"), "-s", str(ROOT / "scenarios" / "quickstart.yaml"), "-q"
+    )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("PASS:") and len(result.output.splitlines()) == 1
 
@@ -159,7 +167,18 @@ def test_check_writes_csv(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(out)
     assert len(frame) == 2 and frame["passed"].all() and (frame["metric"] == "wall_us_per_launch").all()
-    assert list(frame.columns) == ["kind", "scenario", "case", "mode", "metric", "rule", "passed", "improved", "value", "message"]
+    assert list(frame.columns) == [
+        "kind",
+        "scenario",
+        "case",
+        "mode",
+        "metric",
+        "rule",
+        "passed",
+        "improved",
+        "value",
+        "message",
+    ]
 
 
 def test_quiet_validate_prints_nothing() -> None:
@@ -172,7 +191,9 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     import re
 
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    steps = [line.strip() for line in ci.splitlines() if re.match(r"(python3? |\. |ruff |mypy )", line.strip())]
+    steps = [
+        line.strip() for line in ci.splitlines() if re.match(r"(python3? |\. |ruff |mypy )", line.strip())
+    ]
     assert steps[:3] == ["python3 -m venv .venv", ". .venv/bin/activate", "python -m pip install -e '.[dev]'"]
     assert " && ".join(steps) in (ROOT / "README.md").read_text(encoding="utf-8")
 

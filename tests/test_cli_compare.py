@@ -54,7 +54,9 @@ def pair(tmp_path: Path, baseline: RunRecord, current: RunRecord) -> tuple[str, 
 
 def json_rows(result: Result, metric: str = "wall_us_per_launch") -> dict[tuple[str, str, str], str]:
     document = json.loads(result.stdout)
-    return {(r["scenario"], r["case"], r["mode"]): r["verdict"] for r in document["rows"] if r["metric"] == metric}
+    return {
+        (r["scenario"], r["case"], r["mode"]): r["verdict"] for r in document["rows"] if r["metric"] == metric
+    }
 
 
 # -------------------------------------------------------------------------------------------- compare
@@ -133,10 +135,16 @@ def test_rows_only_on_one_side_are_listed(baseline_run: RunRecord, tmp_path: Pat
     assert "Only in the baseline" in table.stdout and "Only in the current" in table.stdout
     assert extra.case_id in table.stdout
     assert invoke("compare", base, cur, *GATE).exit_code == 1  # a gated row missing in the current run fails
-    assert invoke("compare", base, cur, *GATE, "--fail-on-missing").exit_code == 1  # the old flag still parses
+    assert (
+        invoke("compare", base, cur, *GATE, "--fail-on-missing").exit_code == 1
+    )  # the old flag still parses
     # the CSV/JSON gate cell, the console table and JUnit agree: the missing row fails on every metric
     document = json.loads(invoke("compare", base, cur, *GATE, "--format", "json").stdout)
-    gates = {r["gate"] for r in document["rows"] if (r["scenario"], r["case"]) == (dropped.scenario, dropped.case_id)}
+    gates = {
+        r["gate"]
+        for r in document["rows"]
+        if (r["scenario"], r["case"]) == (dropped.scenario, dropped.case_id)
+    }
     assert gates == {"fail"}
 
 
@@ -155,7 +163,11 @@ def test_junit_xml(baseline_run: RunRecord, tmp_path: Path) -> None:
     assert len(cases) == len(row_keys(baseline_run)) * len(DEFAULT_METRICS)
     assert len(failures) == len(chosen)
     suite = root.find("testsuite")
-    assert suite is not None and suite.get("failures") == str(len(chosen)) and suite.get("tests") == str(len(cases))
+    assert (
+        suite is not None
+        and suite.get("failures") == str(len(chosen))
+        and suite.get("tests") == str(len(cases))
+    )
     assert all("wall_us_per_launch" in (c.get("name") or "") for c in root.findall(".//testcase[failure]"))
 
 
@@ -198,10 +210,14 @@ def test_threshold_and_alpha_options(baseline_run: RunRecord, tmp_path: Path) ->
     everything = invoke("compare", base, cur, "--format", "json", "--threshold", "20%", "--alpha", "0.01")
     assert json.loads(everything.stdout)["settings"]["thresholds_pct"]["latency_us"] == pytest.approx(20)
     # a % rule tighter than the threshold lowers that metric's threshold: the gate fails slower rows only
-    ruled = invoke("compare", base, cur, "--format", "json", "--threshold", "20%", "--fail-on", "wall_us_per_launch:5%")
+    ruled = invoke(
+        "compare", base, cur, "--format", "json", "--threshold", "20%", "--fail-on", "wall_us_per_launch:5%"
+    )
     assert ruled.exit_code == 1
     thresholds = json.loads(ruled.stdout)["settings"]["thresholds_pct"]
-    assert thresholds["wall_us_per_launch"] == pytest.approx(5) and thresholds["latency_us"] == pytest.approx(20)
+    assert thresholds["wall_us_per_launch"] == pytest.approx(5) and thresholds["latency_us"] == pytest.approx(
+        20
+    )
     assert {k for k, v in json_rows(ruled).items() if v == "slower"} == chosen
 
 
@@ -215,7 +231,13 @@ def test_real_runs_through_the_gate() -> None:
     assert same.exit_code == 0, same.stdout
     assert json.loads(same.stdout)["gate"]["failures"] == 0
     longer = invoke(
-        "compare", str(REAL_BASELINE), str(REAL_LONGER), "--fail-on", "wall_us_per_iter:5%", "--format", "json"
+        "compare",
+        str(REAL_BASELINE),
+        str(REAL_LONGER),
+        "--fail-on",
+        "wall_us_per_iter:5%",
+        "--format",
+        "json",
     )
     assert longer.exit_code == 1
     failed = [c for c in json.loads(longer.stdout)["gate"]["checks"] if not c["passed"]]
@@ -247,7 +269,9 @@ def test_bad_results_files_exit_2(baseline_run: RunRecord, tmp_path: Path) -> No
     base = save(tmp_path, "baseline", baseline_run)
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / "results.json").write_text('{"tool": "launchbench", "schema_version": 1, "cases": [', encoding="utf-8")
+    (broken / "results.json").write_text(
+        '{"tool": "launchbench", "schema_version": 1, "cases": [', encoding="utf-8"
+    )
     for other in (str(broken), str(tmp_path / "nowhere")):
         result = invoke("compare", base, other)
         assert result.exit_code == 2 and "launchbench: error:" in result.stderr
@@ -256,10 +280,16 @@ def test_bad_results_files_exit_2(baseline_run: RunRecord, tmp_path: Path) -> No
 # ---------------------------------------------------------------------------------------------- check
 
 
-def test_check_passes_and_fails(baseline_run: RunRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_passes_and_fails(
+    baseline_run: RunRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     scenario, case, median = first_graph_row(baseline_run)
     run_dir = save(tmp_path, "run", baseline_run)
-    good = expectation_scenario(tmp_path / "good.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n")
+    good = expectation_scenario(
+        tmp_path / "good.yaml",
+        scenario,
+        f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n",
+    )
     bad = expectation_scenario(
         tmp_path / "bad.yaml",
         scenario,
@@ -282,7 +312,11 @@ def test_check_passes_and_fails(baseline_run: RunRecord, tmp_path: Path, monkeyp
 
 def test_check_uses_the_recorded_scenario_file(baseline_run: RunRecord, tmp_path: Path) -> None:
     scenario, case, median = first_graph_row(baseline_run)
-    file = expectation_scenario(tmp_path / "recorded.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    min: {median / 2}\n")
+    file = expectation_scenario(
+        tmp_path / "recorded.yaml",
+        scenario,
+        f"  - case: '{case}'\n    metric: wall_us_per_launch\n    min: {median / 2}\n",
+    )
     infos = [s.model_copy(update={"file": str(file)}) for s in baseline_run.scenarios]
     run_dir = save(tmp_path, "run", baseline_run.model_copy(update={"scenarios": infos}))
     assert invoke("check", run_dir).exit_code == 0

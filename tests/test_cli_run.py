@@ -21,8 +21,19 @@ def cupy_missing() -> bool:
 @pytest.mark.skipif(not cupy_missing(), reason="checks the message given where CuPy is not installed")
 def test_run_without_gpu_exits_2_with_one_sentence(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--out-dir", str(tmp_path / "r")],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "launchbench",
+            "run",
+            str(ROOT / "scenarios" / "quickstart.yaml"),
+            "--out-dir",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
@@ -64,7 +75,9 @@ def test_run_check_prints_the_notes_that_check_prints(tmp_path):
 
     record = load_run(Path(__file__).parent / "data" / "h200" / "quickstart-a")
     gone = record.scenarios[0].model_copy(update={"file": str(tmp_path / "moved.yaml")})
-    here = record.scenarios[0].model_copy(update={"file": str(Path(__file__).parents[1] / "scenarios" / "quickstart.yaml")})
+    here = record.scenarios[0].model_copy(
+        update={"file": str(Path(__file__).parents[1] / "scenarios" / "quickstart.yaml")}
+    )
     record = record.model_copy(update={"scenarios": [here, gone]})
     out = io.StringIO()
     assert cli_run._check_expectations(record, Console(file=out, width=200)) == 0
@@ -115,7 +128,9 @@ def test_run_check_shows_the_table_that_check_shows(tmp_path):
     text = (ROOT / "scenarios" / "quickstart.yaml").read_text(encoding="utf-8")
     strict.write_text(text.replace("max: 1.0", "max: 0.1"), encoding="utf-8")
     record = load_run(Path(__file__).parent / "data" / "h200" / "quickstart-a")
-    record = record.model_copy(update={"scenarios": [record.scenarios[0].model_copy(update={"file": str(strict)})]})
+    record = record.model_copy(
+        update={"scenarios": [record.scenarios[0].model_copy(update={"file": str(strict)})]}
+    )
 
     shown, expected = io.StringIO(), io.StringIO()
     assert cli_run._check_expectations(record, Console(file=shown, width=200)) == 1

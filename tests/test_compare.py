@@ -110,8 +110,11 @@ def chosen_keys(run: RunRecord) -> set[RowKey]:
     keys = comparable_keys(run)
     cases = {(c.scenario, c.case_id): c for c in run.cases}
     chosen = {
-        k for k in keys
-        if k[2] == "graph" and not is_host_bound(cases[k[:2]], "graph") and pass_spread(run, k) < STABLE_SPREAD
+        k
+        for k in keys
+        if k[2] == "graph"
+        and not is_host_bound(cases[k[:2]], "graph")
+        and pass_spread(run, k) < STABLE_SPREAD
     }
     assert chosen and len(chosen) < len(keys), "the data must have scaled and unscaled rows"
     return chosen
@@ -180,7 +183,10 @@ def test_self_comparison_has_no_change(baseline_run: RunRecord) -> None:
                 low, high = mc.change_ci
                 assert low <= 0 <= high
                 host_bound = is_host_bound(cases[row.key[:2]], row.mode)
-                if pass_spread(baseline_run, row.key, mc.metric) < 0.01 and not stratum(mc.metric, host_bound)[1]:
+                if (
+                    pass_spread(baseline_run, row.key, mc.metric) < 0.01
+                    and not stratum(mc.metric, host_bound)[1]
+                ):
                     assert mc.verdict == "same", (row.label, mc)
                     steady += 1
             elif not row.comparable:
@@ -262,7 +268,9 @@ def test_host_states_differing_between_runs_are_not_changes(drift: tuple[float, 
     base = make_run(seed=0, passes=3)
     comparison = compare_runs(base, make_run(seed=1, passes=3, eager_drift=drift))
     assert directional(comparison) == []
-    graph_wall = {row.case: row.metric("wall_us_per_launch").verdict for row in comparison.rows if row.mode == "graph"}
+    graph_wall = {
+        row.case: row.metric("wall_us_per_launch").verdict for row in comparison.rows if row.mode == "graph"
+    }
     host_bound = {case.case_id for case in base.cases if is_host_bound(case, "graph")}
     assert host_bound == {"empty/length=1"}
     assert {v for k, v in graph_wall.items() if k not in host_bound} == {"same"}
@@ -364,7 +372,12 @@ def test_rows_only_on_one_side_are_listed(baseline_run: RunRecord) -> None:
 def test_rows_not_ok_get_failed(baseline_run: RunRecord) -> None:
     case = baseline_run.cases[0]
     broken = case.model_copy(
-        update={"modes": {**case.modes, "graph": case.modes["graph"].model_copy(update={"status": "failed", "reason": "boom"})}}
+        update={
+            "modes": {
+                **case.modes,
+                "graph": case.modes["graph"].model_copy(update={"status": "failed", "reason": "boom"}),
+            }
+        }
     )
     current = baseline_run.with_case(broken)
     already_failed = compare_runs(baseline_run, baseline_run).counts()["failed"]
@@ -391,7 +404,10 @@ def test_metric_without_samples_is_missing(baseline_run: RunRecord) -> None:
 def test_largest_quickstart_comparison_flags_nothing_between_drifting_runs() -> None:
     """16 rows × 5 metrics at the sampler's max_samples (2000 per series) in 3 passes, one run drifting
     (its speed: benchmarks/compare_speed.py)."""
-    base, current = make_run(seed=0, n=2000, passes=3), make_run(seed=1, n=2000, passes=3, eager_drift=(1.35, 1.0, 1.0))
+    base, current = (
+        make_run(seed=0, n=2000, passes=3),
+        make_run(seed=1, n=2000, passes=3, eager_drift=(1.35, 1.0, 1.0)),
+    )
     assert directional(compare_runs(base, current)) == []
 
 
@@ -478,7 +494,9 @@ def test_bootstrap_medians_match_resampling() -> None:
         exact = bootstrap_medians(x, 100_000, np.random.default_rng(1))
         idx = np.random.default_rng(2).integers(0, n, size=(20_000, n))
         brute = np.median(x[idx], axis=1)
-        assert np.percentile(exact, [2.5, 50, 97.5]) == pytest.approx(np.percentile(brute, [2.5, 50, 97.5]), rel=0.01)
+        assert np.percentile(exact, [2.5, 50, 97.5]) == pytest.approx(
+            np.percentile(brute, [2.5, 50, 97.5]), rel=0.01
+        )
 
 
 def test_compare_samples_reports_passes() -> None:
@@ -528,7 +546,9 @@ def test_a_prior_shrinks_a_rows_variance() -> None:
     settings = CompareSettings()
     own = compare_samples("wall_us_per_launch", base, cur, settings, sizes, sizes)
     weak = compare_samples("wall_us_per_launch", base, cur, settings, sizes, sizes, NoisePrior(0.15**2, 2.0))
-    strong = compare_samples("wall_us_per_launch", base, cur, settings, sizes, sizes, NoisePrior(0.15**2, math.inf))
+    strong = compare_samples(
+        "wall_us_per_launch", base, cur, settings, sizes, sizes, NoisePrior(0.15**2, math.inf)
+    )
     assert own.verdict == "slower" and own.ratio_ci_low > 1.15
     widths = [m.ratio_ci_high / m.ratio_ci_low for m in (own, weak, strong)]
     assert widths[0] < widths[1] < widths[2]
@@ -590,4 +610,8 @@ def test_a_quiet_row_keeps_its_own_interval_among_noisy_ones() -> None:
     variance, df = prior.moderate(quiet)
     assert math.sqrt(variance) < 0.1 and df == prior.df + 8
     alike = fit_prior([RowVariance(0.02**2 * float(f), 4) for f in (0.9, 1.0, 1.1, 1.05, 0.95)])
-    assert alike is not None and math.isinf(alike.df) and math.sqrt(alike.variance) == pytest.approx(0.02, rel=0.2)
+    assert (
+        alike is not None
+        and math.isinf(alike.df)
+        and math.sqrt(alike.variance) == pytest.approx(0.02, rel=0.2)
+    )

@@ -23,8 +23,17 @@ def table_from_lines(
     rows = []
     for mode, (fixed, per) in (("eager", eager), ("graph", graph)):
         for n in lengths:
-            rows.append({"scenario": "s", "chain": "c", "params": f'{{"length": {n}}}', "mode": mode, "status": "ok",
-                         "launches_per_iter": n, "wall_us_per_iter": fixed + per * n})
+            rows.append(
+                {
+                    "scenario": "s",
+                    "chain": "c",
+                    "params": f'{{"length": {n}}}',
+                    "mode": mode,
+                    "status": "ok",
+                    "launches_per_iter": n,
+                    "wall_us_per_iter": fixed + per * n,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -43,7 +52,12 @@ def test_no_crossover_when_the_graph_is_not_cheaper_per_launch():
 
 def test_cost_model_of_a_run_table_has_one_row_per_chain_and_mode():
     model = fit_cost_model(run_table(make_run()))
-    assert sorted(zip(model["chain"], model["mode"])) == [("empty", "eager"), ("empty", "graph"), ("scale", "eager"), ("scale", "graph")]
+    assert sorted(zip(model["chain"], model["mode"])) == [
+        ("empty", "eager"),
+        ("empty", "graph"),
+        ("scale", "eager"),
+        ("scale", "graph"),
+    ]
     empty_eager = model[(model["chain"] == "empty") & (model["mode"] == "eager")].iloc[0]
     assert empty_eager["per_launch_us"] == pytest.approx(6.5, rel=0.05)
     assert empty_eager["per_launch_us_se"] > 0
@@ -62,7 +76,9 @@ def test_crossover_standard_error_matches_its_spread_over_repeated_fits():
     deviation (without the covariance it came out 17% too wide)."""
     rng = np.random.default_rng(1)
     one = table_from_lines(eager=(1.0, 6.0), graph=(25.0, 0.5), lengths=(1, 3, 10, 30, 100))
-    table = pd.concat([one.assign(chain=f"c{i}") for i in range(1000)], ignore_index=True)  # one fit per chain
+    table = pd.concat(
+        [one.assign(chain=f"c{i}") for i in range(1000)], ignore_index=True
+    )  # one fit per chain
     table["wall_us_per_iter"] *= 1 + 0.03 * rng.standard_normal(len(table))
     fits = fit_cost_model(table)
     graph = fits[fits["mode"] == "graph"]

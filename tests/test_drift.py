@@ -1,4 +1,5 @@
 """drift.py and results.csv: row variances shrunk toward rows of their kind (empirical Bayes)."""
+
 import math
 
 import numpy as np
@@ -42,11 +43,14 @@ def test_moderation_and_fallbacks():
     assert prior.moderate(RowVariance(math.nan, 0)) == (0.04, 4.0)
     assert NoisePrior(0.04, math.inf).moderate(RowVariance(0.01, 4)) == (0.04, math.inf)
     assert fit_prior([RowVariance(0.01, 4)] * 2) is None  # too few rows
-    rows = {("m", True): [RowVariance(0.01, 4)], ("m", False): [RowVariance(v, 4) for v in (0.01, 0.02, 0.03)]}
+    rows = {
+        ("m", True): [RowVariance(0.01, 4)],
+        ("m", False): [RowVariance(v, 4) for v in (0.01, 0.02, 0.03)],
+    }
     priors = fit_priors(rows)
-    assert priors[("m", True)] == priors[("m", False)] == fit_prior([*rows[("m", True)], *rows[("m", False)]]) or (
-        priors[("m", False)] == fit_prior(rows[("m", False)])
-    )
+    assert priors[("m", True)] == priors[("m", False)] == fit_prior(
+        [*rows[("m", True)], *rows[("m", False)]]
+    ) or (priors[("m", False)] == fit_prior(rows[("m", False)]))
 
 
 def test_results_csv_ci_covers_the_rows_pass_noise():

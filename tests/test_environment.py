@@ -20,7 +20,10 @@ class RecordingNvml:
 
 def test_a_complete_uuid_finds_the_device_by_uuid() -> None:
     assert complete_uuid(RAW_UUID) == "GPU-1dd57fde-4b8c-f8e5-a5bd-4794b6901383"
-    assert nvml_handle(RecordingNvml(), RAW_UUID, BUS_ID) == ("uuid", "GPU-1dd57fde-4b8c-f8e5-a5bd-4794b6901383")
+    assert nvml_handle(RecordingNvml(), RAW_UUID, BUS_ID) == (
+        "uuid",
+        "GPU-1dd57fde-4b8c-f8e5-a5bd-4794b6901383",
+    )
 
 
 def test_a_uuid_cut_at_a_zero_byte_finds_the_device_by_pci_bus_id() -> None:

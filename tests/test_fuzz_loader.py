@@ -21,8 +21,33 @@ from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.model import STEP_FIELDS, STEP_KINDS
 
 FIELDS = sorted({f for fields in STEP_FIELDS.values() for f in fields})
-TOP_KEYS = ["name", "description", "params", "defaults", "sweep", "chains", "chain", "measure", "expect", "max_cases"]
-WORDS = ["n", "size", "length", "x", "a", "start", "stop", "num", "scale", "integer", "buffer", "scalar", "metric"]
+TOP_KEYS = [
+    "name",
+    "description",
+    "params",
+    "defaults",
+    "sweep",
+    "chains",
+    "chain",
+    "measure",
+    "expect",
+    "max_cases",
+]
+WORDS = [
+    "n",
+    "size",
+    "length",
+    "x",
+    "a",
+    "start",
+    "stop",
+    "num",
+    "scale",
+    "integer",
+    "buffer",
+    "scalar",
+    "metric",
+]
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 numbers = st.one_of(
@@ -32,8 +57,24 @@ numbers = st.one_of(
     st.sampled_from([0, 1, -1, 0.5, 1.5, 1024, 2048, 1e308, -1e308, 2**31, 10**18, 10**19]),
 )
 references = st.sampled_from(
-    ["$n", "$size", "$length", "$nope", "${n}", "${n * 2}", "${size // 0}", "${nope}", "$", "${", "${n ** 64}",
-     "${(10**64)**64 * (10**64)**64}", "x${(10**64)**64 * (10**64)**64}", "${max()}", "${n * 1e308 * 10}", "${ceil(n / 3)}"]
+    [
+        "$n",
+        "$size",
+        "$length",
+        "$nope",
+        "${n}",
+        "${n * 2}",
+        "${size // 0}",
+        "${nope}",
+        "$",
+        "${",
+        "${n ** 64}",
+        "${(10**64)**64 * (10**64)**64}",
+        "x${(10**64)**64 * (10**64)**64}",
+        "${max()}",
+        "${n * 1e308 * 10}",
+        "${ceil(n / 3)}",
+    ]
 )
 scalars = st.one_of(
     st.none(),
@@ -41,9 +82,13 @@ scalars = st.one_of(
     numbers,
     text,
     references,
-    st.sampled_from([*STEP_KINDS, "float16", "float32", "int8", "log", "linear", "graph", "eager", "1e6", "1.0e400"]),
+    st.sampled_from(
+        [*STEP_KINDS, "float16", "float32", "int8", "log", "linear", "graph", "eager", "1e6", "1.0e400"]
+    ),
 )
-keys = st.one_of(st.sampled_from(TOP_KEYS + FIELDS + WORDS), text, st.integers(-5, 5), st.booleans(), st.none())
+keys = st.one_of(
+    st.sampled_from(TOP_KEYS + FIELDS + WORDS), text, st.integers(-5, 5), st.booleans(), st.none()
+)
 nested = st.recursive(
     scalars,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=4),
@@ -60,14 +105,20 @@ def rarely(draw: st.DrawFn, one_in: int = 5) -> bool:
     return draw(st.sampled_from([False] * (one_in - 1) + [True]))  # hypothesis favours the first element
 
 
-plausible_ints = st.one_of(st.integers(1, 4096), st.sampled_from(["$n", "$size", "$length", "${n * 2}", "${size}"]))
+plausible_ints = st.one_of(
+    st.integers(1, 4096), st.sampled_from(["$n", "$size", "$length", "${n * 2}", "${size}"])
+)
 VALUES: dict[str, st.SearchStrategy[Any]] = {
     "repeat": mostly(plausible_ints, numbers),
     "size": mostly(plausible_ints, numbers),
     "bytes": mostly(plausible_ints, numbers),
     "value": mostly(st.integers(0, 255), numbers),
-    "grid": mostly(st.one_of(st.integers(1, 64), st.lists(st.integers(1, 64), min_size=1, max_size=3)), numbers),
-    "block": mostly(st.one_of(st.integers(1, 1024), st.lists(st.integers(1, 32), min_size=1, max_size=3)), numbers),
+    "grid": mostly(
+        st.one_of(st.integers(1, 64), st.lists(st.integers(1, 64), min_size=1, max_size=3)), numbers
+    ),
+    "block": mostly(
+        st.one_of(st.integers(1, 1024), st.lists(st.integers(1, 32), min_size=1, max_size=3)), numbers
+    ),
     "alpha": mostly(st.floats(-2, 2), numbers),
     "dtype": mostly(st.sampled_from(["float16", "float32", "float64", "int8"])),
     "label": mostly(st.sampled_from(["x", "n=${n}", "$n"])),
@@ -77,7 +128,12 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
     "options": mostly(st.lists(st.sampled_from(["-O3", "--use_fast_math"]), max_size=2)),
     "op": mostly(st.just("sum")),
     "buffers": mostly(
-        st.dictionaries(st.sampled_from(["x", "y"]), st.fixed_dictionaries({"size": mostly(plausible_ints, numbers)}), max_size=2), nested
+        st.dictionaries(
+            st.sampled_from(["x", "y"]),
+            st.fixed_dictionaries({"size": mostly(plausible_ints, numbers)}),
+            max_size=2,
+        ),
+        nested,
     ),
     "args": mostly(
         st.lists(
@@ -99,8 +155,17 @@ def steps(draw: st.DrawFn) -> Any:
     kind = draw(mostly(st.sampled_from(STEP_KINDS), st.sampled_from(["reduce", None, 3, "RAW"])))
     step: dict[Any, Any] = {} if kind is None else {"kind": kind}
     allowed = STEP_FIELDS.get(kind, FIELDS) if isinstance(kind, str) else FIELDS
-    required = {"scale": ["size"], "add": ["size"], "fma": ["size"], "reduction": ["size"], "copy": ["bytes"], "memset": ["bytes"]}
-    chosen = list(required.get(kind, []) if isinstance(kind, str) else []) + draw(st.lists(st.sampled_from(allowed), max_size=4))
+    required = {
+        "scale": ["size"],
+        "add": ["size"],
+        "fma": ["size"],
+        "reduction": ["size"],
+        "copy": ["bytes"],
+        "memset": ["bytes"],
+    }
+    chosen = list(required.get(kind, []) if isinstance(kind, str) else []) + draw(
+        st.lists(st.sampled_from(allowed), max_size=4)
+    )
     if kind == "raw":
         chosen += ["source", "function", "grid", "block", "buffers", "args"]
     for field in chosen:
@@ -138,15 +203,23 @@ def scenario_like(draw: st.DrawFn) -> dict[Any, Any]:
     }
     if draw(st.booleans()):
         doc["params"] = draw(
-            st.dictionaries(st.sampled_from(["n", "size", "length", "dt"]), mostly(st.integers(1, 100), scalars), max_size=3)
+            st.dictionaries(
+                st.sampled_from(["n", "size", "length", "dt"]),
+                mostly(st.integers(1, 100), scalars),
+                max_size=3,
+            )
         )
     if draw(st.booleans()):
         axes = mostly(st.sampled_from(["n", "size", "length"]), st.just("bad axis"))
         doc["sweep"] = draw(st.dictionaries(axes, sweep_axis(), max_size=3))
     if rarely(draw, 3):
-        doc["defaults"] = draw(st.dictionaries(st.sampled_from([*FIELDS, "dtpye"]), mostly(plausible_ints), max_size=3))
+        doc["defaults"] = draw(
+            st.dictionaries(st.sampled_from([*FIELDS, "dtpye"]), mostly(plausible_ints), max_size=3)
+        )
     chain_names = mostly(st.sampled_from(["a", "b", "c"]), st.sampled_from(["c/d", "", " "]))
-    chains = draw(st.dictionaries(chain_names, st.lists(steps(), min_size=1, max_size=4), min_size=1, max_size=3))
+    chains = draw(
+        st.dictionaries(chain_names, st.lists(steps(), min_size=1, max_size=4), min_size=1, max_size=3)
+    )
     if rarely(draw, 4):
         doc["chain"] = draw(st.lists(steps(), min_size=1, max_size=3))
         if rarely(draw, 10):
@@ -155,10 +228,16 @@ def scenario_like(draw: st.DrawFn) -> dict[Any, Any]:
         doc["chains"] = chains
     if rarely(draw, 3):
         doc["measure"] = draw(
-            st.dictionaries(st.sampled_from(["max_time", "min_samples", "target_noise", "bogus"]), mostly(st.floats(0.01, 1), numbers), max_size=3)
+            st.dictionaries(
+                st.sampled_from(["max_time", "min_samples", "target_noise", "bogus"]),
+                mostly(st.floats(0.01, 1), numbers),
+                max_size=3,
+            )
         )
     if rarely(draw, 3):
-        expectation = st.fixed_dictionaries({"metric": st.just("wall_us_per_launch"), "max": mostly(st.floats(0, 10), numbers)})
+        expectation = st.fixed_dictionaries(
+            {"metric": st.just("wall_us_per_launch"), "max": mostly(st.floats(0, 10), numbers)}
+        )
         doc["expect"] = draw(st.lists(mostly(expectation, nested), max_size=2))
     if rarely(draw, 3):
         doc["max_cases"] = draw(mostly(st.integers(1, 2000), scalars))
@@ -175,7 +254,9 @@ def _check(path: Path) -> None:
         assert "\n" not in str(err), str(err)  # one line on stderr
         return
     except Exception as err:  # noqa: BLE001 - the point of the test
-        raise AssertionError(f"loader raised {type(err).__name__}: {err}\n--- document ---\n{path.read_bytes()[:2000]!r}") from err
+        raise AssertionError(
+            f"loader raised {type(err).__name__}: {err}\n--- document ---\n{path.read_bytes()[:2000]!r}"
+        ) from err
     assert all(isinstance(c, Case) for c in cases)
 
 
@@ -194,7 +275,9 @@ def _check_text(data: bytes) -> None:
         _check(path)
 
 
-FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 @FUZZ
@@ -210,7 +293,14 @@ def test_scenario_shaped_documents(doc):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from([*"ab:- \n\t[]{},&*!|>'\"#%@`?$0.9e\\", "!!python/object:os.system ", "<<: ", "&x ", "*x", "\n  "]), max_size=60).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [*"ab:- \n\t[]{},&*!|>'\"#%@`?$0.9e\\", "!!python/object:os.system ", "<<: ", "&x ", "*x", "\n  "]
+        ),
+        max_size=60,
+    ).map("".join)
+)
 def test_yaml_like_text(source):
     _check_text(source.encode("utf-8"))
 

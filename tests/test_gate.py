@@ -49,7 +49,15 @@ def test_parse_rule(text: str, rule: GateRule) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["wall_us_per_launch", "wall_us_per_launch:5", "speed:5%", "wall_us_per_launch:-5%", "wall_us_per_launch:5ms", ":5%", ""],
+    [
+        "wall_us_per_launch",
+        "wall_us_per_launch:5",
+        "speed:5%",
+        "wall_us_per_launch:-5%",
+        "wall_us_per_launch:5ms",
+        ":5%",
+        "",
+    ],
 )
 def test_parse_rule_errors(text: str) -> None:
     with pytest.raises(GateRuleError):
@@ -93,13 +101,19 @@ def test_uncertain_rows_never_fail(baseline_run: RunRecord) -> None:
     the gate fails slower rows only, so it passes and says why."""
     key = drifting_eager_key(baseline_run)
     comparison = compare_runs(baseline_run, scale_rows(baseline_run, [key], 1.10))
-    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%"), parse_rule("wall_us_per_iter:0.001us")])
+    report = evaluate_rules(
+        comparison, [parse_rule("wall_us_per_launch:5%"), parse_rule("wall_us_per_iter:0.001us")]
+    )
     assert report.passed
     checks = [c for c in report.checks if (c.scenario, c.case, c.mode) == key]
     assert len(checks) == 2 and all("uncertain, not significant" in c.message for c in checks)
     # the row could not have failed a 5% rule: the check says so, and --fail-on-blind fails it
     percent = next(c for c in checks if c.rule == "wall_us_per_launch:5%")
-    assert percent.blind and percent.message.startswith("cannot detect < ") and "launchbench ab" in percent.message
+    assert (
+        percent.blind
+        and percent.message.startswith("cannot detect < ")
+        and "launchbench ab" in percent.message
+    )
     assert any("cannot detect" in note for note in report.notes)
     strict = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], fail_on_blind=True)
     failed = [c for c in strict.failures if (c.scenario, c.case, c.mode) == key]
@@ -160,12 +174,16 @@ def test_fail_on_missing(baseline_run: RunRecord) -> None:
 
 def test_check_run_passes_and_fails(baseline_run: RunRecord) -> None:
     scenario, case, median = first_graph_row(baseline_run)
-    passing = Expectation(case=case, mode="graph", metric="wall_us_per_launch", max=median * 1.5, min=median * 0.5)
+    passing = Expectation(
+        case=case, mode="graph", metric="wall_us_per_launch", max=median * 1.5, min=median * 0.5
+    )
     failing = Expectation(case=case, mode="graph", metric="wall_us_per_launch", max=median * 0.5)
     report = check_run(baseline_run, [passing])
     assert report.passed and len(report.checks) == 1
     assert report.checks[0].value == pytest.approx(median)
-    report = check_run(baseline_run, [ScopedExpectation(passing, scenario), ScopedExpectation(failing, scenario)])
+    report = check_run(
+        baseline_run, [ScopedExpectation(passing, scenario), ScopedExpectation(failing, scenario)]
+    )
     assert not report.passed and len(report.failures) == 1
     assert "expected ≤" in report.failures[0].message
 
@@ -173,7 +191,9 @@ def test_check_run_passes_and_fails(baseline_run: RunRecord) -> None:
 def test_pattern_matches_several_rows(baseline_run: RunRecord) -> None:
     table = run_table(baseline_run)
     graph = table[(table["mode"] == "graph") & table["wall_us_per_launch"].notna()]
-    report = check_run(baseline_run, [Expectation(case="*", mode="graph", metric="wall_us_per_launch", min=0.0)])
+    report = check_run(
+        baseline_run, [Expectation(case="*", mode="graph", metric="wall_us_per_launch", min=0.0)]
+    )
     assert report.passed and len(report.checks) == len(graph)
 
 
@@ -196,11 +216,12 @@ def test_empty_expectations_pass() -> None:
     assert GateReport().passed
 
 
-
 def test_run_expectations_from_given_and_recorded_files(baseline_run: RunRecord, tmp_path: Path) -> None:
     scenario, case, median = first_graph_row(baseline_run)
     file = expectation_scenario(
-        tmp_path / "s.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n"
+        tmp_path / "s.yaml",
+        scenario,
+        f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n",
     )
     expectations, _ = run_expectations(baseline_run, [file])
     assert [e.scenario for e in expectations] == [scenario]

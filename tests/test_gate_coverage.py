@@ -33,7 +33,9 @@ def save(tmp_path: Path, name: str, run: RunRecord) -> str:
 
 
 def _renamed(run: RunRecord) -> RunRecord:
-    return run.model_copy(update={"cases": [c.model_copy(update={"case_id": c.case_id + "-other"}) for c in run.cases]})
+    return run.model_copy(
+        update={"cases": [c.model_copy(update={"case_id": c.case_id + "-other"}) for c in run.cases]}
+    )
 
 
 def _without_cases(run: RunRecord) -> RunRecord:
@@ -54,10 +56,20 @@ def _same(run: RunRecord) -> RunRecord:
 
 # name → (make baseline, make current, the flag that relaxes it or None, what the reason says)
 GATE_CASES = {
-    "current-has-no-cases": (_same, _without_cases, "--allow-empty", "no rows in common"),  # and every row missing
+    "current-has-no-cases": (
+        _same,
+        _without_cases,
+        "--allow-empty",
+        "no rows in common",
+    ),  # and every row missing
     "no-rows-in-common": (_same, _renamed, "--allow-empty", "no rows in common"),
     "row-missing-in-current": (_same, _first_dropped, "--allow-missing", "missing from the current run"),
-    "current-interrupted": (_same, _status("interrupted"), "--allow-interrupted", "the current run interrupted"),
+    "current-interrupted": (
+        _same,
+        _status("interrupted"),
+        "--allow-interrupted",
+        "the current run interrupted",
+    ),
     "current-failed": (_same, _status("failed"), "--allow-interrupted", "the current run failed"),
     "current-never-finished": (_same, _status("running"), "--allow-interrupted", "never finished"),
 }
@@ -83,8 +95,16 @@ def test_a_gate_that_checks_nothing_fails(baseline_run: RunRecord, tmp_path: Pat
 
 def test_a_gate_on_a_metric_no_row_has_fails(baseline_run: RunRecord, tmp_path: Path) -> None:
     failed_rows = baseline_run.model_copy(
-        update={"cases": [c.model_copy(update={"modes": {m: r.model_copy(update={"status": "failed"}) for m, r in c.modes.items()}})
-                          for c in baseline_run.cases]}
+        update={
+            "cases": [
+                c.model_copy(
+                    update={
+                        "modes": {m: r.model_copy(update={"status": "failed"}) for m, r in c.modes.items()}
+                    }
+                )
+                for c in baseline_run.cases
+            ]
+        }
     )
     base, cur = save(tmp_path, "baseline", baseline_run), save(tmp_path, "current", failed_rows)
     result = invoke("compare", base, cur, *GATE, "--allow-missing")
@@ -102,7 +122,10 @@ def test_an_unfinished_baseline_is_a_warning(baseline_run: RunRecord, tmp_path: 
 
 
 def test_without_a_gate_the_problems_are_warnings(baseline_run: RunRecord, tmp_path: Path) -> None:
-    base, cur = save(tmp_path, "baseline", baseline_run), save(tmp_path, "current", _renamed(_status("interrupted")(baseline_run)))
+    base, cur = (
+        save(tmp_path, "baseline", baseline_run),
+        save(tmp_path, "current", _renamed(_status("interrupted")(baseline_run))),
+    )
     result = invoke("compare", base, cur)
     assert result.exit_code == 0
     assert "warning: the current run interrupted" in result.stderr
@@ -110,7 +133,9 @@ def test_without_a_gate_the_problems_are_warnings(baseline_run: RunRecord, tmp_p
 
 
 def test_compare_says_when_the_scenario_text_differs(baseline_run: RunRecord, tmp_path: Path) -> None:
-    edited = baseline_run.model_copy(update={"scenarios": [s.model_copy(update={"sha256": "f" * 64}) for s in baseline_run.scenarios]})
+    edited = baseline_run.model_copy(
+        update={"scenarios": [s.model_copy(update={"sha256": "f" * 64}) for s in baseline_run.scenarios]}
+    )
     base, cur = save(tmp_path, "baseline", baseline_run), save(tmp_path, "current", edited)
     result = invoke("compare", base, cur, *GATE)
     assert result.exit_code == 0, result.output
@@ -123,12 +148,20 @@ def test_compare_says_when_the_scenario_text_differs(baseline_run: RunRecord, tm
 
 def _expectation_file(tmp_path: Path, run: RunRecord) -> tuple[Path, RunRecord]:
     scenario, case, median = first_graph_row(run)
-    file = expectation_scenario(tmp_path / "s.yaml", scenario, f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n")
+    file = expectation_scenario(
+        tmp_path / "s.yaml",
+        scenario,
+        f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n",
+    )
     return file, run
 
 
-@pytest.mark.parametrize(("status", "flag"), [("interrupted", "--allow-interrupted"), ("running", "--allow-interrupted")])
-def test_check_of_an_unfinished_run_fails(baseline_run: RunRecord, tmp_path: Path, status: str, flag: str) -> None:
+@pytest.mark.parametrize(
+    ("status", "flag"), [("interrupted", "--allow-interrupted"), ("running", "--allow-interrupted")]
+)
+def test_check_of_an_unfinished_run_fails(
+    baseline_run: RunRecord, tmp_path: Path, status: str, flag: str
+) -> None:
     file, run = _expectation_file(tmp_path, baseline_run)
     path = save(tmp_path, "run", _status(status)(run))
     failed = invoke("check", path, "--scenario", str(file))
@@ -141,7 +174,9 @@ def test_check_notes_a_scenario_file_that_changed(baseline_run: RunRecord, tmp_p
     file, run = _expectation_file(tmp_path, baseline_run)
     result = invoke("check", save(tmp_path, "run", run), "--scenario", str(file))
     assert result.exit_code == 0, result.output
-    assert "changed since the run measured scenario" in result.stdout  # the file's sha256 is not the recorded one
+    assert (
+        "changed since the run measured scenario" in result.stdout
+    )  # the file's sha256 is not the recorded one
 
 
 @pytest.mark.parametrize(
@@ -152,7 +187,9 @@ def test_check_notes_a_scenario_file_that_changed(baseline_run: RunRecord, tmp_p
         ("  - metric: speedup\n    min: 3\n    max: 1\n", "max (1) is below min (3)"),
     ],
 )
-def test_check_reports_scenario_mistakes_as_input_errors(baseline_run: RunRecord, tmp_path: Path, expect: str, message: str) -> None:
+def test_check_reports_scenario_mistakes_as_input_errors(
+    baseline_run: RunRecord, tmp_path: Path, expect: str, message: str
+) -> None:
     scenario, _, _ = first_graph_row(baseline_run)
     file = expectation_scenario(tmp_path / "s.yaml", scenario, expect)
     result = invoke("check", save(tmp_path, "run", baseline_run), "--scenario", str(file))
@@ -169,12 +206,22 @@ def test_resume_refuses_a_changed_scenario_file(tmp_path: Path) -> None:
     from launchbench.run import runner
 
     plan = runner.plan([scenario])
-    record = RunRecord(launchbench_version="0", started="2026-01-01T00:00:00+00:00", status="interrupted", scenarios=plan.scenarios)
+    record = RunRecord(
+        launchbench_version="0",
+        started="2026-01-01T00:00:00+00:00",
+        status="interrupted",
+        scenarios=plan.scenarios,
+    )
     run_dir = save(tmp_path, "run", record)
     scenario.write_text("name: s\ndescription: edited\nchain:\n  - kind: empty\n", encoding="utf-8")
     result = invoke("run", "--resume", run_dir, "--no-isolate")
     assert result.exit_code == 2
-    assert "changed since the run measured scenario 's'" in result.stderr and "--allow-changed-scenario" in result.stderr
+    assert (
+        "changed since the run measured scenario 's'" in result.stderr
+        and "--allow-changed-scenario" in result.stderr
+    )
     allowed = invoke("run", "--resume", run_dir, "--no-isolate", "--allow-changed-scenario")
-    assert "changed since the run" not in allowed.stderr.split("error:")[-1]  # it went on (to the GPU check here)
+    assert (
+        "changed since the run" not in allowed.stderr.split("error:")[-1]
+    )  # it went on (to the GPU check here)
     assert "resuming anyway" in allowed.stderr

@@ -26,7 +26,21 @@ def _cases(name: str):
 
 
 @pytest.mark.parametrize(
-    "chain", ["empty", "scale_f16", "scale_f32", "scale_f64", "add_f32", "fma_f64", "fma_f16", "reduction", "copy", "memset", "raw", "mixed"]
+    "chain",
+    [
+        "empty",
+        "scale_f16",
+        "scale_f32",
+        "scale_f64",
+        "add_f32",
+        "fma_f64",
+        "fma_f16",
+        "reduction",
+        "copy",
+        "memset",
+        "raw",
+        "mixed",
+    ],
 )
 def test_graph_output_equals_eager_for_every_step_kind(backend, chain):
     from launchbench.run.execute import execute_case
@@ -180,7 +194,16 @@ def test_nvml_finds_the_same_device_by_pci_bus_id_as_by_uuid():
 def test_quickstart_run_through_the_cli(tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--quick", "--out-dir", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "launchbench",
+            "run",
+            str(ROOT / "scenarios" / "quickstart.yaml"),
+            "--quick",
+            "--out-dir",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -215,8 +238,19 @@ def test_a_faulting_case_fails_alone(tmp_path):
 
 def test_sigint_keeps_completed_cases_and_resume_completes(tmp_path):
     out = tmp_path / "interrupted"
-    cmd = [sys.executable, "-m", "launchbench", "run", str(ROOT / "scenarios" / "quickstart.yaml"), "--quick", "--out-dir", str(out)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "launchbench",
+        "run",
+        str(ROOT / "scenarios" / "quickstart.yaml"),
+        "--quick",
+        "--out-dir",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     deadline = time.time() + 300
     while time.time() < deadline:
         try:
@@ -231,7 +265,13 @@ def test_sigint_keeps_completed_cases_and_resume_completes(tmp_path):
     partial = load_run(out)
     assert partial.status == "interrupted" and 2 <= len(partial.cases) < 8
     print(f"interrupted after {len(partial.cases)} cases")
-    done = subprocess.run([sys.executable, "-m", "launchbench", "run", "--resume", str(out), "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "launchbench", "run", "--resume", str(out), "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     final = load_run(out)
     assert final.status == "complete" and len(final.cases) == 8
@@ -241,8 +281,21 @@ def test_sigint_keeps_completed_cases_and_resume_completes(tmp_path):
 def test_graph_command_writes_dot(tmp_path):
     out = tmp_path / "g.dot"
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "graph", str(DATA / "every_kind.yaml"), "--case", "mixed", "--output", str(out)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "launchbench",
+            "graph",
+            str(DATA / "every_kind.yaml"),
+            "--case",
+            "mixed",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = out.read_text()
@@ -251,10 +304,25 @@ def test_graph_command_writes_dot(tmp_path):
 
 def test_a_raw_kernel_that_does_not_compile_shows_the_log_and_exits_2(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "launchbench", "run", str(DATA / "bad_kernel.yaml"), "--out-dir", str(tmp_path / "r")],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "launchbench",
+            "run",
+            str(DATA / "bad_kernel.yaml"),
+            "--out-dir",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "bad_kernel.yaml" in proc.stderr and "undeclared_name" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        "bad_kernel.yaml" in proc.stderr
+        and "undeclared_name" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
     run = load_run(tmp_path / "r")
     assert {c.chain: c.error is None for c in run.cases} == {"ok": True, "broken": False}

@@ -48,14 +48,18 @@ def _write(path: Path, text: str) -> Path:
     ],
 )
 def test_yaml_1_2_scalars(tmp_path, literal, value):
-    path = _write(tmp_path / "s.yaml", f"name: s\ndescription: d\nparams:\n  p: {literal}\nchain:\n  - kind: empty\n")
+    path = _write(
+        tmp_path / "s.yaml", f"name: s\ndescription: d\nparams:\n  p: {literal}\nchain:\n  - kind: empty\n"
+    )
     got = load_scenario(path).params["p"]
     assert got == value and type(got) is type(value)
 
 
 @pytest.mark.parametrize("label", ["no", "yes", "on", "off", "1:30", "y"])
 def test_text_where_text_is_expected(tmp_path, label):
-    path = _write(tmp_path / "s.yaml", f"name: s\ndescription: d\nchain:\n  - kind: empty\n    label: {label}\n")
+    path = _write(
+        tmp_path / "s.yaml", f"name: s\ndescription: d\nchain:\n  - kind: empty\n    label: {label}\n"
+    )
     (case,) = expand_scenario(path)
     assert case.steps[0].label == label
 
@@ -211,7 +215,10 @@ def test_the_exact_check_agrees_with_the_prescan(tmp_path):
 def test_the_prescan_counts_distinct_range_values(tmp_path):
     """A log range of 10,000 integers from 1 to 10 holds 10 values: 10 cases × 30 steps is allowed."""
     body = "".join("  - {kind: empty, repeat: $n}\n" for _ in range(30))
-    path = _write(tmp_path / "s.yaml", f"name: s\ndescription: d\nsweep:\n  n: {{start: 1, stop: 10, num: 10000}}\nchain:\n{body}")
+    path = _write(
+        tmp_path / "s.yaml",
+        f"name: s\ndescription: d\nsweep:\n  n: {{start: 1, stop: 10, num: 10000}}\nchain:\n{body}",
+    )
     assert len(expand_scenario(path)) == 10
 
 
@@ -239,7 +246,9 @@ def test_a_write_that_fails_is_one_line_and_leaves_nothing(tmp_path, monkeypatch
     target = tmp_path / "out.csv"
     target.write_text("old\n")
     monkeypatch.setattr(where, full)
-    result = CliRunner().invoke(cli, ["compare", str(run_a), str(run_a), "--format", "csv", "-o", str(target)])
+    result = CliRunner().invoke(
+        cli, ["compare", str(run_a), str(run_a), "--format", "csv", "-o", str(target)]
+    )
     assert result.exit_code == 2, result.output
     assert result.stderr.strip() == f"launchbench: error: cannot write -o {target}: no space left on device"
     assert target.read_text() == "old\n"

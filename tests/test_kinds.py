@@ -76,7 +76,7 @@ def test_known_bytes_and_node_counts() -> None:
     assert expected_nodes(_case(empty, on_aux)) is None  # fork/join events may add nodes
 
 
-PROBE = '''
+PROBE = """
 from __future__ import annotations
 
 from typing import Literal
@@ -94,7 +94,7 @@ def build(step, context, prefix, stream):
 
 
 KIND = KindSpec(model=ProbeStep, build=build, nbytes=lambda step: 7 * step.width, nodes_per_launch=2, takes_stream=True)
-'''
+"""
 
 
 def test_a_new_kind_is_one_new_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,4 +124,6 @@ def test_a_new_kind_is_one_new_module(tmp_path: Path, monkeypatch: pytest.Monkey
             raise AssertionError("the probe compiles nothing")
 
     built = registry.spec_of(step).build(step, Context(), "step0.probe", "stream")
-    assert isinstance(built, BuiltStep) and [call() for call in built.calls] == [("step0.probe", "stream")] * 3
+    assert (
+        isinstance(built, BuiltStep) and [call() for call in built.calls] == [("step0.probe", "stream")] * 3
+    )

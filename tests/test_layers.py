@@ -17,7 +17,19 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "launchbench"
-LAYERS = ("errors", "definitions", "scenario", "measure", "results", "backend", "run", "analysis", "history", "report", "cli")
+LAYERS = (
+    "errors",
+    "definitions",
+    "scenario",
+    "measure",
+    "results",
+    "backend",
+    "run",
+    "analysis",
+    "history",
+    "report",
+    "cli",
+)
 GPU_MODULES = ("cupy", "cupyx", "cuda", "pynvml")
 
 
@@ -118,7 +130,9 @@ def violations(root: Path) -> list[str]:
             if not target:
                 found.append(f"{where}:{imp.line}: {module} imports {imp.target}, which is on no layer")
             elif LAYERS.index(target) > LAYERS.index(own):
-                found.append(f"{where}:{imp.line}: {module} ({own}) imports {imp.target} ({target}), a higher layer")
+                found.append(
+                    f"{where}:{imp.line}: {module} ({own}) imports {imp.target} ({target}), a higher layer"
+                )
     return found
 
 
@@ -127,7 +141,9 @@ def test_no_module_imports_a_higher_layer() -> None:
 
 
 def test_every_package_has_a_layer() -> None:
-    packages = frozenset(module_name(path, PACKAGE) for path in PACKAGE.rglob("__init__.py")) - {"launchbench"}
+    packages = frozenset(module_name(path, PACKAGE) for path in PACKAGE.rglob("__init__.py")) - {
+        "launchbench"
+    }
     assert packages, "no packages found"
     for package in packages:
         assert layer_of(package, packages), package
@@ -191,7 +207,9 @@ def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
 
 
 def test_the_kind_definitions_sit_below_the_backend(tmp_path: Path) -> None:
-    root = _plant(tmp_path, {"backend/base.py": "", "backend/kinds/empty.py": "from launchbench.backend import base\n"})
+    root = _plant(
+        tmp_path, {"backend/base.py": "", "backend/kinds/empty.py": "from launchbench.backend import base\n"}
+    )
     (found,) = violations(root)
     assert "(definitions) imports launchbench.backend.base (backend)" in found
 

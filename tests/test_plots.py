@@ -105,7 +105,9 @@ def test_every_figure_renders(run: RunRecord, tmp_path: Path, fmt: str) -> None:
 
 
 def test_two_runs_get_subfolders_and_a_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
-    paths = plots.write_all_plots([small(synthetic), small(make_run(seed=1))], tmp_path, labels=["base", "cur"])
+    paths = plots.write_all_plots(
+        [small(synthetic), small(make_run(seed=1))], tmp_path, labels=["base", "cur"]
+    )
     assert {p.relative_to(tmp_path).parts[0] for p in paths} == {"base", "cur", "comparison_ratio.png"}
     assert len(paths) == 2 * len(SINGLE_RUN_FILES) + 1
     for path in paths:
@@ -151,7 +153,10 @@ def test_mode_figures_have_a_panel_per_chain_with_eager_and_graph(run: RunRecord
     axes = panel_axes(fig)
     assert [ax.get_title() for ax in axes] == chains
     for ax in axes:
-        assert [c.get_label() for c in ax.containers] == [plots.MODE_LABELS["eager"], plots.MODE_LABELS["graph"]]
+        assert [c.get_label() for c in ax.containers] == [
+            plots.MODE_LABELS["eager"],
+            plots.MODE_LABELS["graph"],
+        ]
         assert ax.get_xscale() == ax.get_yscale() == "log"
         assert "(µs)" in ax.get_ylabel() and "launches" in ax.get_xlabel()
 
@@ -202,7 +207,9 @@ def test_outliers_beyond_the_axis_are_counted(synthetic: RunRecord) -> None:
     samples = list(case.modes["eager"].samples[WALL])
     samples[:2] = [samples[0] * 5, samples[1] * 5]  # two samples 5× the rest: far beyond the whiskers
     eager = case.modes["eager"].with_samples({**case.modes["eager"].samples, WALL: samples})
-    wild = synthetic.model_copy(update={"cases": [case.model_copy(update={"modes": {**case.modes, "eager": eager}})]})
+    wild = synthetic.model_copy(
+        update={"cases": [case.model_copy(update={"modes": {**case.modes, "eager": eager}})]}
+    )
     (ax,) = panel_axes(plots.figure_sample_distributions(wild))
     assert "2↑" in [t.get_text() for t in ax.texts]
 
@@ -211,7 +218,10 @@ def test_outliers_beyond_the_axis_are_counted(synthetic: RunRecord) -> None:
 
 
 def test_a_run_without_graphs_for_some_cases_renders(synthetic: RunRecord, tmp_path: Path) -> None:
-    cases = [not_capturable(c) if c.chain == "scale" or c.case_id == "empty/length=10" else c for c in synthetic.cases]
+    cases = [
+        not_capturable(c) if c.chain == "scale" or c.case_id == "empty/length=10" else c
+        for c in synthetic.cases
+    ]
     run = synthetic.model_copy(update={"cases": cases})
     for path in plots.write_all_plots([run], tmp_path):
         check_image(path)
@@ -245,10 +255,23 @@ def test_panels_split_chains_by_scenario_and_non_length_parameters(synthetic: Ru
         if case.chain == "scale":
             for size in (1000, 10**6):
                 params = {"length": case.launches_per_iter, "size": size}
-                extra.append(case.model_copy(update={"scenario": "sizes", "case_id": f"{case.case_id},size={size}", "params": params}))
+                extra.append(
+                    case.model_copy(
+                        update={
+                            "scenario": "sizes",
+                            "case_id": f"{case.case_id},size={size}",
+                            "params": params,
+                        }
+                    )
+                )
     run = synthetic.model_copy(update={"cases": [*synthetic.cases, *extra]})
     titles = [ax.get_title() for ax in panel_axes(plots.figure_wall_per_launch(run))]
-    assert titles == ["quickstart: empty", "quickstart: scale", "sizes: scale, size=1000", "sizes: scale, size=1000000"]
+    assert titles == [
+        "quickstart: empty",
+        "quickstart: scale",
+        "sizes: scale, size=1000",
+        "sizes: scale, size=1000000",
+    ]
 
 
 def test_a_chain_whose_length_two_axes_set_is_one_panel_with_the_cost_models_fit() -> None:
@@ -261,7 +284,11 @@ def test_a_chain_whose_length_two_axes_set_is_one_panel_with_the_cost_models_fit
         for copies in (1, 2):
             case = make_case("empty", length * copies, rng)
             params = {"length": length, "copies": copies}
-            cases.append(case.model_copy(update={"case_id": f"empty/length={length},copies={copies}", "params": params}))
+            cases.append(
+                case.model_copy(
+                    update={"case_id": f"empty/length={length},copies={copies}", "params": params}
+                )
+            )
     run = make_run().model_copy(update={"cases": cases})
     assert [panel.key for panel in plots.panels(run_table(run))] == [("quickstart", "empty", "")]
     # builders: eager 6.5 µs per launch, graph 0.5 µs per launch + 1.6 µs per iteration
@@ -278,7 +305,9 @@ def test_crossover_is_the_cost_model_line_fit(synthetic: RunRecord) -> None:
     assert found[("quickstart", "scale", "")] == pytest.approx(1.6 / (14 - 2.2), rel=0.25)
 
 
-def test_crossovers_are_drawn_where_the_cost_model_puts_them_and_nan_means_none(synthetic: RunRecord, monkeypatch) -> None:
+def test_crossovers_are_drawn_where_the_cost_model_puts_them_and_nan_means_none(
+    synthetic: RunRecord, monkeypatch
+) -> None:
     def fit_cost_model(table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(
             {"scenario": ["quickstart"] * 2, "chain": ["empty", "scale"], "mode": ["graph"] * 2,

@@ -56,7 +56,11 @@ def test_truncated_file_is_refused(tmp_path):
 def test_writes_leave_no_temporary_files(tmp_path):
     create_run_dir(tmp_path / "r")
     write_run(tmp_path / "r", make_run())
-    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == ["costmodel.csv", "results.csv", "results.json"]
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
+        "costmodel.csv",
+        "results.csv",
+        "results.json",
+    ]
 
 
 # --- schema versions: golden files ------------------------------------------------------------------
@@ -93,7 +97,9 @@ def test_v2_golden_file_reads_back_to_the_same_json():
 @pytest.mark.parametrize("run_dir", sorted(p.parent.name for p in (ROOT / "results").glob("*/results.json")))
 def test_committed_runs_still_load(run_dir):
     run = load_run(ROOT / "results" / run_dir)
-    assert run.cases and all(m.passes for c in run.cases for m in c.modes.values() if m.status in ("ok", "budget"))
+    assert run.cases and all(
+        m.passes for c in run.cases for m in c.modes.values() if m.status in ("ok", "budget")
+    )
 
 
 # --- the journal ---------------------------------------------------------------------------------------
@@ -135,7 +141,9 @@ def test_journal_replays_a_crashed_run_and_results_json_is_written_only_when_com
     back = load_run(run_dir)
     assert back.status == "interrupted" and _modes(back) == _modes(run)
     compacted = json.loads((run_dir / "results.json").read_text())
-    assert compacted["journal_bytes"] == (run_dir / JOURNAL).stat().st_size  # what results.json holds of the journal
+    assert (
+        compacted["journal_bytes"] == (run_dir / JOURNAL).stat().st_size
+    )  # what results.json holds of the journal
 
 
 def test_journal_cost_per_case_does_not_grow_with_the_number_of_cases(tmp_path):
@@ -157,7 +165,9 @@ def test_journal_cost_per_case_does_not_grow_with_the_number_of_cases(tmp_path):
         return costs
 
     small, large = per_case_bytes(4), per_case_bytes(40)
-    assert max(large) == max(small) == min(large)  # the same case, renamed: the same bytes, whatever came before
+    assert (
+        max(large) == max(small) == min(large)
+    )  # the same case, renamed: the same bytes, whatever came before
 
 
 def test_runner_writes_a_case_pass_without_rewriting_results_json(tmp_path, monkeypatch):
@@ -168,7 +178,9 @@ def test_runner_writes_a_case_pass_without_rewriting_results_json(tmp_path, monk
 
     writes: list[Path] = []
     real = store.atomic_write_text
-    monkeypatch.setattr(store, "atomic_write_text", lambda path, text: (writes.append(path), real(path, text)))
+    monkeypatch.setattr(
+        store, "atomic_write_text", lambda path, text: (writes.append(path), real(path, text))
+    )
     scenario = tmp_path / "many.yaml"
     scenario.write_text(
         "name: many\ndescription: many small cases\nmeasure: {max_time: 0.05, min_samples: 3, warmup_time: 0.001}\n"
@@ -181,7 +193,12 @@ def test_runner_writes_a_case_pass_without_rewriting_results_json(tmp_path, monk
             sizes.append((tmp_path / "run" / JOURNAL).stat().st_size)
 
     plan = runner.plan([scenario])
-    runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=False, backend_factory=scripted_backend), Watch())
-    assert [p.name for p in writes] == ["results.json", "results.json"]  # at the start and at the end, not per case
+    runner.run(
+        plan, tmp_path / "run", runner.RunOptions(isolate=False, backend_factory=scripted_backend), Watch()
+    )
+    assert [p.name for p in writes] == [
+        "results.json",
+        "results.json",
+    ]  # at the start and at the end, not per case
     steps = [b - a for a, b in zip(sizes, sizes[1:])]
     assert max(steps) < 1.2 * min(steps)  # one line per case, the same size whatever came before

@@ -21,7 +21,13 @@ def options(isolate: bool) -> runner.RunOptions:
 
 def test_in_process_run_writes_every_case(tmp_path):
     plan = runner.plan([DATA / "three.yaml"])
-    assert [c.case_id for c in plan.cases] == ["empty/length=1", "empty/length=10", "scale/length=1", "scale/length=10", "sum"]
+    assert [c.case_id for c in plan.cases] == [
+        "empty/length=1",
+        "empty/length=10",
+        "scale/length=1",
+        "scale/length=10",
+        "sum",
+    ]
     record = runner.run(plan, tmp_path / "run", options(isolate=False))
     assert record.status == "complete"
     table = pd.read_csv(tmp_path / "run" / "results.csv")
@@ -48,7 +54,11 @@ def test_a_directory_holding_only_a_results_csv_is_refused_before_a_worker_start
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "results.csv").write_text("scenario\n")
     with pytest.raises(ResultsFileError, match="never overwritten"):
-        runner.run(runner.plan([DATA / "three.yaml"]), tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend))
+        runner.run(
+            runner.plan([DATA / "three.yaml"]),
+            tmp_path / "run",
+            runner.RunOptions(isolate=True, backend_factory=counting_backend),
+        )
     assert not starts.exists()  # no worker (no GPU context) was started for a run that cannot be written
 
 
@@ -69,7 +79,9 @@ def test_every_pass_runs_in_a_fresh_worker_process(tmp_path, monkeypatch):
     starts = tmp_path / "starts.txt"
     monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
     plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 3})
-    record = runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend))
+    record = runner.run(
+        plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend)
+    )
     pids = starts.read_text().split()
     assert len(pids) == 3 and len(set(pids)) == 3  # one worker per pass, each case measured in all three
     assert all(c.passes_done == 3 for c in record.cases)
@@ -81,7 +93,9 @@ def test_a_case_that_failed_is_not_run_again_in_later_passes(tmp_path, monkeypat
     starts = tmp_path / "starts.txt"
     monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
     plan = runner.plan([DATA / "faults.yaml"], overrides={"passes": 3})
-    record = runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend))
+    record = runner.run(
+        plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend)
+    )
     assert len(starts.read_text().split()) == 3 + 2
     by_chain = {c.chain: c for c in record.cases}
     assert by_chain["a_first"].passes_done == 3 and by_chain["b_crash"].passes_done == 1
@@ -123,7 +137,9 @@ def test_cases_are_measured_in_passes_and_pooled(tmp_path):
             seen.append((case.case_id, total))
 
     record = runner.run(plan, tmp_path / "run", options(isolate=False), Recorder())
-    assert [case for case, _ in seen[:5]] == [case for case, _ in seen[5:10]]  # pass 1 over all cases, then pass 2
+    assert [case for case, _ in seen[:5]] == [
+        case for case, _ in seen[5:10]
+    ]  # pass 1 over all cases, then pass 2
     assert len(seen) == 15 and seen[0][1] == 15
     case = record.case("three", "empty/length=10")
     assert case.passes_done == 3
@@ -133,7 +149,9 @@ def test_cases_are_measured_in_passes_and_pooled(tmp_path):
 
 
 def test_pass_settings_split_the_budget():
-    case = runner.plan([DATA / "three.yaml"], overrides={"passes": 4, "max_time": 2.0, "min_samples": 10}).cases[0]
+    case = runner.plan(
+        [DATA / "three.yaml"], overrides={"passes": 4, "max_time": 2.0, "min_samples": 10}
+    ).cases[0]
     one = runner.pass_settings(case)
     assert one.measure.passes == 1 and one.measure.max_time == 0.5 and one.measure.min_samples == 3
 
@@ -169,7 +187,9 @@ def test_a_crashed_run_is_read_and_resumed_from_its_journal(tmp_path, monkeypatc
 
     plan = runner.plan([DATA / "three.yaml"])
     with monkeypatch.context() as patch:
-        patch.setattr(RunJournal, "compact", lambda self, record: None)  # as if killed: nothing written on the way out
+        patch.setattr(
+            RunJournal, "compact", lambda self, record: None
+        )  # as if killed: nothing written on the way out
         with pytest.raises(KeyboardInterrupt):
             runner.run(plan, tmp_path / "run", options(isolate=False), InterruptAfter(2))
     assert '"cases":[]' in (tmp_path / "run" / "results.json").read_text()

@@ -9,14 +9,23 @@ from launchbench.scenario.core import MeasureSettings
 
 
 def settings(**kw):
-    base = {"target_noise": 0.01, "min_samples": 10, "max_time": 5.0, "warmup_time": 0.05, "sample_time": 0.002}
+    base = {
+        "target_noise": 0.01,
+        "min_samples": 10,
+        "max_time": 5.0,
+        "warmup_time": 0.05,
+        "sample_time": 0.002,
+    }
     base.update(kw)
     return MeasureSettings(**base)
 
 
 def test_quiet_workload_stops_at_min_samples_with_target_met():
     clock = SteppingClock()
-    work = {"eager": ScriptedWorkload(clock, 10, 60e-6, noise=0.001), "graph": ScriptedWorkload(clock, 10, 6e-6, noise=0.001, seed=3)}
+    work = {
+        "eager": ScriptedWorkload(clock, 10, 60e-6, noise=0.001),
+        "graph": ScriptedWorkload(clock, 10, 6e-6, noise=0.001, seed=3),
+    }
     out = Sampler(settings(), clock).run(work)
     assert not out.budget_hit
     for mode in ("eager", "graph"):
@@ -47,7 +56,9 @@ def test_rounds_interleave_so_drift_hits_both_modes():
     clock = SteppingClock()
     eager = ScriptedWorkload(clock, 1, 1e-3, noise=0.0, drift=0.2)
     graph = ScriptedWorkload(clock, 1, 1e-3, noise=0.0, drift=0.2, seed=4)
-    out = Sampler(settings(min_samples=30, target_noise=0.5, sample_time=1e-3), clock).run({"eager": eager, "graph": graph})
+    out = Sampler(settings(min_samples=30, target_noise=0.5, sample_time=1e-3), clock).run(
+        {"eager": eager, "graph": graph}
+    )
     e, g = out.modes["eager"].wall, out.modes["graph"].wall
     assert len(e) == len(g) == 30
     # with A B / B A rounds, drift adds the same on average: medians within a small fraction
@@ -72,8 +83,14 @@ def test_sampling_rounds_alternate_between_the_modes():
         work[mode] = workload
     Sampler(settings(min_samples=20, target_noise=0.5, sample_time=1e-3), clock).run(work)
     blocks = [order[i : i + SAMPLES_PER_ROUND] for i in range(0, len(order), SAMPLES_PER_ROUND)]
-    assert len(blocks) >= 4 and all(len(set(block)) == 1 for block in blocks)  # a mode's samples come in blocks
-    expected = [mode for i in range(len(blocks) // 2) for mode in (("eager", "graph") if i % 2 == 0 else ("graph", "eager"))]
+    assert len(blocks) >= 4 and all(
+        len(set(block)) == 1 for block in blocks
+    )  # a mode's samples come in blocks
+    expected = [
+        mode
+        for i in range(len(blocks) // 2)
+        for mode in (("eager", "graph") if i % 2 == 0 else ("graph", "eager"))
+    ]
     assert [block[0] for block in blocks] == expected  # rounds A B, B A, A B, ...
 
 
@@ -89,7 +106,12 @@ def test_throttled_rounds_are_counted():
 
 def test_clock_settling_waits_for_stable_readings():
     clock = SteppingClock()
-    readings = [ClockReading(345, 3201), ClockReading(1200, 3201), ClockReading(1980, 3201), ClockReading(1980, 3201)]
+    readings = [
+        ClockReading(345, 3201),
+        ClockReading(1200, 3201),
+        ClockReading(1980, 3201),
+        ClockReading(1980, 3201),
+    ]
     monitor = ScriptedMonitor(readings)
     work = {"eager": ScriptedWorkload(clock, 1, 1e-4, noise=0.001)}
     out = Sampler(settings(), clock, monitor).run(work)
@@ -114,7 +136,10 @@ def test_stop_rule():
 
 def test_a_budget_spent_before_sampling_still_gives_one_round():
     clock = SteppingClock()
-    work = {"eager": ScriptedWorkload(clock, 1, 0.2, noise=0.01), "graph": ScriptedWorkload(clock, 1, 0.1, noise=0.01, seed=5)}
+    work = {
+        "eager": ScriptedWorkload(clock, 1, 0.2, noise=0.01),
+        "graph": ScriptedWorkload(clock, 1, 0.1, noise=0.01, seed=5),
+    }
     out = Sampler(settings(max_time=0.1, warmup_time=0.0, sample_time=0.001), clock).run(work)
     assert out.budget_hit
     assert all(len(out.modes[m].wall) == SAMPLES_PER_ROUND for m in ("eager", "graph"))

@@ -46,7 +46,9 @@ def test_quickstart():
 
 
 def test_scenario_without_sweep_has_one_case_per_chain(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         chains:
           a:
             - kind: empty
@@ -56,7 +58,8 @@ def test_scenario_without_sweep_has_one_case_per_chain(tmp_path):
             - kind: memset
               bytes: 4096
               value: 7
-        """)
+        """,
+    )
     cases = expand_scenario(path)
     assert [c.case_id for c in cases] == ["a", "b"]
     assert cases[1].kinds == "copy+memset"
@@ -65,18 +68,23 @@ def test_scenario_without_sweep_has_one_case_per_chain(tmp_path):
 
 
 def test_single_chain_is_named_chain(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         sweep:
           n: [1, 2]
         chain:
           - kind: empty
             repeat: $n
-        """)
+        """,
+    )
     assert [c.case_id for c in expand_scenario(path)] == ["chain/n=1", "chain/n=2"]
 
 
 def test_chain_varies_only_along_the_axes_it_references(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         sweep:
           size: [1000, 2000]
           length: [1, 10, 100]
@@ -91,7 +99,8 @@ def test_chain_varies_only_along_the_axes_it_references(tmp_path):
           fixed:
             - kind: reduction
               size: 64
-        """)
+        """,
+    )
     cases = expand_scenario(path)
     assert len(cases) == 3 + 6 + 1
     ids = [c.case_id for c in cases]
@@ -105,7 +114,9 @@ def test_chain_varies_only_along_the_axes_it_references(tmp_path):
 
 def test_max_cases_counts_only_the_cases_made(tmp_path):
     # 3 + 6 + 1 = 10 cases, although 2 × 3 × 3 chains would be 18
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         max_cases: 10
         sweep:
           size: [1000, 2000]
@@ -120,21 +131,25 @@ def test_max_cases_counts_only_the_cases_made(tmp_path):
               repeat: $length
           fixed:
             - kind: empty
-        """)
+        """,
+    )
     assert len(expand_scenario(path)) == 10
     with pytest.raises(ScenarioError, match="the sweep makes 10 cases, above the limit of 9"):
         expand_scenario(path, max_cases=9)
 
 
 def test_max_cases_argument_overrides_the_file(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         max_cases: 2
         sweep:
           n: [1, 2, 3]
         chain:
           - kind: empty
             repeat: $n
-        """)
+        """,
+    )
     with pytest.raises(ScenarioError, match="3 cases, above the limit of 2") as info:
         expand_scenario(path)
     assert info.value.line == 4 and info.value.key_path == "sweep"
@@ -144,13 +159,16 @@ def test_max_cases_argument_overrides_the_file(tmp_path):
 
 
 def test_default_max_cases_is_1000(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         sweep:
           a: {start: 1, stop: 1000, num: 1000, scale: linear}
         chain:
           - kind: empty
             repeat: $a
-        """)
+        """,
+    )
     assert len(expand_scenario(path)) == 1000
     path.write_text(path.read_text().replace("stop: 1000, num: 1000", "stop: 1001, num: 1001"))
     with pytest.raises(ScenarioError, match="1,001 cases, above the limit of 1,000"):
@@ -169,7 +187,11 @@ def test_linear_range_and_rounding():
     # integer rounding can make equal values: each is kept once
     assert axis_values("n", SweepRange(start=1, stop=2, num=5, scale="linear")) == [1, 2]
     assert axis_values("n", SweepRange(start=5, stop=9, num=1)) == [5]
-    assert axis_values("n", SweepRange(start=0, stop=1, num=3, scale="linear", integer=False)) == [0.0, 0.5, 1.0]
+    assert axis_values("n", SweepRange(start=0, stop=1, num=3, scale="linear", integer=False)) == [
+        0.0,
+        0.5,
+        1.0,
+    ]
 
 
 def test_list_values_keep_order_and_lose_repeats():
@@ -177,7 +199,9 @@ def test_list_values_keep_order_and_lose_repeats():
 
 
 def test_range_in_a_file(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         sweep:
           size: {start: 1024, stop: 1048576, num: 3}
           alpha: {start: 0.5, stop: 1.5, num: 3, scale: linear, integer: false}
@@ -185,7 +209,8 @@ def test_range_in_a_file(tmp_path):
           - kind: fma
             size: $size
             alpha: $alpha
-        """)
+        """,
+    )
     cases = expand_scenario(path)
     assert len(cases) == 9
     assert "chain/size=32768,alpha=1" in by_id(cases)  # integral floats print as integers
@@ -194,7 +219,9 @@ def test_range_in_a_file(tmp_path):
 
 
 def test_params_and_references(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         params:
           n: 3
           dt: float16
@@ -205,7 +232,8 @@ def test_params_and_references(tmp_path):
             dtype: $dt
             repeat: $n
             label: "scale-${n}-$tag"
-        """)
+        """,
+    )
     (case,) = expand_scenario(path)
     step = case.steps[0]
     assert step.dtype == "float16" and step.repeat == 3
@@ -214,7 +242,9 @@ def test_params_and_references(tmp_path):
 
 
 def test_sweep_overrides_a_numeric_param(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         params:
           n: 5
         sweep:
@@ -222,12 +252,15 @@ def test_sweep_overrides_a_numeric_param(tmp_path):
         chain:
           - kind: empty
             repeat: $n
-        """)
+        """,
+    )
     assert [c.steps[0].repeat for c in expand_scenario(path)] == [1, 2]
 
 
 def test_defaults_apply_to_steps_that_take_them(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         defaults:
           dtype: float64
           repeat: 4
@@ -239,7 +272,8 @@ def test_defaults_apply_to_steps_that_take_them(tmp_path):
             dtype: float16
           - kind: copy
             bytes: 64
-        """)
+        """,
+    )
     (case,) = expand_scenario(path)
     empty, scale, reduction, copy = case.steps
     assert isinstance(empty, EmptyStep) and empty.repeat == 4
@@ -250,7 +284,9 @@ def test_defaults_apply_to_steps_that_take_them(tmp_path):
 
 
 def test_reference_in_defaults_makes_an_axis(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         sweep:
           size: [100, 200]
         defaults:
@@ -258,12 +294,15 @@ def test_reference_in_defaults_makes_an_axis(tmp_path):
         chains:
           s:
             - kind: scale
-        """)
+        """,
+    )
     assert [c.case_id for c in expand_scenario(path)] == ["s/size=100", "s/size=200"]
 
 
 def test_numbers_written_as_floats_and_exponents(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         chain:
           - kind: scale
             size: 1e6
@@ -271,7 +310,8 @@ def test_numbers_written_as_floats_and_exponents(tmp_path):
             alpha: 5e-1
           - kind: copy
             bytes: 1.5e+3
-        """)
+        """,
+    )
     (case,) = expand_scenario(path)
     scale, copy = case.steps
     assert scale.size == 1_000_000 and isinstance(scale.size, int)
@@ -280,7 +320,9 @@ def test_numbers_written_as_floats_and_exponents(tmp_path):
 
 
 def test_raw_step(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         chain:
           - kind: raw
             source: |
@@ -293,7 +335,8 @@ def test_raw_step(tmp_path):
             args:
               - buffer: x
               - scalar: 2.5
-        """)
+        """,
+    )
     (case,) = expand_scenario(path)
     step = case.steps[0]
     assert isinstance(step, RawStep)
@@ -303,7 +346,9 @@ def test_raw_step(tmp_path):
 
 
 def test_measure_and_expect(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         measure:
           max_time: 0.5
           min_samples: 5
@@ -313,7 +358,8 @@ def test_measure_and_expect(tmp_path):
           - case: "chain"
             metric: wall_us_per_launch
             max: 2
-        """)
+        """,
+    )
     scenario = load_scenario(path)
     assert scenario.measure.max_time == 0.5 and scenario.measure.min_samples == 5
     assert scenario.expect[0].max == 2.0 and scenario.expect[0].mode == "graph"
@@ -321,7 +367,9 @@ def test_measure_and_expect(tmp_path):
 
 
 def test_aliases_and_merge_keys(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         params:
           base: 1
         chains:
@@ -331,21 +379,25 @@ def test_aliases_and_merge_keys(tmp_path):
           b:
             - <<: *step
               size: 200
-        """)
+        """,
+    )
     cases = by_id(expand_scenario(path))
     assert [s.size for s in cases["a"].steps] == [100, 100]
     assert cases["b"].steps[0].size == 200 and cases["b"].steps[0].dtype == "float64"
 
 
 def test_lines_map_key_paths(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         sweep:
           n: [1, 2]
         chains:
           a:
             - kind: empty
               repeat: $n
-        """)
+        """,
+    )
     lines = load_scenario_file(path).lines
     assert lines[("name",)] == 1
     assert lines[("sweep", "n")] == 4
@@ -379,14 +431,18 @@ def test_moderate_aliases_are_fine(tmp_path):
 
 
 def test_every_scenario_shipped_in_the_repo_loads():
-    files = [p for p in ROOT.glob("scenarios/*.yaml")] + [p for p in ROOT.glob("tests/data/*/*.yaml") if p.parent.name != "bad"]
+    files = [p for p in ROOT.glob("scenarios/*.yaml")] + [
+        p for p in ROOT.glob("tests/data/*/*.yaml") if p.parent.name != "bad"
+    ]
     assert files
     for path in files:
         assert expand_scenario(path), path
 
 
 def test_a_sweep_axis_in_defaults_multiplies_only_the_chains_whose_steps_take_it(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         defaults:
           size: $size
         sweep:
@@ -396,19 +452,23 @@ def test_a_sweep_axis_in_defaults_multiplies_only_the_chains_whose_steps_take_it
             - kind: empty
           scale:
             - kind: scale
-        """)
+        """,
+    )
     assert [c.case_id for c in expand_scenario(path)] == ["empty", "scale/size=1000", "scale/size=2000"]
 
 
 def test_a_text_parameter_is_spliced_into_a_string(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         params:
           tag: warm
           n: 4
         chain:
           - kind: empty
             label: "run-${tag}-${n * 2}"
-        """)
+        """,
+    )
     assert expand_scenario(path)[0].steps[0].label == "run-warm-8"
 
 

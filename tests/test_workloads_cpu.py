@@ -83,7 +83,9 @@ def test_training_step_args_follow_the_sweep():
 
 
 def test_multi_stream_cases():
-    cases = {c.chain: c for c in expand_scenario(SCENARIOS / "multi_stream.yaml") if c.params["size"] == 10_000}
+    cases = {
+        c.chain: c for c in expand_scenario(SCENARIOS / "multi_stream.yaml") if c.params["size"] == 10_000
+    }
     assert [s.stream for s in cases["parallel"].steps] == [1, 2, 3, 4]
     assert [s.stream for s in cases["serial"].steps] == [0, 0, 0, 0]
     assert cases["parallel"].launches_per_iter == cases["serial"].launches_per_iter == 32
@@ -92,7 +94,9 @@ def test_multi_stream_cases():
 
 
 def test_preprocessing_pipeline_uses_host_copies():
-    case = next(c for c in expand_scenario(SCENARIOS / "preprocessing.yaml") if c.case_id == "pipeline/bytes=65536")
+    case = next(
+        c for c in expand_scenario(SCENARIOS / "preprocessing.yaml") if c.case_id == "pipeline/bytes=65536"
+    )
     kinds = [s.kind for s in case.steps]
     assert kinds == ["h2d", "scale", "fma", "scale", "d2h"]
     assert case.steps[1].size == 65536 // 4
@@ -110,7 +114,9 @@ def test_new_kinds_are_registered():
 
 
 def test_python_step_fields(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         chain:
           - kind: python
             callable: "pkg.mod:fn"
@@ -118,7 +124,8 @@ def test_python_step_fields(tmp_path):
             launches: 5
             repeat: 2
             stream: 2
-        """)
+        """,
+    )
     (case,) = expand_scenario(path)
     (step,) = case.steps
     assert isinstance(step, PythonStep)
@@ -128,11 +135,14 @@ def test_python_step_fields(tmp_path):
 
 
 def test_host_copy_steps(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         chain:
           - {kind: h2d, bytes: 4096}
           - {kind: d2h, bytes: 1000000, repeat: 3}
-        """)
+        """,
+    )
     (case,) = expand_scenario(path)
     assert all(isinstance(s, HostCopyStep) for s in case.steps)
     assert case.kinds == "h2d+d2h" and case.launches_per_iter == 4 and expected_nodes(case) == 4
@@ -140,14 +150,26 @@ def test_host_copy_steps(tmp_path):
 
 @pytest.mark.parametrize(
     "callable_spec",
-    ["mlp.training_step", "workloads.mlp:", ":training_step", "a:b:c", "work loads:f", "1mod:f", "mod:f()", "mod.:f"],
+    [
+        "mlp.training_step",
+        "workloads.mlp:",
+        ":training_step",
+        "a:b:c",
+        "work loads:f",
+        "1mod:f",
+        "mod:f()",
+        "mod.:f",
+    ],
 )
 def test_bad_callable_syntax_is_refused_with_the_file_named(tmp_path, callable_spec):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         chain:
           - kind: python
             callable: "{callable_spec}"
-        """)
+        """,
+    )
     with pytest.raises(ScenarioError) as info:
         expand_scenario(path)
     err = info.value
@@ -157,13 +179,16 @@ def test_bad_callable_syntax_is_refused_with_the_file_named(tmp_path, callable_s
 
 @pytest.mark.parametrize("stream", [8, -1, 100])
 def test_unknown_stream_is_refused_with_the_file_named(tmp_path, stream):
-    path = write(tmp_path, f"""\
+    path = write(
+        tmp_path,
+        f"""\
         chain:
           - kind: empty
           - kind: scale
             size: 10
             stream: {stream}
-        """)
+        """,
+    )
     with pytest.raises(ScenarioError) as info:
         expand_scenario(path)
     err = info.value
@@ -172,12 +197,15 @@ def test_unknown_stream_is_refused_with_the_file_named(tmp_path, stream):
 
 
 def test_stream_from_defaults(tmp_path):
-    path = write(tmp_path, """\
+    path = write(
+        tmp_path,
+        """\
         defaults: {stream: 3}
         chain:
           - {kind: empty}
           - {kind: scale, size: 10, stream: 0}
-        """)
+        """,
+    )
     (case,) = expand_scenario(path)
     assert [s.stream for s in case.steps] == [3, 0]
 
@@ -221,7 +249,12 @@ def test_missing_module_names_the_file_and_the_callable(tmp_path):
     with pytest.raises(PythonStepError) as info:
         load_callable("no_such_module_lb:f", source)
     text = str(info.value)
-    assert source in text and "no_such_module_lb:f" in text and "ModuleNotFoundError" in text and str(tmp_path) in text
+    assert (
+        source in text
+        and "no_such_module_lb:f" in text
+        and "ModuleNotFoundError" in text
+        and str(tmp_path) in text
+    )
     assert isinstance(info.value, LaunchbenchError)
 
 
@@ -285,8 +318,13 @@ def test_wrong_return_is_refused_with_the_step_named(result, message):
 
 def test_workload_entry_points_exist():
     source = str(SCENARIOS / "training_step.yaml")
-    for spec in ("workloads.mlp:training_step", "workloads.inference:classify", "workloads.preprocess:augment",
-                 "workloads.own_code:particles", "workloads.gemm:Gemm"):
+    for spec in (
+        "workloads.mlp:training_step",
+        "workloads.inference:classify",
+        "workloads.preprocess:augment",
+        "workloads.own_code:particles",
+        "workloads.gemm:Gemm",
+    ):
         assert callable(load_callable(spec, source))
 
 
@@ -306,7 +344,10 @@ def test_mlp_reference_gradients_match_finite_differences():
             minus = {k: v.copy() for k, v in params.items()}
             plus[name][index] += eps
             minus[name][index] -= eps
-            numeric = (mlp.reference_loss(plus, host["x"], host["y"]) - mlp.reference_loss(minus, host["x"], host["y"])) / (2 * eps)
+            numeric = (
+                mlp.reference_loss(plus, host["x"], host["y"])
+                - mlp.reference_loss(minus, host["x"], host["y"])
+            ) / (2 * eps)
             assert grads[name][index] == pytest.approx(numeric, rel=1e-4, abs=1e-8), name
 
 

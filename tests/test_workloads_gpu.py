@@ -24,7 +24,10 @@ if str(SCENARIOS) not in sys.path:
 
 def fast(case, max_time: float = 0.3):
     return dataclasses.replace(
-        case, measure=case.measure.model_copy(update={"max_time": max_time, "passes": 1, "min_samples": 3, "warmup_time": 0.02})
+        case,
+        measure=case.measure.model_copy(
+            update={"max_time": max_time, "passes": 1, "min_samples": 3, "warmup_time": 0.02}
+        ),
     )
 
 
@@ -83,7 +86,8 @@ def test_scenario_case(backend, case):
 
 
 def test_host_copies_and_python_steps_on_streams(backend, tmp_path):
-    (tmp_path / "lb_gpu_user.py").write_text(textwrap.dedent("""\
+    (tmp_path / "lb_gpu_user.py").write_text(
+        textwrap.dedent("""\
         import numpy as np
 
         def axpy(xp, stream, n, alpha):
@@ -104,8 +108,11 @@ def test_host_copies_and_python_steps_on_streams(backend, tmp_path):
         def just_run(xp, stream):
             buf = xp.zeros(4, dtype=np.float32)
             return lambda: buf.fill(2)
-        """))
-    path = write(tmp_path, """\
+        """)
+    )
+    path = write(
+        tmp_path,
+        """\
         chains:
           h2d: [{kind: h2d, bytes: 100000, repeat: 3}]
           d2h: [{kind: d2h, bytes: 100000, repeat: 2}]
@@ -129,7 +136,8 @@ def test_host_copies_and_python_steps_on_streams(backend, tmp_path):
             - {kind: copy, bytes: 4096, stream: 4}
             - {kind: memset, bytes: 4096, stream: 5}
             - {kind: fma, size: 1000}
-        """)
+        """,
+    )
     for case in expand_scenario(path):
         result = run_case(backend, case)
         if case.chain == "python_callable":  # no outputs: no comparison, but measured in both modes
@@ -164,14 +172,19 @@ def test_d2h_output_is_compared(backend, tmp_path):
 
 
 def test_python_step_errors_name_the_file_and_callable(backend, tmp_path):
-    (tmp_path / "lb_gpu_bad.py").write_text("def wrong(xp, stream):\n    return 42\n\ndef raises(xp, stream):\n    raise ValueError('no')\n")
-    path = write(tmp_path, """\
+    (tmp_path / "lb_gpu_bad.py").write_text(
+        "def wrong(xp, stream):\n    return 42\n\ndef raises(xp, stream):\n    raise ValueError('no')\n"
+    )
+    path = write(
+        tmp_path,
+        """\
         chains:
           missing_module: [{kind: python, callable: "lb_no_such_module:f"}]
           missing_function: [{kind: python, callable: "lb_gpu_bad:nothing"}]
           wrong_return: [{kind: python, callable: "lb_gpu_bad:wrong"}]
           raises: [{kind: python, callable: "lb_gpu_bad:raises"}]
-        """)
+        """,
+    )
     for case in expand_scenario(path):
         result = run_case(backend, case)
         assert result.error, case.chain
@@ -212,7 +225,9 @@ def test_multi_stream_graph_has_parallel_branches(backend):
 
 @pytest.mark.parametrize("trans_a", [False, True])
 @pytest.mark.parametrize("trans_b", [False, True])
-@pytest.mark.parametrize(("m", "n", "k"), [(1, 1, 1), (17, 33, 65), (64, 1024, 1024), (100, 10, 1000), (1024, 10, 64)])
+@pytest.mark.parametrize(
+    ("m", "n", "k"), [(1, 1, 1), (17, 33, 65), (64, 1024, 1024), (100, 10, 1000), (1024, 10, 64)]
+)
 def test_gemm_matches_cublas(m, n, k, trans_a, trans_b):
     import cupy
     from workloads.gemm import check_against_cublas
@@ -244,7 +259,9 @@ def test_one_mlp_step_matches_numpy(cublas):
 
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
-        step = mlp.training_step(cupy, stream, batch=64, inputs=1024, hidden=1024, classes=10, lr=0.05, seed=3, cublas=cublas)
+        step = mlp.training_step(
+            cupy, stream, batch=64, inputs=1024, hidden=1024, classes=10, lr=0.05, seed=3, cublas=cublas
+        )
         step.run()
     stream.synchronize()
     expected, grads = mlp.reference_step(step.initial_params(), step.host["x"], step.host["y"], lr=0.05)
@@ -252,12 +269,18 @@ def test_one_mlp_step_matches_numpy(cublas):
         got_grad = cupy.asnumpy(step.grads[name])
         error = np.abs(got_grad - grads[name]).max() / np.abs(grads[name]).max()
         assert error < 1e-3, (name, error)
-        np.testing.assert_allclose(cupy.asnumpy(step.params[name]), expected[name], rtol=1e-3, atol=1e-6, err_msg=name)
-    assert not np.array_equal(cupy.asnumpy(step.params["w1"]), step.host["w1"])  # the step changed the weights
+        np.testing.assert_allclose(
+            cupy.asnumpy(step.params[name]), expected[name], rtol=1e-3, atol=1e-6, err_msg=name
+        )
+    assert not np.array_equal(
+        cupy.asnumpy(step.params["w1"]), step.host["w1"]
+    )  # the step changed the weights
 
 
 def test_cublas_training_step_is_not_capturable_with_the_reason(backend):
-    case = next(c for c in expand_scenario(SCENARIOS / "training_step.yaml") if c.case_id == "cublas/batch=16")
+    case = next(
+        c for c in expand_scenario(SCENARIOS / "training_step.yaml") if c.case_id == "cublas/batch=16"
+    )
     result = run_case(backend, case)
     assert result.modes["eager"].status in ("ok", "budget")
     graph = result.modes["graph"]

@@ -140,7 +140,9 @@ def parse_threshold(text: str) -> tuple[str | None, float]:
         raise CompareSettingsError(f"threshold {text!r}: must be a non-negative percentage")
     name = metric.strip() if sep else None
     if name is not None and name not in METRIC_BY_NAME:
-        raise CompareSettingsError(f"threshold {text!r}: unknown metric {name!r}; metrics: {', '.join(METRIC_BY_NAME)}")
+        raise CompareSettingsError(
+            f"threshold {text!r}: unknown metric {name!r}; metrics: {', '.join(METRIC_BY_NAME)}"
+        )
     return name, value
 
 
@@ -222,8 +224,6 @@ class EnvDifference:
     item: str
     baseline: str
     current: str
-
-
 
 
 @dataclass(frozen=True)
@@ -395,7 +395,9 @@ def evidence_of(
     if paired:
         rounds = min(len(log_b), len(log_c))
         diffs = log_c[:rounds] - log_b[:rounds]
-        return LogEvidence((math.fsum(diffs.tolist()) / rounds,), RowVariance.of(diffs), 1 / rounds, (rounds, rounds))
+        return LogEvidence(
+            (math.fsum(diffs.tolist()) / rounds,), RowVariance.of(diffs), 1 / rounds, (rounds, rounds)
+        )
     centers = (_mean(log_c) - _mean(log_b), math.log(medians[1] / medians[0]))
     scale = 1 / len(log_b) + 1 / len(log_c)
     return LogEvidence(centers, RowVariance.of(log_b, log_c), scale, (len(log_b), len(log_c)))
@@ -435,13 +437,27 @@ class RowSeries:
         return wall > 0 and cpu >= HOST_BOUND_SHARE * wall
 
 
-def infer(evidence: LogEvidence | None, prior: NoisePrior | None, baseline: np.ndarray, current: np.ndarray, settings: CompareSettings) -> Inference:
+def infer(
+    evidence: LogEvidence | None,
+    prior: NoisePrior | None,
+    baseline: np.ndarray,
+    current: np.ndarray,
+    settings: CompareSettings,
+) -> Inference:
     """The t inference on the row's moderated variance; the samples' bootstrap when the row has no
     between-pass variance and no prior to borrow one from."""
     if evidence is not None and (evidence.own.df >= 1 or prior is not None):
-        variance, df = prior.moderate(evidence.own) if prior is not None else (evidence.own.variance, evidence.own.df)
+        variance, df = (
+            prior.moderate(evidence.own) if prior is not None else (evidence.own.variance, evidence.own.df)
+        )
         if math.isfinite(variance) and df >= 1:
-            return t_inference(evidence.centers, math.sqrt(variance * evidence.scale), df, settings.confidence, settings.alpha)
+            return t_inference(
+                evidence.centers,
+                math.sqrt(variance * evidence.scale),
+                df,
+                settings.confidence,
+                settings.alpha,
+            )
     return bootstrap_inference(baseline, current, settings)
 
 
@@ -473,7 +489,9 @@ def compare_samples(
     counts |= {"passes_baseline": pb, "passes_current": pc}
     b_med, c_med = medians or (sorted_median(np.sort(baseline)), sorted_median(np.sort(current)))
     if not (b_med > 0 and c_med > 0):
-        return MetricComparison(metric, "uncertain", b_med, c_med, **counts, detail="a median is not positive; no ratio")
+        return MetricComparison(
+            metric, "uncertain", b_med, c_med, **counts, detail="a median is not positive; no ratio"
+        )
     evidence = evidence or log_evidence(baseline, current, b_passes, c_passes, paired)
     inference = infer(evidence, prior, baseline, current, settings)
     ratio = math.exp(evidence.centers[0]) if paired and evidence is not None else c_med / b_med
@@ -504,7 +522,11 @@ def _describe(status: str | None, result: ModeResult | None, case: CaseResult | 
 
 
 def _rows(run: RunRecord) -> dict[RowKey, tuple[CaseResult, ModeResult]]:
-    return {(case.scenario, case.case_id, mode): (case, result) for case in run.cases for mode, result in case.modes.items()}
+    return {
+        (case.scenario, case.case_id, mode): (case, result)
+        for case in run.cases
+        for mode, result in case.modes.items()
+    }
 
 
 Priors = Mapping[tuple[str, bool], NoisePrior]
@@ -530,7 +552,8 @@ def compare_row(
 
     def same_verdict(verdict: Verdict, detail: str) -> RowComparison:
         metrics = tuple(
-            MetricComparison(m, verdict, threshold=settings.threshold(m), detail=detail) for m in settings.metrics
+            MetricComparison(m, verdict, threshold=settings.threshold(m), detail=detail)
+            for m in settings.metrics
         )
         return RowComparison(scenario, case_id, mode, b_status, c_status, metrics, detail)
 
@@ -548,8 +571,16 @@ def compare_row(
         evidence = evidence_of(b_logs, c_logs, (b_median, c_median), paired)
         metrics.append(
             compare_samples(
-                m, b_samples, c_samples, settings, b_series.sizes, c_series.sizes,
-                (priors or {}).get(stratum(m, host_bound)), paired, evidence, (b_median, c_median),
+                m,
+                b_samples,
+                c_samples,
+                settings,
+                b_series.sizes,
+                c_series.sizes,
+                (priors or {}).get(stratum(m, host_bound)),
+                paired,
+                evidence,
+                (b_median, c_median),
             )
         )
     detail = ""
@@ -616,7 +647,9 @@ def compare_runs(
     series = {
         key: (RowSeries(b_rows[key][0], key[2]), RowSeries(c_rows[key][0], key[2]))
         for key in b_rows
-        if key in c_rows and b_rows[key][1].status in COMPARABLE_STATUSES and c_rows[key][1].status in COMPARABLE_STATUSES
+        if key in c_rows
+        and b_rows[key][1].status in COMPARABLE_STATUSES
+        and c_rows[key][1].status in COMPARABLE_STATUSES
     }
     priors = noise_priors(series, settings.metrics, paired)
     rows = tuple(
@@ -627,8 +660,15 @@ def compare_runs(
 
 
 def compare_paired(
-    a: RunRecord, b: RunRecord, settings: CompareSettings | None = None, *, a_label: str = "A", b_label: str = "B"
+    a: RunRecord,
+    b: RunRecord,
+    settings: CompareSettings | None = None,
+    *,
+    a_label: str = "A",
+    b_label: str = "B",
 ) -> Comparison:
     """The paired comparison of two sides of one interleaved invocation (launchbench ab): pass k of both
     sides is round k; the statistics are on each round's B/A ratio."""
-    return compare_runs(a, b, settings, allow_different_gpu=True, baseline_label=a_label, current_label=b_label, paired=True)
+    return compare_runs(
+        a, b, settings, allow_different_gpu=True, baseline_label=a_label, current_label=b_label, paired=True
+    )

@@ -99,7 +99,9 @@ def fit_cost_model(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (scenario, chain, other sweep values, mode) whose chain length varies over ≥ 2 values."""
     rows: list[dict[str, Any]] = []
     usable = table[table["status"].isin(list(MEASURED_STATUSES)) & table["wall_us_per_iter"].notna()]
-    records = usable[["scenario", "chain", "params", "mode", "launches_per_iter", "wall_us_per_iter"]].to_dict("records")
+    records = usable[
+        ["scenario", "chain", "params", "mode", "launches_per_iter", "wall_us_per_iter"]
+    ].to_dict("records")
     chains: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for record in records:
         chains.setdefault((record["scenario"], record["chain"]), []).append(record)
@@ -128,7 +130,9 @@ def fit_cost_model(table: pd.DataFrame) -> pd.DataFrame:
                     "crossover_launches": crossover,
                     "crossover_launches_se": crossover_se,
                     "saving_us_per_launch": fits["eager"]["per"] - fits["graph"]["per"],
-                    "asymptotic_speedup": fits["eager"]["per"] / fits["graph"]["per"] if fits["graph"]["per"] > 0 else math.inf,
+                    "asymptotic_speedup": fits["eager"]["per"] / fits["graph"]["per"]
+                    if fits["graph"]["per"] > 0
+                    else math.inf,
                 }
             for mode, fit in fits.items():
                 rows.append(

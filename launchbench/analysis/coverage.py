@@ -57,7 +57,11 @@ def _apply(report: GateReport, failing: list[tuple[bool, str, str]], notes: Iter
 
 
 def comparison_coverage(
-    report: GateReport, comparison: Comparison, baseline: RunRecord, current: RunRecord, policy: CoveragePolicy
+    report: GateReport,
+    comparison: Comparison,
+    baseline: RunRecord,
+    current: RunRecord,
+    policy: CoveragePolicy,
 ) -> GateReport:
     """The regression gate's report with what it failed to cover."""
     failing: list[tuple[bool, str, str]] = []
@@ -73,7 +77,13 @@ def comparison_coverage(
             )
         )
     elif not any(check.kind == "regression" for check in report.checks):
-        failing.append((policy.allow_empty, "--allow-empty", "the gate evaluated no check: no row was compared on a gated metric"))
+        failing.append(
+            (
+                policy.allow_empty,
+                "--allow-empty",
+                "the gate evaluated no check: no row was compared on a gated metric",
+            )
+        )
     why = unfinished(current)
     if why:
         failing.append((policy.allow_interrupted, "--allow-interrupted", f"the current run {why}"))
@@ -89,7 +99,9 @@ def check_coverage(report: GateReport, run: RunRecord, policy: CoveragePolicy) -
     failing: list[tuple[bool, str, str]] = []
     evaluated = [c for c in report.checks if c.kind == "expectation" and c.value is not None]
     if not evaluated:
-        failing.append((policy.allow_empty, "--allow-empty", "no expectation was evaluated: no matching row has a value"))
+        failing.append(
+            (policy.allow_empty, "--allow-empty", "no expectation was evaluated: no matching row has a value")
+        )
     why = unfinished(run)
     if why:
         failing.append((policy.allow_interrupted, "--allow-interrupted", f"the run {why}"))

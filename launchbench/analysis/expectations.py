@@ -16,7 +16,9 @@ from launchbench.scenario.expand import Expansion, load_bounded, plan_expansion
 from launchbench.scenario.load import ScenarioFile
 
 # results.csv columns that hold text, not a number an expectation can bound
-TEXT_COLUMNS = frozenset({"scenario", "case", "chain", "kinds", "params", "mode", "status", "reason", "throttle_reasons"})
+TEXT_COLUMNS = frozenset(
+    {"scenario", "case", "chain", "kinds", "params", "mode", "status", "reason", "throttle_reasons"}
+)
 EXPECTABLE_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in TEXT_COLUMNS)
 
 
@@ -32,18 +34,26 @@ def check_expectations(loaded: ScenarioFile, case_ids: Sequence[str]) -> None:
                 message = f"unknown metric '{exp.metric}'"
                 close = difflib.get_close_matches(exp.metric, EXPECTABLE_COLUMNS, n=1, cutoff=0.6)
                 message += (
-                    f"; did you mean '{close[0]}'?" if close else " (e.g. wall_us_per_launch, speedup; see the results.csv columns)"
+                    f"; did you mean '{close[0]}'?"
+                    if close
+                    else " (e.g. wall_us_per_launch, speedup; see the results.csv columns)"
                 )
-            raise ScenarioError(loaded.file, message, _line(loaded, base + ("metric",)), f"expect[{index}].metric")
+            raise ScenarioError(
+                loaded.file, message, _line(loaded, base + ("metric",)), f"expect[{index}].metric"
+            )
         if not any(fnmatch.fnmatchcase(case, exp.case) for case in case_ids):
             message = f"case pattern '{exp.case}' matches no case of this scenario"
-            close = difflib.get_close_matches(exp.case, list(dict.fromkeys(case_ids))[:10_000], n=1, cutoff=0.6)
+            close = difflib.get_close_matches(
+                exp.case, list(dict.fromkeys(case_ids))[:10_000], n=1, cutoff=0.6
+            )
             if close:
                 message += f"; did you mean '{close[0]}'?"
             else:
                 shown = ", ".join(list(case_ids)[:8]) + (", ..." if len(case_ids) > 8 else "")
                 message += f" (cases: {shown})"
-            raise ScenarioError(loaded.file, message, _line(loaded, base + ("case",)), f"expect[{index}].case")
+            raise ScenarioError(
+                loaded.file, message, _line(loaded, base + ("case",)), f"expect[{index}].case"
+            )
 
 
 def _line(loaded: ScenarioFile, path: tuple[object, ...]) -> int | None:

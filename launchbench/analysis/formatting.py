@@ -18,7 +18,9 @@ def format_change(x: float, missing: str = "") -> str:
 
 def format_change_ci(low: float, high: float, missing: str = "", sep: str = " … ") -> str:
     """The 95% CI of a relative change, e.g. '-1.4% … +1.3%'."""
-    return missing if math.isnan(low) or math.isnan(high) else f"{format_change(low)}{sep}{format_change(high)}"
+    return (
+        missing if math.isnan(low) or math.isnan(high) else f"{format_change(low)}{sep}{format_change(high)}"
+    )
 
 
 def format_p(p: float, missing: str = "") -> str:
@@ -26,9 +28,16 @@ def format_p(p: float, missing: str = "") -> str:
     return missing if math.isnan(p) else f"{p:.2g}"
 
 
-def format_change_summary(baseline: float, current: float, change: float, ci: tuple[float, float], p: float, *more: str) -> str:
+def format_change_summary(
+    baseline: float, current: float, change: float, ci: tuple[float, float], p: float, *more: str
+) -> str:
     """'6.595 → 13.3 µs (+101.6%, 95% CI +51.0% to +170.1%, p=4.1e-80)'; ``more`` adds items in the parentheses."""
-    items = [format_change(change, "—"), f"95% CI {format_change_ci(*ci, '—', sep=' to ')}", f"p={format_p(p, '—')}", *more]
+    items = [
+        format_change(change, "—"),
+        f"95% CI {format_change_ci(*ci, '—', sep=' to ')}",
+        f"p={format_p(p, '—')}",
+        *more,
+    ]
     return f"{format_number(baseline, '—')} → {format_number(current, '—')} µs ({', '.join(items)})"
 
 

@@ -63,7 +63,11 @@ class GateRule:
 
     @property
     def spec(self) -> str:
-        return f"{self.metric}:{self.amount * 100:g}%" if self.unit == "%" else f"{self.metric}:{self.amount:g}us"
+        return (
+            f"{self.metric}:{self.amount * 100:g}%"
+            if self.unit == "%"
+            else f"{self.metric}:{self.amount:g}us"
+        )
 
     def size(self, mc: MetricComparison) -> float:
         """The change this rule measures: relative (ratio − 1) or absolute (µs)."""
@@ -85,17 +89,23 @@ class GateRule:
         return mc.compared and not math.isnan(mc.mde) and self.detectable(mc) > self.amount
 
 
-_RULE = re.compile(r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<amount>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>%|us|µs)\s*$")
+_RULE = re.compile(
+    r"^\s*(?P<metric>[A-Za-z_][A-Za-z0-9_]*)\s*:\s*(?P<amount>[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(?P<unit>%|us|µs)\s*$"
+)
 
 
 def parse_rule(text: str) -> GateRule:
     """``wall_us_per_launch:5%`` or ``latency_us:2us`` → GateRule; GateRuleError otherwise."""
     match = _RULE.match(text)
     if not match:
-        raise GateRuleError(f"--fail-on {text!r}: expected METRIC:N% or METRIC:Nus, e.g. wall_us_per_launch:5%")
+        raise GateRuleError(
+            f"--fail-on {text!r}: expected METRIC:N% or METRIC:Nus, e.g. wall_us_per_launch:5%"
+        )
     metric = match["metric"]
     if metric not in METRIC_BY_NAME:
-        raise GateRuleError(f"--fail-on {text!r}: unknown metric {metric!r}; metrics: {', '.join(METRIC_BY_NAME)}")
+        raise GateRuleError(
+            f"--fail-on {text!r}: unknown metric {metric!r}; metrics: {', '.join(METRIC_BY_NAME)}"
+        )
     amount = float(match["amount"])
     unit: Literal["%", "us"] = "%" if match["unit"] == "%" else "us"
     return GateRule(metric, amount / 100 if unit == "%" else amount, unit)
@@ -148,7 +158,9 @@ class GateReport:
     def checks_for(self, key: tuple[str | None, str, str], metric: str) -> tuple[GateCheck, ...]:
         """The checks that judge one row's metric: its rules for that metric, and a --fail-on-missing
         check of the row (which has no metric: it judges every metric of the row)."""
-        return tuple(c for c in self.checks if (c.scenario, c.case, c.mode) == key and c.metric in (metric, ""))
+        return tuple(
+            c for c in self.checks if (c.scenario, c.case, c.mode) == key and c.metric in (metric, "")
+        )
 
     def verdict_for(self, key: tuple[str | None, str, str], metric: str) -> str:
         """'fail', 'pass', or '' when no check judges the row's metric."""
@@ -165,10 +177,14 @@ def blind_message(rule: GateRule, mc: MetricComparison) -> str:
     return f"cannot detect < {amount} here; {BLIND_ADVICE}"
 
 
-def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison, fail_on_blind: bool = False) -> GateCheck:
+def _rule_check(
+    rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison, fail_on_blind: bool = False
+) -> GateCheck:
     regressed, improved = rule.regressed(mc), rule.improved(mc)
     mde = f"MDE {mc.mde * 100:.1f}%" if not math.isnan(mc.mde) else "MDE —"
-    numbers = format_change_summary(mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value, mde)
+    numbers = format_change_summary(
+        mc.baseline_median, mc.current_median, mc.change, mc.change_ci, mc.p_value, mde
+    )
     amount = rule.spec.partition(":")[2]
     blind = not regressed and rule.blind(mc)
     if regressed:
@@ -187,11 +203,16 @@ def _rule_check(rule: GateRule, scenario: str, case: str, mode: str, mc: MetricC
         message = f"{blind_message(rule, mc)}: {message}"
     kind: CheckKind = "blind" if blind and fail_on_blind else "regression"
     passed = not regressed and not (blind and fail_on_blind)
-    return GateCheck(kind, scenario, case, mode, mc.metric, rule.spec, passed, message, mc.current_median, improved, blind)
+    return GateCheck(
+        kind, scenario, case, mode, mc.metric, rule.spec, passed, message, mc.current_median, improved, blind
+    )
 
 
 def evaluate_rules(
-    comparison: Comparison, rules: Sequence[GateRule], fail_on_missing: bool = False, fail_on_blind: bool = False
+    comparison: Comparison,
+    rules: Sequence[GateRule],
+    fail_on_missing: bool = False,
+    fail_on_blind: bool = False,
 ) -> GateReport:
     """Apply every rule to every compared row. With ``fail_on_missing``, a row that was ok (or budget)
     in the baseline and is absent or not ok in the current run fails too. With ``fail_on_blind``, a
@@ -208,12 +229,20 @@ def evaluate_rules(
                 checks.append(_rule_check(rule, row.scenario, row.case, row.mode, mc, fail_on_blind))
         lost = row.baseline_status in COMPARABLE_STATUSES and row.current_status not in COMPARABLE_STATUSES
         if fail_on_missing and lost:
-            message = "missing from the current run" if row.current_status is None else f"current run: {row.detail}"
+            message = (
+                "missing from the current run" if row.current_status is None else f"current run: {row.detail}"
+            )
             message += " (--allow-missing allows it)"
-            checks.append(GateCheck("missing", row.scenario, row.case, row.mode, "", "--fail-on-missing", False, message))
+            checks.append(
+                GateCheck(
+                    "missing", row.scenario, row.case, row.mode, "", "--fail-on-missing", False, message
+                )
+            )
     blind = sum(c.blind for c in checks)
     if blind:
-        notes.append(f"{blind} gated row-metric(s) cannot detect a change of their rule's size ({BLIND_ADVICE})")
+        notes.append(
+            f"{blind} gated row-metric(s) cannot detect a change of their rule's size ({BLIND_ADVICE})"
+        )
     return GateReport(tuple(checks), tuple(notes))
 
 
@@ -258,7 +287,10 @@ def _expectation_checks(table: pd.DataFrame, scoped: ScopedExpectation) -> list[
         message = f"{exp.metric!r} is not a results.csv column (e.g. wall_us_per_launch, speedup)"
         return [GateCheck("expectation", scenario, exp.case, exp.mode, exp.metric, rule, False, message)]
     in_scope = table if scenario is None else table[table["scenario"] == scenario]
-    mask = [mode == exp.mode and fnmatch.fnmatchcase(str(case), exp.case) for mode, case in zip(in_scope["mode"], in_scope["case"])]
+    mask = [
+        mode == exp.mode and fnmatch.fnmatchcase(str(case), exp.case)
+        for mode, case in zip(in_scope["mode"], in_scope["case"])
+    ]
     matched = in_scope[pd.Series(mask, index=in_scope.index, dtype=bool)]
     if matched.empty:
         where = f" of scenario {scenario!r}" if scenario else ""
@@ -268,13 +300,28 @@ def _expectation_checks(table: pd.DataFrame, scoped: ScopedExpectation) -> list[
     for _, row in matched.iterrows():
         value = _numeric(row[exp.metric])
         if value is None:
-            passed, message = False, f"no value for {exp.metric} (status {row['status']}{': ' + row['reason'] if row['reason'] else ''})"
+            passed, message = (
+                False,
+                f"no value for {exp.metric} (status {row['status']}{': ' + row['reason'] if row['reason'] else ''})",
+            )
         else:
             too_low = exp.min is not None and value < exp.min
             too_high = exp.max is not None and value > exp.max
             passed = not (too_low or too_high)
             message = f"{exp.metric} = {value:.4g}" + ("" if passed else f", expected {_bounds(exp)}")
-        checks.append(GateCheck("expectation", row["scenario"], row["case"], exp.mode, exp.metric, rule, passed, message, value))
+        checks.append(
+            GateCheck(
+                "expectation",
+                row["scenario"],
+                row["case"],
+                exp.mode,
+                exp.metric,
+                rule,
+                passed,
+                message,
+                value,
+            )
+        )
     return checks
 
 
@@ -296,7 +343,9 @@ def check_against_scenarios(run: RunRecord, scenario_files: Sequence[str | Path]
     return replace(report, notes=(*notes, *report.notes))
 
 
-def run_expectations(run: RunRecord, scenario_files: Sequence[str | Path] = ()) -> tuple[list[ScopedExpectation], list[str]]:
+def run_expectations(
+    run: RunRecord, scenario_files: Sequence[str | Path] = ()
+) -> tuple[list[ScopedExpectation], list[str]]:
     """The expectations to check on a run, and notes on where they came from.
 
     From the given scenario files when there are any, else from the scenario files recorded in the run
@@ -315,7 +364,9 @@ def run_expectations(run: RunRecord, scenario_files: Sequence[str | Path] = ()) 
                 notes.append(f"scenario file {info.file} recorded for {info.name!r} is not found")
         if not paths:
             recorded = ", ".join(s.file for s in run.scenarios) or "none recorded"
-            raise NoExpectationsError(f"no scenario file to take expectations from ({recorded}); give one with --scenario")
+            raise NoExpectationsError(
+                f"no scenario file to take expectations from ({recorded}); give one with --scenario"
+            )
     expectations: list[ScopedExpectation] = []
     for path in paths:
         loaded = load_checked(str(path))[0]  # a misspelt metric or a pattern that matches no case: exit 2

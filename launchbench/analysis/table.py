@@ -68,7 +68,9 @@ def widen_to_pass_noise(summary: Summary, logs: np.ndarray | None, prior: NoiseP
         return summary
     factor = math.exp(float(special.stdtrit(df, 0.975)) * math.sqrt(variance / len(logs)))
     return dataclasses.replace(
-        summary, ci_low=min(summary.ci_low, summary.median / factor), ci_high=max(summary.ci_high, summary.median * factor)
+        summary,
+        ci_low=min(summary.ci_low, summary.median / factor),
+        ci_high=max(summary.ci_high, summary.median * factor),
     )
 
 
@@ -85,7 +87,9 @@ def noise_priors(run: RunRecord) -> dict[tuple[str, bool], NoisePrior]:
     return fit_priors(variances)
 
 
-def case_rows(case: CaseResult, gpu_name: str, priors: Mapping[tuple[str, bool], NoisePrior] | None = None) -> list[dict[str, Any]]:
+def case_rows(
+    case: CaseResult, gpu_name: str, priors: Mapping[tuple[str, bool], NoisePrior] | None = None
+) -> list[dict[str, Any]]:
     """The case's rows; a multi-pass row's CI covers its pass noise, shrunk toward ``priors`` (noise_priors)."""
     rows: list[dict[str, Any]] = []
     eager_wall = _median(case.samples("eager", WALL))

@@ -9,7 +9,9 @@ from launchbench.backend.base import OutputCheck
 ROUNDING_RTOL = {2: 1e-2, 4: 1e-5, 8: 1e-12}
 
 
-def compare_outputs(initial: dict[str, np.ndarray], eager: dict[str, np.ndarray], graph: dict[str, np.ndarray]) -> OutputCheck:
+def compare_outputs(
+    initial: dict[str, np.ndarray], eager: dict[str, np.ndarray], graph: dict[str, np.ndarray]
+) -> OutputCheck:
     """Exact equality, or closeness within the dtype's rounding for reductions whose order may vary."""
     mismatches = []
     close_only = []
@@ -19,7 +21,9 @@ def compare_outputs(initial: dict[str, np.ndarray], eager: dict[str, np.ndarray]
         if np.array_equal(expected, got, equal_nan=True):
             continue
         if expected.dtype.kind == "f":
-            far = ~np.isclose(got, expected, rtol=ROUNDING_RTOL[expected.dtype.itemsize], atol=0, equal_nan=True)
+            far = ~np.isclose(
+                got, expected, rtol=ROUNDING_RTOL[expected.dtype.itemsize], atol=0, equal_nan=True
+            )
             if not far.any():
                 close_only.append(name)
                 continue

@@ -99,7 +99,9 @@ class CupyPreparedCase:
     def _snapshot(self) -> dict[str, np.ndarray]:
         self.stream.synchronize()
         return {
-            name: cupy.asnumpy(array) if isinstance(array, cupy.ndarray) else np.array(array, copy=True)  # host: a copy
+            name: cupy.asnumpy(array)
+            if isinstance(array, cupy.ndarray)
+            else np.array(array, copy=True)  # host: a copy
             for built in self.steps
             for name, array in built.outputs.items()
         }

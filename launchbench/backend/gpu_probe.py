@@ -27,9 +27,13 @@ def require_gpu(device: int = 0) -> None:
     except Exception as err:  # noqa: BLE001 - driver missing or broken
         raise NoGpuError(f"no usable CUDA device: {err}; check the NVIDIA driver with nvidia-smi.") from None
     if not available or count == 0:
-        raise NoGpuError("no CUDA device is visible to CuPy; run on a machine with an NVIDIA GPU and driver (nvidia-smi).")
+        raise NoGpuError(
+            "no CUDA device is visible to CuPy; run on a machine with an NVIDIA GPU and driver (nvidia-smi)."
+        )
     if not 0 <= device < count:
-        raise NoGpuError(f"device {device} does not exist; this machine has {count} CUDA device(s) (0..{count - 1}).")
+        raise NoGpuError(
+            f"device {device} does not exist; this machine has {count} CUDA device(s) (0..{count - 1})."
+        )
 
 
 def _version_string(v: int) -> str:
@@ -80,5 +84,7 @@ def collect_environment(device: int = 0) -> dict[str, Any]:
         env["nvml"] = True
     else:
         env["nvml"] = False
-    env["capture_timing"] = "split (cuda.bindings)" if env["cuda_bindings"] else "combined (CuPy end_capture instantiates)"
+    env["capture_timing"] = (
+        "split (cuda.bindings)" if env["cuda_bindings"] else "combined (CuPy end_capture instantiates)"
+    )
     return env

@@ -79,7 +79,9 @@ def _free_bytes() -> int:
     return int(cupy.cuda.runtime.memGetInfo()[0])
 
 
-def _split_lifecycle(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock) -> GraphLifecycle:
+def _split_lifecycle(
+    stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock
+) -> GraphLifecycle:
     mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed
     t0 = clock.wall()
     _check(cudart.cudaStreamBeginCapture(stream.ptr, mode), "cudaStreamBeginCapture")

@@ -20,7 +20,6 @@ _THROTTLE_REASONS = {
 }
 
 
-
 def _uuid_string(raw: bytes) -> str:
     h = raw.hex()
     return f"GPU-{h[0:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
@@ -47,7 +46,10 @@ class NvmlMonitor:
     def __init__(self, handle: Any, nvml: Any):
         self._handle = handle
         self._nvml = nvml
-        self._reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        self._reasons = (
+            getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+            or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        )
 
     @classmethod
     def for_cuda_device(cls, device: int) -> NvmlMonitor | None:

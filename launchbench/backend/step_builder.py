@@ -61,5 +61,7 @@ class StepBuilder:
         stream = self._stream_of(step)
         built = spec.build(step, self, f"step{index}.{step.kind}", stream)
         if stream is not self.stream and not spec.takes_stream:
-            built.calls = [_on_stream(stream, call) for call in built.calls]  # these launch on the current stream
+            built.calls = [
+                _on_stream(stream, call) for call in built.calls
+            ]  # these launch on the current stream
         return built

@@ -57,7 +57,9 @@ class LaunchLoop:
         self.window = LaunchWindow(stream, max_in_flight)
         submissions = len(self.calls)
         if submissions >= self.window.block:
-            self._chunks = [self.calls[i : i + self.window.block] for i in range(0, submissions, self.window.block)]
+            self._chunks = [
+                self.calls[i : i + self.window.block] for i in range(0, submissions, self.window.block)
+            ]
             self._iters_per_mark = 0
         else:
             self._chunks = [self.calls]

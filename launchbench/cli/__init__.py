@@ -37,7 +37,10 @@ COMMANDS: dict[str, Entry] = {
     "check": Entry("launchbench.cli.check", "Check a run against the expectations of its scenario files."),
     "plot": Entry("launchbench.cli.plot", "Draw figures from result files; no GPU needed."),
     "graph": Entry("launchbench.cli.graph", "Capture one case and write its CUDA Graph as DOT, SVG or PNG."),
-    "history": Entry("launchbench.cli.history", "Keep runs in a database and follow them: trends, change points, an HTML report."),
+    "history": Entry(
+        "launchbench.cli.history",
+        "Keep runs in a database and follow them: trends, change points, an HTML report.",
+    ),
 }
 
 

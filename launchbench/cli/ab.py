@@ -34,33 +34,110 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
 
 @click.command("ab", short_help=short_help("ab"))
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--a", "a_spec", default="", metavar="VARIANT", help=f"Variant A, the base: {VARIANT_HELP}. Default: this interpreter.")
-@click.option("--b", "b_spec", default="", metavar="VARIANT", help="Variant B, the change: as --a. Default: this interpreter.")
-@out_dir_option("Directory for both run directories (a/, b/) and the comparison (default results/<timestamp>-ab-<scenario>).")
-@click.option("--results-root", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
-              help="Where the default directory goes.")
+@click.option(
+    "--a",
+    "a_spec",
+    default="",
+    metavar="VARIANT",
+    help=f"Variant A, the base: {VARIANT_HELP}. Default: this interpreter.",
+)
+@click.option(
+    "--b",
+    "b_spec",
+    default="",
+    metavar="VARIANT",
+    help="Variant B, the change: as --a. Default: this interpreter.",
+)
+@out_dir_option(
+    "Directory for both run directories (a/, b/) and the comparison (default results/<timestamp>-ab-<scenario>)."
+)
+@click.option(
+    "--results-root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Where the default directory goes.",
+)
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
-@click.option("--passes", type=click.IntRange(min=2, max=100), help="Rounds: passes of each side, interleaved (default: the scenario's, 5).")
-@click.option("--max-time", type=click.FloatRange(min=0, min_open=True), help="Time budget per case and side in seconds (default 4).")
-@click.option("--target-noise", type=click.FloatRange(min=0, min_open=True, max=1), help="Noise target of each side's sampling.")
+@click.option(
+    "--passes",
+    type=click.IntRange(min=2, max=100),
+    help="Rounds: passes of each side, interleaved (default: the scenario's, 5).",
+)
+@click.option(
+    "--max-time",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Time budget per case and side in seconds (default 4).",
+)
+@click.option(
+    "--target-noise",
+    type=click.FloatRange(min=0, min_open=True, max=1),
+    help="Noise target of each side's sampling.",
+)
 @click.option("--min-samples", type=click.IntRange(min=3), help="Fewest samples per mode.")
 @click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 rounds, 5 samples minimum.")
-@click.option("--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases.")
-@click.option("-m", "--metric", "metrics", multiple=True, type=click.Choice(list(METRIC_BY_NAME)), help="Metric to compare (repeatable).")
-@click.option("--threshold", "thresholds", multiple=True, metavar="[METRIC:]N%", callback=_parse_many(parse_threshold, CompareSettingsError),
-              help="Smallest change that counts, per metric or for all. Default 5%.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_ALPHA, show_default=True,
-              help="Significance level of the t test over rounds.")
-@click.option("--fail-on", "rules", multiple=True, metavar="METRIC:N%|METRIC:Nus", callback=_parse_many(parse_rule, GateRuleError),
-              help="Exit 1 when a row's verdict is slower, by at least this much (repeatable).")
-@click.option("--allow-missing", is_flag=True, help="Do not fail the gate when a row ok in A is missing or failed in B.")
-@click.option("--allow-empty", is_flag=True, help="Do not fail the gate when it evaluated no check (a warning instead).")
-@click.option("--fail-on-blind", is_flag=True, help="Also exit 1 when a gated row's minimum detectable effect exceeds its rule.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
+@click.option(
+    "--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases."
+)
+@click.option(
+    "-m",
+    "--metric",
+    "metrics",
+    multiple=True,
+    type=click.Choice(list(METRIC_BY_NAME)),
+    help="Metric to compare (repeatable).",
+)
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="[METRIC:]N%",
+    callback=_parse_many(parse_threshold, CompareSettingsError),
+    help="Smallest change that counts, per metric or for all. Default 5%.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_ALPHA,
+    show_default=True,
+    help="Significance level of the t test over rounds.",
+)
+@click.option(
+    "--fail-on",
+    "rules",
+    multiple=True,
+    metavar="METRIC:N%|METRIC:Nus",
+    callback=_parse_many(parse_rule, GateRuleError),
+    help="Exit 1 when a row's verdict is slower, by at least this much (repeatable).",
+)
+@click.option(
+    "--allow-missing", is_flag=True, help="Do not fail the gate when a row ok in A is missing or failed in B."
+)
+@click.option(
+    "--allow-empty", is_flag=True, help="Do not fail the gate when it evaluated no check (a warning instead)."
+)
+@click.option(
+    "--fail-on-blind",
+    is_flag=True,
+    help="Also exit 1 when a gated row's minimum detectable effect exceeds its rule.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
+)
 @output_option(old=())
-@click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), help="Also write JUnit XML: one testcase per row and metric.")
-@click.option("--cpu", "cpu", default="auto", show_default=True, metavar="N|auto|none",
-              help="CPU to pin both sides' workers to: a number, auto (the highest this process may use) or none.")
+@click.option(
+    "--junit",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write JUnit XML: one testcase per row and metric.",
+)
+@click.option(
+    "--cpu",
+    "cpu",
+    default="auto",
+    show_default=True,
+    metavar="N|auto|none",
+    help="CPU to pin both sides' workers to: a number, auto (the highest this process may use) or none.",
+)
 @quiet_option("No progress lines.")
 @handle_errors
 def ab(
@@ -123,7 +200,9 @@ def ab(
     if passes is not None:
         overrides["passes"] = passes
     plans = tuple(runner.plan(v.scenarios or scenarios, overrides, max_cases) for v in variants)
-    root = out_dir or runner.default_run_dir(results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios])
+    root = out_dir or runner.default_run_dir(
+        results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios]
+    )
     sides = (Side("A", variants[0], plans[0], root / "a"), Side("B", variants[1], plans[1], root / "b"))
     options = runner.RunOptions(device=device, overrides=overrides, isolate=True, write_tables=write_tables)
     console = make_console(stderr=fmt != "table" and not output)
@@ -142,7 +221,9 @@ def ab(
     report = None
     if rules:  # as in compare: a gate that checks nothing fails
         policy = CoveragePolicy(allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=False)
-        report = comparison_coverage(evaluate_rules(comparison, rules, not allow_missing, fail_on_blind), comparison, a, b, policy)
+        report = comparison_coverage(
+            evaluate_rules(comparison, rules, not allow_missing, fail_on_blind), comparison, a, b, policy
+        )
     emit_comparison(comparison, report, fmt, output, junit)
     from launchbench.report.markdown import comparison_markdown
 

@@ -27,13 +27,31 @@ FORMATS = ("table", "markdown", "csv", "json")
 
 @click.command("check", short_help=short_help("check"))
 @click.argument("run", type=click.Path())
-@click.option("-s", "--scenario", "scenarios", multiple=True, type=click.Path(dir_okay=False),
-              help="Scenario file whose 'expect:' entries to check (repeatable). Default: the files recorded in the run.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
+@click.option(
+    "-s",
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    type=click.Path(dir_okay=False),
+    help="Scenario file whose 'expect:' entries to check (repeatable). Default: the files recorded in the run.",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
+)
 @output_option()
-@click.option("--junit", type=click.Path(path_type=Path), help="Also write JUnit XML: one testcase per expectation and row (" + REPLACED + ").")
-@click.option("--allow-empty", is_flag=True, help="Do not fail when no expectation was evaluated on a row with a value.")
-@click.option("--allow-interrupted", is_flag=True, help="Do not fail when the run is interrupted, failed or never finished.")
+@click.option(
+    "--junit",
+    type=click.Path(path_type=Path),
+    help="Also write JUnit XML: one testcase per expectation and row (" + REPLACED + ").",
+)
+@click.option(
+    "--allow-empty", is_flag=True, help="Do not fail when no expectation was evaluated on a row with a value."
+)
+@click.option(
+    "--allow-interrupted",
+    is_flag=True,
+    help="Do not fail when the run is interrupted, failed or never finished.",
+)
 @quiet_option("Print the one-line outcome instead of the table.")
 @handle_errors
 def check(
@@ -70,14 +88,22 @@ def check(
     check_outputs([("-o", output), ("--junit", junit)], inputs=[run, *scenarios])
     record = load_run(run)
     report = check_against_scenarios(record, scenarios)
-    report = check_coverage(report, record, CoveragePolicy(allow_empty=allow_empty, allow_interrupted=allow_interrupted))
+    report = check_coverage(
+        report, record, CoveragePolicy(allow_empty=allow_empty, allow_interrupted=allow_interrupted)
+    )
     renderers: dict[str, Callable[[], str]] = {
         "markdown": lambda: check_markdown(report),
         "csv": lambda: report_csv(report),
         "json": lambda: report_json(report),
     }
-    emit(fmt, renderers, lambda console: render_checks(console, report), output,
-         outcome_line(report, "failed expectation"), quiet)
+    emit(
+        fmt,
+        renderers,
+        lambda console: render_checks(console, report),
+        output,
+        outcome_line(report, "failed expectation"),
+        quiet,
+    )
     if junit:
         write_output(junit, report_junit(report), "--junit")
     append_step_summary(check_markdown(report))

@@ -137,7 +137,9 @@ def check_outputs(options: list[tuple[str, Path | str | None]], inputs: list[str
 
     chosen: dict[str, Path] = {}
     seen: dict[str, str] = {}
-    input_files = {_same_file_key(resolve_results_file(p)) for p in inputs} | {_same_file_key(Path(p)) for p in inputs}
+    input_files = {_same_file_key(resolve_results_file(p)) for p in inputs} | {
+        _same_file_key(Path(p)) for p in inputs
+    }
     for option, value in options:
         if value is None:
             continue

@@ -49,7 +49,9 @@ def _parse_many(parse: Callable[[str], Any], error: type[Exception]) -> Callable
     return callback
 
 
-def _settings(metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]) -> CompareSettings:
+def _settings(
+    metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
+) -> CompareSettings:
     """A metric named in a ``N%`` rule gets a threshold no larger than N%: the gate fails only rows whose
     verdict is slower, so a rule tighter than the threshold would otherwise never fire."""
     chosen = tuple(dict.fromkeys([*(metrics or DEFAULT_METRICS), *(r.metric for r in rules)]))
@@ -63,27 +65,78 @@ def _settings(metrics: tuple[str, ...], thresholds: list[tuple[str | None, float
 
 @click.command("compare", short_help=short_help("compare"))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(), metavar="[BASELINE] CURRENT")
-@click.option("-m", "--metric", "metrics", multiple=True, type=click.Choice(list(METRIC_BY_NAME)),
-              help=f"Metric to compare (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
-@click.option("--threshold", "thresholds", multiple=True, metavar="[METRIC:]N%",
-              callback=_parse_many(parse_threshold, CompareSettingsError),
-              help="Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=DEFAULT_ALPHA, show_default=True,
-              help="Significance level of the t test over passes (or, in ab, over rounds).")
-@click.option("--fail-on", "rules", multiple=True, metavar="METRIC:N%|METRIC:Nus",
-              callback=_parse_many(parse_rule, GateRuleError),
-              help="Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
-              "e.g. wall_us_per_launch:5%.")
-@click.option("--fail-on-missing", is_flag=True, hidden=True, help="Kept for old scripts: a gate fails on missing rows by default.")
-@click.option("--allow-missing", is_flag=True, help="Do not fail the gate when a row that was ok in the baseline is missing or failed in the current run.")
-@click.option("--allow-empty", is_flag=True, help="Do not fail the gate when it evaluated no check or the runs have no rows in common (a warning instead).")
-@click.option("--allow-interrupted", is_flag=True, help="Do not fail the gate when the current run is interrupted, failed or never finished (a warning instead).")
-@click.option("--fail-on-blind", is_flag=True,
-              help="Also exit 1 when a gated row's minimum detectable effect exceeds its --fail-on amount (it could not have failed).")
-@click.option("--allow-different-gpu", is_flag=True, help="Compare runs taken on different GPU models (refused otherwise).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format.")
+@click.option(
+    "-m",
+    "--metric",
+    "metrics",
+    multiple=True,
+    type=click.Choice(list(METRIC_BY_NAME)),
+    help=f"Metric to compare (repeatable). Default: {', '.join(DEFAULT_METRICS)}.",
+)
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="[METRIC:]N%",
+    callback=_parse_many(parse_threshold, CompareSettingsError),
+    help="Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_ALPHA,
+    show_default=True,
+    help="Significance level of the t test over passes (or, in ab, over rounds).",
+)
+@click.option(
+    "--fail-on",
+    "rules",
+    multiple=True,
+    metavar="METRIC:N%|METRIC:Nus",
+    callback=_parse_many(parse_rule, GateRuleError),
+    help="Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
+    "e.g. wall_us_per_launch:5%.",
+)
+@click.option(
+    "--fail-on-missing",
+    is_flag=True,
+    hidden=True,
+    help="Kept for old scripts: a gate fails on missing rows by default.",
+)
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    help="Do not fail the gate when a row that was ok in the baseline is missing or failed in the current run.",
+)
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Do not fail the gate when it evaluated no check or the runs have no rows in common (a warning instead).",
+)
+@click.option(
+    "--allow-interrupted",
+    is_flag=True,
+    help="Do not fail the gate when the current run is interrupted, failed or never finished (a warning instead).",
+)
+@click.option(
+    "--fail-on-blind",
+    is_flag=True,
+    help="Also exit 1 when a gated row's minimum detectable effect exceeds its --fail-on amount (it could not have failed).",
+)
+@click.option(
+    "--allow-different-gpu",
+    is_flag=True,
+    help="Compare runs taken on different GPU models (refused otherwise).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
+)
 @output_option()
-@click.option("--junit", type=click.Path(path_type=Path), help="Also write JUnit XML: one testcase per row and metric (" + REPLACED + ").")
+@click.option(
+    "--junit",
+    type=click.Path(path_type=Path),
+    help="Also write JUnit XML: one testcase per row and metric (" + REPLACED + ").",
+)
 @quiet_option("Print the one-line outcome instead of the table.")
 @history_baseline_options
 @handle_errors
@@ -145,7 +198,9 @@ def compare(
     except CompareSettingsError as err:
         raise click.UsageError(str(err)) from None
     if baseline_from == "history":
-        baseline_run, baseline, current_run = history_baseline_for(current, db, same_driver, same_cupy, git_branch, last)
+        baseline_run, baseline, current_run = history_baseline_for(
+            current, db, same_driver, same_cupy, git_branch, last
+        )
     else:
         baseline = runs[0]
         baseline_run, current_run = load_run(baseline), load_run(current)
@@ -159,7 +214,9 @@ def compare(
     )
     report = None
     if rules or fail_on_missing:
-        policy = CoveragePolicy(allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=allow_interrupted)
+        policy = CoveragePolicy(
+            allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=allow_interrupted
+        )
         report = evaluate_rules(comparison, rules, not allow_missing, fail_on_blind)
         report = comparison_coverage(report, comparison, baseline_run, current_run, policy)
     else:
@@ -183,7 +240,12 @@ def _warn_unchecked(baseline: Any, current: Any, comparison: Comparison) -> None
 
 
 def emit_comparison(
-    comparison: Comparison, report: GateReport | None, fmt: str, output: Path | None, junit: Path | None, quiet: bool = False
+    comparison: Comparison,
+    report: GateReport | None,
+    fmt: str,
+    output: Path | None,
+    junit: Path | None,
+    quiet: bool = False,
 ) -> None:
     """What compare and ab print and write: the chosen format (to FILE or the terminal), JUnit, and the
     step summary."""

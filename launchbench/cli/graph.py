@@ -17,7 +17,10 @@ from launchbench.files import atomic_write_text, check_output_file
 @click.command("graph", short_help=short_help("graph"))
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--case", "case_id", help="Case id (see `launchbench validate`); default: the first case.")
-@output_option("Output file; .dot, .svg or .png (replaced atomically if it exists; its folder must exist).", required=True)
+@output_option(
+    "Output file; .dot, .svg or .png (replaced atomically if it exists; its folder must exist).",
+    required=True,
+)
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
 @quiet_option("Print only errors.")
 @handle_errors
@@ -52,11 +55,20 @@ def graph(scenario: str, case_id: str | None, output: Path, device: int, quiet: 
         click.echo(f"{chosen.scenario} {chosen.case_id}: graph written to {dot_path}")
     if suffix in (".svg", ".png"):
         if shutil.which("dot") is None:
-            raise LaunchbenchError(f"Graphviz 'dot' is not installed; the DOT file is at {dot_path} (apt-get install graphviz)")
+            raise LaunchbenchError(
+                f"Graphviz 'dot' is not installed; the DOT file is at {dot_path} (apt-get install graphviz)"
+            )
         try:
-            subprocess.run(["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(output)], check=True, timeout=120, capture_output=True)
+            subprocess.run(
+                ["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(output)],
+                check=True,
+                timeout=120,
+                capture_output=True,
+            )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
-            raise LaunchbenchError(f"Graphviz could not render {output} ({err}); the DOT file is at {dot_path}") from None
+            raise LaunchbenchError(
+                f"Graphviz could not render {output} ({err}); the DOT file is at {dot_path}"
+            ) from None
         if not quiet:
             click.echo(f"rendered with Graphviz: {output}")
     sys.exit(EXIT_OK)

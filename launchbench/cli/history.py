@@ -16,7 +16,7 @@ import click
 
 from launchbench.analysis.compare import DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, quiet_option, short_help
-from launchbench.history.db import ENV_VAR
+from launchbench.history import ENV_VAR  # not history.db: compare and ab load this module
 from launchbench.results.schema import METRIC_BY_NAME
 
 F = Callable[..., Any]
@@ -38,23 +38,34 @@ def ingest_after_run(run_dir: Path, db: str | None) -> int:
 
 
 def db_option(func: F) -> F:
-    return click.option("--db", "db", metavar="URL", help=f"History database: a SQLite file or a SQLAlchemy URL "
-                        f"(postgresql+psycopg://USER@HOST/DB). Default ${ENV_VAR}, else results/history.sqlite.")(func)
+    return click.option(
+        "--db",
+        "db",
+        metavar="URL",
+        help=f"History database: a SQLite file or a SQLAlchemy URL "
+        f"(postgresql+psycopg://USER@HOST/DB). Default ${ENV_VAR}, else results/history.sqlite.",
+    )(func)
 
 
 def filter_options(func: F) -> F:
     """Options that pick runs by their environment (shared by list, trend, changes, report, compare)."""
-    for option in reversed([
-        click.option("--gpu", "gpu_name", metavar="NAME", help="Only runs on this GPU model (e.g. 'NVIDIA H200')."),
-        click.option("--driver", metavar="VERSION", help="Only runs with this driver version."),
-        click.option("--cupy", metavar="VERSION", help="Only runs with this CuPy version."),
-        click.option("--cuda-runtime", metavar="VERSION", help="Only runs with this CUDA runtime."),
-        click.option("--branch", "git_branch", metavar="NAME", help="Only runs of this git branch."),
-        click.option("--commit", "git_commit", metavar="SHA", help="Only runs of this git commit."),
-        click.option("--host", metavar="NAME", help="Only runs on this host."),
-        click.option("--scenario", metavar="NAME", help="Only runs that measured this scenario."),
-        click.option("--last", type=click.IntRange(min=1), metavar="N", help="Only the newest N matching runs."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--gpu", "gpu_name", metavar="NAME", help="Only runs on this GPU model (e.g. 'NVIDIA H200')."
+            ),
+            click.option("--driver", metavar="VERSION", help="Only runs with this driver version."),
+            click.option("--cupy", metavar="VERSION", help="Only runs with this CuPy version."),
+            click.option("--cuda-runtime", metavar="VERSION", help="Only runs with this CUDA runtime."),
+            click.option("--branch", "git_branch", metavar="NAME", help="Only runs of this git branch."),
+            click.option("--commit", "git_commit", metavar="SHA", help="Only runs of this git commit."),
+            click.option("--host", metavar="NAME", help="Only runs on this host."),
+            click.option("--scenario", metavar="NAME", help="Only runs that measured this scenario."),
+            click.option(
+                "--last", type=click.IntRange(min=1), metavar="N", help="Only the newest N matching runs."
+            ),
+        ]
+    ):
         func = option(func)
     return func
 
@@ -87,9 +98,20 @@ def _open(db: str | None) -> Any:
     return HistoryDB(db)
 
 
-format_option = click.option("--format", "fmt", type=click.Choice(("table", "csv", "json")), default="table", show_default=True,
-                             help="Output format.")
-output_option = click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the output to FILE instead of the terminal.")
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "csv", "json")),
+    default="table",
+    show_default=True,
+    help="Output format.",
+)
+output_option = click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write the output to FILE instead of the terminal.",
+)
 
 
 @click.group("history", short_help=short_help("history"))
@@ -107,8 +129,15 @@ def history(ctx: click.Context, quiet: bool) -> None:
 @history.command()
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path())
 @db_option
-@click.option("--commit", "git_commit", metavar="SHA", help="Record this git commit (default: the one the run recorded).")
-@click.option("--branch", "git_branch", metavar="NAME", help="Record this git branch (runs do not record one).")
+@click.option(
+    "--commit",
+    "git_commit",
+    metavar="SHA",
+    help="Record this git commit (default: the one the run recorded).",
+)
+@click.option(
+    "--branch", "git_branch", metavar="NAME", help="Record this git branch (runs do not record one)."
+)
 @handle_errors
 def ingest(run_dirs: tuple[str, ...], db: str | None, git_commit: str | None, git_branch: str | None) -> None:
     """Add run directories to the history (idempotent: a run already there, by content, is skipped).
@@ -145,14 +174,24 @@ def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -
 
 @history.command()
 @click.argument("row")
-@click.option("--mode", type=click.Choice(("eager", "graph")), default="graph", show_default=True, help="Which mode of the row.")
-@click.option("-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default="wall_us_per_launch", show_default=True)
+@click.option(
+    "--mode",
+    type=click.Choice(("eager", "graph")),
+    default="graph",
+    show_default=True,
+    help="Which mode of the row.",
+)
+@click.option(
+    "-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default="wall_us_per_launch", show_default=True
+)
 @db_option
 @filter_options
 @format_option
 @output_option
 @handle_errors
-def trend(row: str, mode: str, metric: str, db: str | None, fmt: str, output: str | None, **filters: Any) -> None:
+def trend(
+    row: str, mode: str, metric: str, db: str | None, fmt: str, output: str | None, **filters: Any
+) -> None:
     """One row's metric over runs (ROW is SCENARIO/CASE, e.g. quickstart/empty/length=10): the median
     and its 95% CI in each run, oldest first."""
     from launchbench.history.query import parse_row
@@ -162,40 +201,84 @@ def trend(row: str, mode: str, metric: str, db: str | None, fmt: str, output: st
     key = parse_row(row, mode)
     with _open(db) as opened:
         points = query_trend(opened, key, metric, make_filter(**filters))
-    _emit(render(trend_records(points, metric), fmt, f"{row} [{mode}] {metric}: {len(points)} runs", TREND_COLUMNS), output)
+    _emit(
+        render(
+            trend_records(points, metric), fmt, f"{row} [{mode}] {metric}: {len(points)} runs", TREND_COLUMNS
+        ),
+        output,
+    )
     sys.exit(EXIT_OK)
 
 
 @history.command()
-@click.option("-m", "--metric", "metrics", multiple=True, type=click.Choice(list(METRIC_BY_NAME)),
-              help=f"Metric (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
-@click.option("--threshold", type=click.FloatRange(min=0), default=100 * DEFAULT_THRESHOLD, show_default=True, metavar="PCT",
-              help="Smallest step that counts, in percent.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.01, show_default=True,
-              help="Significance level of Welch's t test across the runs on each side of a step.")
+@click.option(
+    "-m",
+    "--metric",
+    "metrics",
+    multiple=True,
+    type=click.Choice(list(METRIC_BY_NAME)),
+    help=f"Metric (repeatable). Default: {', '.join(DEFAULT_METRICS)}.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=100 * DEFAULT_THRESHOLD,
+    show_default=True,
+    metavar="PCT",
+    help="Smallest step that counts, in percent.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.01,
+    show_default=True,
+    help="Significance level of Welch's t test across the runs on each side of a step.",
+)
 @db_option
 @filter_options
 @format_option
 @output_option
 @handle_errors
-def changes(metrics: tuple[str, ...], threshold: float, alpha: float, db: str | None, fmt: str, output: str | None,
-            **filters: Any) -> None:
+def changes(
+    metrics: tuple[str, ...],
+    threshold: float,
+    alpha: float,
+    db: str | None,
+    fmt: str,
+    output: str | None,
+    **filters: Any,
+) -> None:
     """Change points of every row and metric over runs: the run before and after each step, the step
     with its 95% CI, and the environment fields that changed there (runs are the units; see docs/history.md)."""
     from launchbench.history.changes import detect_changes
     from launchbench.report.history import CHANGE_COLUMNS, change_records, render
 
     with _open(db) as opened:
-        found = detect_changes(opened, make_filter(**filters), metrics or DEFAULT_METRICS, threshold=threshold / 100, alpha=alpha)
+        found = detect_changes(
+            opened, make_filter(**filters), metrics or DEFAULT_METRICS, threshold=threshold / 100, alpha=alpha
+        )
     _emit(render(change_records(found), fmt, f"{len(found)} change points", CHANGE_COLUMNS), output)
     sys.exit(EXIT_OK)
 
 
 @history.command()
-@click.option("-d", "--out-dir", "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for index.html (created).")
-@click.option("-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default="wall_us_per_launch", show_default=True,
-              help="Metric to plot.")
+@click.option(
+    "-d",
+    "--out-dir",
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for index.html (created).",
+)
+@click.option(
+    "-m",
+    "--metric",
+    type=click.Choice(list(METRIC_BY_NAME)),
+    default="wall_us_per_launch",
+    show_default=True,
+    help="Metric to plot.",
+)
 @db_option
 @filter_options
 @handle_errors
@@ -218,24 +301,53 @@ command = history
 def history_baseline_options(func: F) -> F:
     """compare's options for ``--baseline history``: the database, the run filters, and filters that
     take their value from the current run."""
-    for option in reversed([
-        click.option("--baseline", "baseline_from", type=click.Choice(["history"]),
-                     help="Compare CURRENT against the last N matching runs of the history database instead of a BASELINE run "
-                     "(same GPU model as CURRENT; see --last, --branch, --same-driver, --same-cupy)."),
-        click.option("--db", "db", metavar="URL", help=f"With --baseline history: the database (default ${ENV_VAR}, "
-                     "else results/history.sqlite)."),
-        click.option("--same-driver", is_flag=True, help="With --baseline history: only runs with CURRENT's driver."),
-        click.option("--same-cupy", is_flag=True, help="With --baseline history: only runs with CURRENT's CuPy."),
-        click.option("--branch", "git_branch", metavar="NAME", help="With --baseline history: only runs of this branch."),
-        click.option("--last", type=click.IntRange(min=1), default=10, show_default=True, metavar="N",
-                     help="With --baseline history: the newest N matching runs."),
-    ]):
+    for option in reversed(
+        [
+            click.option(
+                "--baseline",
+                "baseline_from",
+                type=click.Choice(["history"]),
+                help="Compare CURRENT against the last N matching runs of the history database instead of a BASELINE run "
+                "(same GPU model as CURRENT; see --last, --branch, --same-driver, --same-cupy).",
+            ),
+            click.option(
+                "--db",
+                "db",
+                metavar="URL",
+                help=f"With --baseline history: the database (default ${ENV_VAR}, "
+                "else results/history.sqlite).",
+            ),
+            click.option(
+                "--same-driver",
+                is_flag=True,
+                help="With --baseline history: only runs with CURRENT's driver.",
+            ),
+            click.option(
+                "--same-cupy", is_flag=True, help="With --baseline history: only runs with CURRENT's CuPy."
+            ),
+            click.option(
+                "--branch",
+                "git_branch",
+                metavar="NAME",
+                help="With --baseline history: only runs of this branch.",
+            ),
+            click.option(
+                "--last",
+                type=click.IntRange(min=1),
+                default=10,
+                show_default=True,
+                metavar="N",
+                help="With --baseline history: the newest N matching runs.",
+            ),
+        ]
+    ):
         func = option(func)
     return func
 
 
-def history_baseline_for(current: str, db: str | None, same_driver: bool, same_cupy: bool, git_branch: str | None,
-                         last: int) -> tuple[Any, str, Any]:
+def history_baseline_for(
+    current: str, db: str | None, same_driver: bool, same_cupy: bool, git_branch: str | None, last: int
+) -> tuple[Any, str, Any]:
     """The baseline record drawn from history for the run at ``current``, its label, and the current run
     as one unit (its passes pooled: history.baseline.as_one_run)."""
     import hashlib
@@ -249,8 +361,12 @@ def history_baseline_for(current: str, db: str | None, same_driver: bool, same_c
     env = run_environment(record)
     digest = hashlib.sha256(resolve_results_file(current).read_bytes()).hexdigest()
     filters = RunFilter(
-        gpu_name=env["gpu_name"], driver=env["driver"] if same_driver else None, cupy=env["cupy"] if same_cupy else None,
-        git_branch=git_branch, last=last, exclude_hash=digest,
+        gpu_name=env["gpu_name"],
+        driver=env["driver"] if same_driver else None,
+        cupy=env["cupy"] if same_cupy else None,
+        git_branch=git_branch,
+        last=last,
+        exclude_hash=digest,
     )
     with _open(db) as opened:
         baseline, runs = history_baseline(opened, filters)

@@ -15,7 +15,14 @@ from launchbench.cli.common import handle_errors, out_dir_option, quiet_option, 
     "Folder for the figures, created with its parents (default: plots/ inside the first run's directory); "
     "existing figures of the same name are replaced."
 )
-@click.option("--format", "fmt", type=click.Choice(["png", "svg"]), default="png", show_default=True, help="Image format.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["png", "svg"]),
+    default="png",
+    show_default=True,
+    help="Image format.",
+)
 @quiet_option("Print only errors (not the path of every file written).")
 @handle_errors
 def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, quiet: bool) -> None:

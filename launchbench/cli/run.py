@@ -26,11 +26,22 @@ from launchbench.errors import LaunchbenchError
 if TYPE_CHECKING:
     from rich.console import Console
 
-QUICK = {"target_noise": 0.03, "latency_target_noise": 0.05, "max_time": 1.0, "min_samples": 5, "warmup_time": 0.05, "passes": 2}
+QUICK = {
+    "target_noise": 0.03,
+    "latency_target_noise": 0.05,
+    "max_time": 1.0,
+    "min_samples": 5,
+    "warmup_time": 0.05,
+    "passes": 2,
+}
 
 
 def _overrides(
-    quick: bool, target_noise: float | None, max_time: float | None, min_samples: int | None, passes: int | None = None
+    quick: bool,
+    target_noise: float | None,
+    max_time: float | None,
+    min_samples: int | None,
+    passes: int | None = None,
 ) -> dict[str, Any]:
     """The command line's measurement settings, held to the file's rules (MeasureSettings): a value the
     file would refuse (nan, inf, out of range) is a usage error naming the option."""
@@ -42,7 +53,9 @@ def _overrides(
     given = {"target_noise": target_noise, "max_time": max_time, "min_samples": min_samples, "passes": passes}
     out.update({key: value for key, value in given.items() if value is not None})
     try:
-        MeasureSettings.model_validate({"max_samples": 10_000_000, **out})  # each value alone; the file's max_samples is checked per file
+        MeasureSettings.model_validate(
+            {"max_samples": 10_000_000, **out}
+        )  # each value alone; the file's max_samples is checked per file
     except ValidationError as err:
         raise click.UsageError(measure_overrides_error(err)) from None
     return out
@@ -54,24 +67,67 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 
 @click.command("run", short_help=short_help("run"))
 @click.argument("scenarios", nargs=-1, type=click.Path(dir_okay=False))
-@out_dir_option("Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results.")
-@click.option("--results-root", type=click.Path(path_type=Path), default=Path("results"), show_default=True, help="Where default run directories go (created with its parents).")
+@out_dir_option(
+    "Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results."
+)
+@click.option(
+    "--results-root",
+    type=click.Path(path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Where default run directories go (created with its parents).",
+)
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
-@click.option("--target-noise", type=float, help="Stop when the median's 95% CI is within this fraction, in (0, 1] (default 0.01).")
+@click.option(
+    "--target-noise",
+    type=float,
+    help="Stop when the median's 95% CI is within this fraction, in (0, 1] (default 0.01).",
+)
 @click.option("--max-time", type=float, help="Time budget per case in seconds, in (0, 86400] (default 4).")
-@click.option("--min-samples", type=int, help="Fewest samples per mode, 3 to the file's max_samples (default 10).")
-@click.option("--passes", type=int, help="Passes over all cases, 1 to 100; each in a fresh worker process; each case's budget is split among them (default 5).")
+@click.option(
+    "--min-samples", type=int, help="Fewest samples per mode, 3 to the file's max_samples (default 10)."
+)
+@click.option(
+    "--passes",
+    type=int,
+    help="Passes over all cases, 1 to 100; each in a fresh worker process; each case's budget is split among them (default 5).",
+)
 @click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 passes, 5 samples minimum.")
-@click.option("--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases.")
-@click.option("--resume", "resume_dir", type=click.Path(file_okay=False, exists=True, path_type=Path), help="Finish an interrupted run: measure only its missing cases (refused when a scenario file changed since).")
-@click.option("--allow-changed-scenario", is_flag=True, help="With --resume: resume even though a scenario file changed since the run started.")
+@click.option(
+    "--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases."
+)
+@click.option(
+    "--resume",
+    "resume_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Finish an interrupted run: measure only its missing cases (refused when a scenario file changed since).",
+)
+@click.option(
+    "--allow-changed-scenario",
+    is_flag=True,
+    help="With --resume: resume even though a scenario file changed since the run started.",
+)
 @click.option("--no-isolate", is_flag=True, help="Run cases in this process instead of a worker process.")
-@click.option("--check", "check", is_flag=True, help="Check the scenarios' expectations afterwards (exit 1 if one fails).")
+@click.option(
+    "--check",
+    "check",
+    is_flag=True,
+    help="Check the scenarios' expectations afterwards (exit 1 if one fails).",
+)
 @click.option("--plot", "plot", is_flag=True, help="Write the plots into <run dir>/plots afterwards.")
 @quiet_option("Print only the summary table and errors.")
-@click.option("--history/--no-history", "history", default=None,
-              help="Ingest the finished run into the history database (default: when $LAUNCHBENCH_HISTORY_DB is set).")
-@click.option("--db", "db", metavar="URL", help="History database for --history (default $LAUNCHBENCH_HISTORY_DB, else results/history.sqlite).")
+@click.option(
+    "--history/--no-history",
+    "history",
+    default=None,
+    help="Ingest the finished run into the history database (default: when $LAUNCHBENCH_HISTORY_DB is set).",
+)
+@click.option(
+    "--db",
+    "db",
+    metavar="URL",
+    help="History database for --history (default $LAUNCHBENCH_HISTORY_DB, else results/history.sqlite).",
+)
 @handle_errors
 def run(
     scenarios: tuple[str, ...],
@@ -127,7 +183,9 @@ def run(
     run_dir = out_dir or runner.default_run_dir(results_root, the_plan.scenarios)
     from launchbench.report.run_files import write_tables
 
-    options = runner.RunOptions(device=device, overrides=overrides, isolate=not no_isolate, write_tables=write_tables)
+    options = runner.RunOptions(
+        device=device, overrides=overrides, isolate=not no_isolate, write_tables=write_tables
+    )
     console = make_console()
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
@@ -135,7 +193,9 @@ def run(
         record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
     except KeyboardInterrupt:
         events.close()
-        console.print(f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with `launchbench run --resume {run_dir}`")
+        console.print(
+            f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with `launchbench run --resume {run_dir}`"
+        )
         sys.exit(EXIT_INTERRUPTED)
     finally:
         events.close()
@@ -168,7 +228,9 @@ def _refuse_changed_scenarios(the_plan: Any, resume: Any, allow: bool) -> None:
             f"{info.sha256[:12]}… now)"
         )
         if not allow:
-            raise LaunchbenchError(f"{message}; resuming would merge passes of two different scenarios (pass --allow-changed-scenario to resume anyway)")
+            raise LaunchbenchError(
+                f"{message}; resuming would merge passes of two different scenarios (pass --allow-changed-scenario to resume anyway)"
+            )
         click.echo(f"launchbench: warning: {message}; resuming anyway (--allow-changed-scenario)", err=True)
 
 

@@ -13,7 +13,12 @@ from launchbench.errors import LaunchbenchError
 
 @click.command("validate", short_help=short_help("validate"))
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--max-cases", type=click.IntRange(min=1), default=None, help="Allow sweeps with more cases than the file's max_cases.")
+@click.option(
+    "--max-cases",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Allow sweeps with more cases than the file's max_cases.",
+)
 @quiet_option("Print only errors.")
 @handle_errors
 def validate(scenarios: tuple[str, ...], max_cases: int | None, quiet: bool) -> None:

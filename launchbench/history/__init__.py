@@ -2,3 +2,5 @@
 baselines drawn from many runs. Layer: above analysis, below report. Run directories stay the source of
 truth; the database holds what the statistics use (per-pass medians and samples, per-run summaries) and
 the environment as columns to filter on."""
+
+ENV_VAR = "LAUNCHBENCH_HISTORY_DB"  # the database URL when --db is not given

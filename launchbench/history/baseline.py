@@ -38,42 +38,72 @@ def history_baseline(db: HistoryDB, filters: RunFilter) -> tuple[RunRecord, list
     """The matching runs pooled into one RunRecord (passes kept apart), and those runs."""
     runs = list_runs(db, filters)
     if not runs:
-        raise HistoryError(f"no run in {db.label} matches the baseline filters ({filters.describe()}); ingest runs first")
+        raise HistoryError(
+            f"no run in {db.label} matches the baseline filters ({filters.describe()}); ingest runs first"
+        )
     ids = [r.id for r in runs]
     with db.session() as session:
         newest = session.get(Run, ids[-1])
         assert newest is not None
         environment = {
             "gpu": {"name": newest.gpu_name, "uuid": newest.gpu_uuid},
-            "driver": newest.driver, "cuda_runtime": newest.cuda_runtime, "cupy": newest.cupy,
-            "git_commit": newest.git_commit, "launchbench": newest.launchbench_version,
+            "driver": newest.driver,
+            "cuda_runtime": newest.cuda_runtime,
+            "cupy": newest.cupy,
+            "git_commit": newest.git_commit,
+            "launchbench": newest.launchbench_version,
         }
         order = {run_id: i for i, run_id in enumerate(ids)}
-        rows = sorted(session.scalars(select(RowResult).where(RowResult.run_id.in_(ids))), key=lambda r: (order[r.run_id], r.id))
+        rows = sorted(
+            session.scalars(select(RowResult).where(RowResult.run_id.in_(ids))),
+            key=lambda r: (order[r.run_id], r.id),
+        )
         latest: dict[tuple[str, str, str], RowResult] = {}
         for row in rows:
             latest[(row.scenario, row.case_id, row.mode)] = row
         passes: dict[int, list[PassResult]] = {}
-        for p in session.scalars(select(PassResult).where(PassResult.row_id.in_([r.id for r in rows])).order_by(PassResult.pass_index)):
+        for p in session.scalars(
+            select(PassResult)
+            .where(PassResult.row_id.in_([r.id for r in rows]))
+            .order_by(PassResult.pass_index)
+        ):
             passes.setdefault(p.row_id, []).append(p)
         cases: dict[tuple[str, str], dict[str, ModeResult]] = {}
         launches: dict[tuple[str, str], int] = {}
         for key, newest_row in latest.items():
             scenario, case_id, mode = key
-            same = [r for r in rows if (r.scenario, r.case_id, r.mode) == key and r.launches_per_iter == newest_row.launches_per_iter
-                    and r.status in MEASURED_STATUSES]
+            same = [
+                r
+                for r in rows
+                if (r.scenario, r.case_id, r.mode) == key
+                and r.launches_per_iter == newest_row.launches_per_iter
+                and r.status in MEASURED_STATUSES
+            ]
             blocks = [
-                _thin(np.concatenate([np.frombuffer(p.samples, dtype="<f8").reshape(len(SERIES), p.n) for p in passes[r.id]], axis=1))
+                _thin(
+                    np.concatenate(
+                        [
+                            np.frombuffer(p.samples, dtype="<f8").reshape(len(SERIES), p.n)
+                            for p in passes[r.id]
+                        ],
+                        axis=1,
+                    )
+                )
                 for r in same
                 if passes.get(r.id)
             ]
             if blocks:
                 pooled = np.concatenate(blocks, axis=1)
-                samples = {k: pooled[i][~np.isnan(pooled[i])].tolist() for i, k in enumerate(SAMPLE_KEYS)
-                           if not np.isnan(pooled[i]).any()}
+                samples = {
+                    k: pooled[i][~np.isnan(pooled[i])].tolist()
+                    for i, k in enumerate(SAMPLE_KEYS)
+                    if not np.isnan(pooled[i]).any()
+                }
                 result = ModeResult.pooled(mode, "ok", samples, [b.shape[1] for b in blocks], target_met=True)  # type: ignore[arg-type]
             else:
-                result = ModeResult(mode=mode, status=newest_row.status, reason="not measured in any baseline run")  # type: ignore[arg-type]
+                result = ModeResult(
+                    mode=mode, status=newest_row.status, reason="not measured in any baseline run"
+                )  # type: ignore[arg-type]
             cases.setdefault((scenario, case_id), {})[mode] = result
             launches[(scenario, case_id)] = newest_row.launches_per_iter
     record = RunRecord(
@@ -83,8 +113,15 @@ def history_baseline(db: HistoryDB, filters: RunFilter) -> tuple[RunRecord, list
         finished=runs[-1].started.isoformat(),
         environment=environment,
         cases=[
-            CaseResult(scenario=s, case_id=c, chain="", kinds="", launches_per_iter=launches[(s, c)], modes=modes,
-                       passes_done=max((len(m.pass_sizes) for m in modes.values()), default=1))
+            CaseResult(
+                scenario=s,
+                case_id=c,
+                chain="",
+                kinds="",
+                launches_per_iter=launches[(s, c)],
+                modes=modes,
+                passes_done=max((len(m.pass_sizes) for m in modes.values()), default=1),
+            )
             for (s, c), modes in cases.items()
         ],
     )
@@ -99,9 +136,17 @@ def as_one_run(record: RunRecord) -> RunRecord:
     for case in record.cases:
         modes = {
             mode: ModeResult.pooled(
-                result.mode, result.status, result.samples, None, result.iters_per_sample, target_met=result.target_met,
-                lifecycle=result.lifecycle, reason=result.reason,
-            ) if len(result.passes) > 1 else result
+                result.mode,
+                result.status,
+                result.samples,
+                None,
+                result.iters_per_sample,
+                target_met=result.target_met,
+                lifecycle=result.lifecycle,
+                reason=result.reason,
+            )
+            if len(result.passes) > 1
+            else result
             for mode, result in case.modes.items()
         }
         cases.append(case.model_copy(update={"modes": modes}))

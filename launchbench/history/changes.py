@@ -141,7 +141,9 @@ def _max_split_statistic(values: np.ndarray, min_size: int) -> np.ndarray:
     return np.max(n1 * n2 / n * (s1 / n1 - s2 / n2) ** 2 / pooled, axis=1)
 
 
-def permutation_p(segment: np.ndarray, min_size: int = MIN_SEGMENT, permutations: int = PERMUTATIONS, seed: int = 0) -> float:
+def permutation_p(
+    segment: np.ndarray, min_size: int = MIN_SEGMENT, permutations: int = PERMUTATIONS, seed: int = 0
+) -> float:
     """p-value of a step anywhere in ``segment``: the largest split statistic against its distribution over
     random orderings of the same runs. Taking the largest over every split point is what keeps a step
     that detection placed where the runs happen to differ most from looking significant by that choice."""
@@ -172,7 +174,9 @@ class _Test:
         return abs(math.expm1(self.diff)) >= threshold and not self.low <= 0 <= self.high and self.p < alpha
 
 
-def confirm(values: np.ndarray, starts: list[int], threshold: float, alpha: float, confidence: float) -> list[_Test]:
+def confirm(
+    values: np.ndarray, starts: list[int], threshold: float, alpha: float, confidence: float
+) -> list[_Test]:
     """Test every candidate against the runs up to its neighbours; drop the weakest one that fails and
     test again, until every candidate left is confirmed (a spurious candidate next to a real step would
     otherwise leave the real one too few runs to be confirmed)."""
@@ -181,8 +185,14 @@ def confirm(values: np.ndarray, starts: list[int], threshold: float, alpha: floa
         bounds = [0, *starts, len(values)]
         tests = []
         for j, start in enumerate(starts):
-            diff, low, high, _ = welch_step(values[bounds[j] : start], values[start : bounds[j + 2]], confidence)
-            p = permutation_p(values[bounds[j] : bounds[j + 2]]) if abs(math.expm1(diff)) >= threshold else 1.0
+            diff, low, high, _ = welch_step(
+                values[bounds[j] : start], values[start : bounds[j + 2]], confidence
+            )
+            p = (
+                permutation_p(values[bounds[j] : bounds[j + 2]])
+                if abs(math.expm1(diff)) >= threshold
+                else 1.0
+            )
             tests.append(_Test(start, diff, low, high, p))
         failed = [t for t in tests if not t.confirmed(threshold, alpha)]
         if not failed:
@@ -210,9 +220,23 @@ def row_changes(
         scenario, case, mode = series.key
         out.append(
             ChangePoint(
-                scenario, case, mode, metric, run_before, run_after, kept[test.start], len(before), len(after),
-                math.exp(before.mean()), math.exp(after.mean()), math.expm1(test.diff), math.expm1(test.low),
-                math.expm1(test.high), test.p, any(series.host_bound), env_changes(run_before, run_after),
+                scenario,
+                case,
+                mode,
+                metric,
+                run_before,
+                run_after,
+                kept[test.start],
+                len(before),
+                len(after),
+                math.exp(before.mean()),
+                math.exp(after.mean()),
+                math.expm1(test.diff),
+                math.expm1(test.low),
+                math.expm1(test.high),
+                test.p,
+                any(series.host_bound),
+                env_changes(run_before, run_after),
             )
         )
     return out

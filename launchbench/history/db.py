@@ -22,8 +22,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from launchbench.errors import LaunchbenchError
+from launchbench.history import ENV_VAR
 
-ENV_VAR = "LAUNCHBENCH_HISTORY_DB"
 DEFAULT_PATH = Path("results") / "history.sqlite"
 MIGRATIONS = Path(__file__).parent / "migrations"
 LOCK_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another process's lock before giving up
@@ -56,7 +56,9 @@ def explain(err: exc.SQLAlchemyError, url: str) -> HistoryError:
     first = text[0] if text else type(err).__name__
     where = describe_url(url)
     if "database is locked" in first:
-        return HistoryError(f"{where}: the database is locked by another process (tried for {LOCK_TIMEOUT_S:g} s); try again")
+        return HistoryError(
+            f"{where}: the database is locked by another process (tried for {LOCK_TIMEOUT_S:g} s); try again"
+        )
     if isinstance(err, exc.OperationalError) and not url.startswith("sqlite"):
         return HistoryError(f"{where}: the database server does not answer ({first})")
     return HistoryError(f"{where}: {first}")
@@ -72,7 +74,9 @@ def _engine(url: str, lock_timeout: float) -> Engine:
     try:
         parsed = make_url(url)
     except exc.ArgumentError:
-        raise HistoryError(f"{url!r} is not a database URL (sqlite:///FILE or postgresql+psycopg://USER@HOST/DB)") from None
+        raise HistoryError(
+            f"{url!r} is not a database URL (sqlite:///FILE or postgresql+psycopg://USER@HOST/DB)"
+        ) from None
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database
         if database and database != ":memory:":

@@ -53,9 +53,13 @@ def read_run_dir(run_dir: str | Path) -> LoadedRun:
     record = load_run(path)  # not a run / truncated / corrupt / newer schema: ResultsFileError
     raw = (path / RESULTS_JSON).read_bytes()
     if record.status == "running":
-        raise HistoryError(f"{path}: the run is half-written (status 'running'); ingest it once it has finished")
+        raise HistoryError(
+            f"{path}: the run is half-written (status 'running'); ingest it once it has finished"
+        )
     if record.status == "interrupted":
-        raise HistoryError(f"{path}: the run was interrupted; finish it with 'launchbench run --resume {path}', then ingest it")
+        raise HistoryError(
+            f"{path}: the run was interrupted; finish it with 'launchbench run --resume {path}', then ingest it"
+        )
     return LoadedRun(path, record, hashlib.sha256(raw).hexdigest())
 
 
@@ -78,7 +82,9 @@ def _get(env: dict[str, Any], *path: str) -> str | None:
     return None if value is None else str(value)
 
 
-def run_environment(record: RunRecord, git_commit: str | None = None, git_branch: str | None = None) -> dict[str, str | None]:
+def run_environment(
+    record: RunRecord, git_commit: str | None = None, git_branch: str | None = None
+) -> dict[str, str | None]:
     env = record.environment
     return {
         "gpu_name": _get(env, "gpu", "name"),
@@ -127,17 +133,28 @@ def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
         block[i] = case.samples(mode, SAMPLE_KEYS[i])
     blocks = np.split(block, np.cumsum(sizes)[:-1], axis=1) if sizes else []
     pass_medians = np.array([np.median(b, axis=1) for b in blocks])  # (passes, series)
-    columns: dict[str, Any] = {f"{name}_{part}": None for name in SERIES for part in ("median", "ci_low", "ci_high")}
+    columns: dict[str, Any] = {
+        f"{name}_{part}": None for name in SERIES for part in ("median", "ci_low", "ci_high")
+    }
     if sizes:
         pooled = np.median(block, axis=1)
         for i in present:
             low, high = _median_ci(block[i])
             if len(sizes) > 1:
-                low, high = min(low, float(pass_medians[:, i].min())), max(high, float(pass_medians[:, i].max()))
+                low, high = (
+                    min(low, float(pass_medians[:, i].min())),
+                    max(high, float(pass_medians[:, i].max())),
+                )
             name = SERIES[i]
-            columns.update({f"{name}_median": float(pooled[i]), f"{name}_ci_low": low, f"{name}_ci_high": high})
+            columns.update(
+                {f"{name}_median": float(pooled[i]), f"{name}_ci_low": low, f"{name}_ci_high": high}
+            )
     wall_median, cpu_median = columns["wall_median"], columns["cpu_median"]
-    host_bound = wall_median is not None and cpu_median is not None and 0 < wall_median <= cpu_median / HOST_BOUND_SHARE
+    host_bound = (
+        wall_median is not None
+        and cpu_median is not None
+        and 0 < wall_median <= cpu_median / HOST_BOUND_SHARE
+    )
     row = {
         "scenario": case.scenario,
         "case_id": case.case_id,
@@ -153,11 +170,20 @@ def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
     for index, size in enumerate(sizes):
         medians = {f"{name}_median": None for name in SERIES}
         medians.update({f"{SERIES[i]}_median": float(pass_medians[index, i]) for i in present})
-        passes.append({"pass_index": index, "n": size, "samples": np.ascontiguousarray(blocks[index], dtype="<f8").tobytes(), **medians})
+        passes.append(
+            {
+                "pass_index": index,
+                "n": size,
+                "samples": np.ascontiguousarray(blocks[index], dtype="<f8").tobytes(),
+                **medians,
+            }
+        )
     return RowValues(row, passes)
 
 
-def build_run(loaded: LoadedRun, git_commit: str | None = None, git_branch: str | None = None) -> tuple[dict[str, Any], list[RowValues]]:
+def build_run(
+    loaded: LoadedRun, git_commit: str | None = None, git_branch: str | None = None
+) -> tuple[dict[str, Any], list[RowValues]]:
     """The column values of one run, its rows and their passes."""
     record = loaded.record
     started = _parse_time(record.started) or datetime.now(timezone.utc)
@@ -169,13 +195,16 @@ def build_run(loaded: LoadedRun, git_commit: str | None = None, git_branch: str 
         "started": started,
         "finished": _parse_time(record.finished),
         "ingested": datetime.now(timezone.utc),
-        "scenarios": ",".join(s.name for s in record.scenarios) or ",".join(dict.fromkeys(c.scenario for c in record.cases)),
+        "scenarios": ",".join(s.name for s in record.scenarios)
+        or ",".join(dict.fromkeys(c.scenario for c in record.cases)),
         **run_environment(record, git_commit, git_branch),
     }
     return run, [_row(case, mode, result) for case in record.cases for mode, result in case.modes.items()]
 
 
-def ingest_loaded(db: HistoryDB, loaded: LoadedRun, git_commit: str | None = None, git_branch: str | None = None) -> IngestOutcome:
+def ingest_loaded(
+    db: HistoryDB, loaded: LoadedRun, git_commit: str | None = None, git_branch: str | None = None
+) -> IngestOutcome:
     """Add a read run in one transaction (bulk inserts: the run, its rows, their passes); nothing when
     its content hash is there already."""
     run, rows = build_run(loaded, git_commit, git_branch)
@@ -187,7 +216,8 @@ def ingest_loaded(db: HistoryDB, loaded: LoadedRun, git_commit: str | None = Non
         row_ids = []
         if rows:
             row_ids = session.scalars(
-                insert(RowResult).returning(RowResult.id, sort_by_parameter_order=True), [{"run_id": run_id, **r.row} for r in rows]
+                insert(RowResult).returning(RowResult.id, sort_by_parameter_order=True),
+                [{"run_id": run_id, **r.row} for r in rows],
             ).all()
         passes = [{"row_id": row_id, **p} for row_id, r in zip(row_ids, rows) for p in r.passes]
         if passes:

@@ -53,7 +53,12 @@ ENV_COLUMN_LABELS: dict[str, str] = {
     "git_branch": "branch",
     "host": "host",
 }
-SERIES: tuple[str, ...] = ("wall", "cpu", "gpu", "latency")  # the raw series, in results.json's SAMPLE_KEYS order
+SERIES: tuple[str, ...] = (
+    "wall",
+    "cpu",
+    "gpu",
+    "latency",
+)  # the raw series, in results.json's SAMPLE_KEYS order
 
 
 class Run(Base):

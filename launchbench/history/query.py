@@ -42,13 +42,19 @@ class RunFilter:
             if value is not None:
                 query = query.where(getattr(Run, column) == value)
         if self.scenario is not None:
-            query = query.where(Run.id.in_(select(RowResult.run_id).where(RowResult.scenario == self.scenario)))
+            query = query.where(
+                Run.id.in_(select(RowResult.run_id).where(RowResult.scenario == self.scenario))
+            )
         if self.exclude_hash is not None:
             query = query.where(Run.content_hash != self.exclude_hash)
         return query
 
     def describe(self) -> str:
-        parts = [f"{f.name}={getattr(self, f.name)}" for f in fields(self) if f.name != "exclude_hash" and getattr(self, f.name) is not None]
+        parts = [
+            f"{f.name}={getattr(self, f.name)}"
+            for f in fields(self)
+            if f.name != "exclude_hash" and getattr(self, f.name) is not None
+        ]
         return ", ".join(parts) or "all runs"
 
 
@@ -81,7 +87,9 @@ class TrendPoint:
 
 
 def _info(run: Run) -> RunInfo:
-    started = run.started if run.started.tzinfo else run.started.replace(tzinfo=timezone.utc)  # SQLite drops the zone
+    started = (
+        run.started if run.started.tzinfo else run.started.replace(tzinfo=timezone.utc)
+    )  # SQLite drops the zone
     return RunInfo(run.id, run.name, run.run_dir, run.status, started, run.scenarios, run.env())
 
 
@@ -101,7 +109,11 @@ def row_keys(db: HistoryDB, filters: RunFilter = ALL_RUNS) -> list[RowKey]:
     """Every (scenario, case, mode) measured in the matching runs, in first-seen order."""
     with db.session() as session:
         ids = [run.id for run in _runs(session, filters)]
-        query = select(RowResult.scenario, RowResult.case_id, RowResult.mode).where(RowResult.run_id.in_(ids)).order_by(RowResult.id)
+        query = (
+            select(RowResult.scenario, RowResult.case_id, RowResult.mode)
+            .where(RowResult.run_id.in_(ids))
+            .order_by(RowResult.id)
+        )
         return list(dict.fromkeys((s, c, m) for s, c, m in session.execute(query)))
 
 
@@ -128,7 +140,10 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
     with db.session() as session:
         runs = {run.id: run for run in _runs(session, filters)}
         query = select(RowResult).where(
-            RowResult.scenario == scenario, RowResult.case_id == case, RowResult.mode == mode, RowResult.run_id.in_(list(runs))
+            RowResult.scenario == scenario,
+            RowResult.case_id == case,
+            RowResult.mode == mode,
+            RowResult.run_id.in_(list(runs)),
         )
         points = []
         for row in session.scalars(query):
@@ -139,9 +154,13 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
             low, high = getattr(row, f"{series}_ci_low"), getattr(row, f"{series}_ci_high")
             points.append(
                 TrendPoint(
-                    _info(runs[row.run_id]), median * scale,
-                    low * scale if low is not None else math.nan, high * scale if high is not None else math.nan,
-                    row.passes, row.n, row.host_bound,
+                    _info(runs[row.run_id]),
+                    median * scale,
+                    low * scale if low is not None else math.nan,
+                    high * scale if high is not None else math.nan,
+                    row.passes,
+                    row.n,
+                    row.host_bound,
                 )
             )
     order = {run_id: i for i, run_id in enumerate(runs)}
@@ -162,18 +181,31 @@ class RowSeries:
         """Per run, the pass medians of a metric in its unit (runs without the series give [])."""
         m = METRIC_BY_NAME[metric]
         name = series_of(metric)
-        return [[v * m.scale(lpi) for v in medians.get(name, ())] for lpi, medians in zip(self.launches, self.pass_medians)]
+        return [
+            [v * m.scale(lpi) for v in medians.get(name, ())]
+            for lpi, medians in zip(self.launches, self.pass_medians)
+        ]
 
 
-def pass_series(db: HistoryDB, filters: RunFilter = ALL_RUNS, keys: Sequence[RowKey] | None = None) -> list[RowSeries]:
+def pass_series(
+    db: HistoryDB, filters: RunFilter = ALL_RUNS, keys: Sequence[RowKey] | None = None
+) -> list[RowSeries]:
     """Per row, the per-pass medians of every matching run that measured it."""
     with db.session() as session:
         runs = {run.id: _info(run) for run in _runs(session, filters)}
         order = {run_id: i for i, run_id in enumerate(runs)}
         query = (
-            select(RowResult.id, RowResult.run_id, RowResult.scenario, RowResult.case_id, RowResult.mode,
-                   RowResult.launches_per_iter, RowResult.host_bound, PassResult.pass_index,
-                   *[getattr(PassResult, f"{s}_median") for s in SERIES])
+            select(
+                RowResult.id,
+                RowResult.run_id,
+                RowResult.scenario,
+                RowResult.case_id,
+                RowResult.mode,
+                RowResult.launches_per_iter,
+                RowResult.host_bound,
+                PassResult.pass_index,
+                *[getattr(PassResult, f"{s}_median") for s in SERIES],
+            )
             .join(PassResult, PassResult.row_id == RowResult.id)
             .where(RowResult.run_id.in_(list(runs)))
             .order_by(RowResult.id, PassResult.pass_index)

@@ -79,7 +79,9 @@ class Sampler:
         self.clock = clock
         self.monitor = monitor
         self.rule = StopRule(settings.target_noise, settings.min_samples, settings.max_samples)
-        self.latency_rule = StopRule(settings.latency_target_noise, settings.min_samples, settings.max_samples)
+        self.latency_rule = StopRule(
+            settings.latency_target_noise, settings.min_samples, settings.max_samples
+        )
 
     def run(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingOutcome:
         start = self.clock.wall()

@@ -48,7 +48,10 @@ def comparison_table(comparison: Comparison, report: GateReport | None) -> Table
             text = column.cell(line)
             if column.header in ("scenario/case", "mode") and not first:
                 text = ""  # said once per row
-            style = {"verdict": VERDICT_STYLE.get(line.metric.verdict), "gate": GATE_STYLE.get(line.gate)}.get(column.key or "")
+            style = {
+                "verdict": VERDICT_STYLE.get(line.metric.verdict),
+                "gate": GATE_STYLE.get(line.gate),
+            }.get(column.key or "")
             cells.append(_styled(text, style))
         table.add_row(*cells)
         previous = line.row
@@ -59,7 +62,9 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
     """The comparison as rich text: environment, verdict table, rows on one side only, gate outcome."""
     diffs = comparison.env_differences
     if diffs:
-        body = "\n".join(f"[bold]{escape(d.item)}[/]: {escape(d.baseline)} → {escape(d.current)}" for d in diffs)
+        body = "\n".join(
+            f"[bold]{escape(d.item)}[/]: {escape(d.baseline)} → {escape(d.current)}" for d in diffs
+        )
         style = "red" if comparison.different_gpu else "yellow"
         console.print(Panel(body, title="The environments differ", border_style=style, expand=False))
     else:
@@ -72,7 +77,8 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
             console.print(f"[magenta]Only in the {side} ({len(only)}):[/] {names}")
     counts = comparison.counts()
     console.print(
-        "Verdicts: " + ", ".join(f"[{VERDICT_STYLE[v]}]{v} {n}[/]" for v, n in counts.items() if n)
+        "Verdicts: "
+        + ", ".join(f"[{VERDICT_STYLE[v]}]{v} {n}[/]" for v, n in counts.items() if n)
         + f"  [dim]({escape(comparison.method_note)})[/]"
     )
     if report is not None:
@@ -85,12 +91,18 @@ def render_report(console: Console, report: GateReport, what: str, list_checks: 
         console.print(f"[dim]note: {escape(note)}[/]")
     if list_checks:
         for check in report.improvements:
-            console.print(f"[green]improved[/] {escape(check.subject)} ({escape(check.rule)}): {escape(check.message)}")
+            console.print(
+                f"[green]improved[/] {escape(check.subject)} ({escape(check.rule)}): {escape(check.message)}"
+            )
         for check in report.blind:
             if check.passed:
-                console.print(f"[yellow]blind[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}")
+                console.print(
+                    f"[yellow]blind[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}"
+                )
         for check in report.failures:
-            console.print(f"[bold red]FAIL[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}")
+            console.print(
+                f"[bold red]FAIL[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}"
+            )
     console.print(_styled(outcome_line(report, what), "bold green" if report.passed else "bold red"))
 
 

@@ -68,18 +68,44 @@ COLUMNS: tuple[Column, ...] = (
     Column("case", None, lambda x: x.row.case),
     Column("mode", "mode", lambda x: x.row.mode),
     Column("metric", "metric", lambda x: x.metric.metric),
-    Column("baseline_median_us", "baseline µs", lambda x: x.metric.baseline_median,
-           lambda x: format_number(x.metric.baseline_median, MISSING), "right"),
-    Column("current_median_us", "current µs", lambda x: x.metric.current_median,
-           lambda x: format_number(x.metric.current_median, MISSING), "right"),
+    Column(
+        "baseline_median_us",
+        "baseline µs",
+        lambda x: x.metric.baseline_median,
+        lambda x: format_number(x.metric.baseline_median, MISSING),
+        "right",
+    ),
+    Column(
+        "current_median_us",
+        "current µs",
+        lambda x: x.metric.current_median,
+        lambda x: format_number(x.metric.current_median, MISSING),
+        "right",
+    ),
     Column("delta_us", None, lambda x: x.metric.delta),
     Column("ratio", None, lambda x: x.metric.ratio),
-    Column("change_pct", "change", lambda x: _pct(x.metric.change), lambda x: format_change(x.metric.change, MISSING), "right"),
-    Column(None, "95% CI", lambda x: x.metric.change_ci, lambda x: format_change_ci(*x.metric.change_ci, MISSING), "right"),
+    Column(
+        "change_pct",
+        "change",
+        lambda x: _pct(x.metric.change),
+        lambda x: format_change(x.metric.change, MISSING),
+        "right",
+    ),
+    Column(
+        None,
+        "95% CI",
+        lambda x: x.metric.change_ci,
+        lambda x: format_change_ci(*x.metric.change_ci, MISSING),
+        "right",
+    ),
     Column("change_ci_low_pct", None, lambda x: _pct(x.metric.change_ci[0])),
     Column("change_ci_high_pct", None, lambda x: _pct(x.metric.change_ci[1])),
-    Column("p_value", "p", lambda x: x.metric.p_value, lambda x: format_p(x.metric.p_value, MISSING), "right"),
-    Column("mde_pct", "MDE", lambda x: _pct(x.metric.mde), lambda x: format_mde(x.metric.mde, MISSING), "right"),
+    Column(
+        "p_value", "p", lambda x: x.metric.p_value, lambda x: format_p(x.metric.p_value, MISSING), "right"
+    ),
+    Column(
+        "mde_pct", "MDE", lambda x: _pct(x.metric.mde), lambda x: format_mde(x.metric.mde, MISSING), "right"
+    ),
     Column("significant", None, lambda x: x.metric.significant),
     Column("threshold_pct", None, lambda x: _pct(x.metric.threshold)),
     Column("n_baseline", None, lambda x: x.metric.n_baseline),
@@ -115,7 +141,9 @@ def records(comparison: Comparison, report: GateReport | None = None) -> list[di
 
 def summary(line: Line) -> str:
     """The line as one sentence of 'header text' pairs (JUnit testcases)."""
-    shown = [c for c in text_columns(gate=False) if c.header not in ("scenario/case", "mode", "metric", "verdict")]
+    shown = [
+        c for c in text_columns(gate=False) if c.header not in ("scenario/case", "mode", "metric", "verdict")
+    ]
     counts = (
         f"n {line.metric.n_baseline}/{line.metric.n_current}, passes {line.metric.passes_baseline}/"
         f"{line.metric.passes_current}, threshold {_pct(line.metric.threshold):g}%"

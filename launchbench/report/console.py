@@ -28,7 +28,9 @@ PLAIN_WIDTH = 4096  # columns of a console that is not a terminal: wider than an
 
 def plain_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
     """A console with no colour and no width limit worth the name (for logs, pipes and files)."""
-    return Console(file=file, stderr=stderr, width=PLAIN_WIDTH, color_system=None, highlight=False, soft_wrap=False)
+    return Console(
+        file=file, stderr=stderr, width=PLAIN_WIDTH, color_system=None, highlight=False, soft_wrap=False
+    )
 
 
 def make_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
@@ -69,7 +71,9 @@ class ConsoleEvents:
 
     def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
         if not self.quiet:
-            self.console.print(f"[bold]launchbench[/] on {escape(describe_environment(environment))} → {run_dir}")
+            self.console.print(
+                f"[bold]launchbench[/] on {escape(describe_environment(environment))} → {run_dir}"
+            )
         self.progress.start()
         self._task = self.progress.add_task("measuring", total=len(cases))
 
@@ -90,8 +94,12 @@ class ConsoleEvents:
             self.console.print(f"[red]✗ {result.scenario} {result.case_id}: {result.error}[/]")
         elif not self.quiet:
             graph = result.modes.get("graph")
-            note = f" (graph: {graph.reason})" if graph is not None and graph.status == "not_capturable" else ""
-            self.console.print(f"[green]✓[/] {result.scenario} {result.case_id} in {result.elapsed_s:.1f} s{note}")
+            note = (
+                f" (graph: {graph.reason})" if graph is not None and graph.status == "not_capturable" else ""
+            )
+            self.console.print(
+                f"[green]✓[/] {result.scenario} {result.case_id} in {result.elapsed_s:.1f} s{note}"
+            )
 
     def note(self, message: str) -> None:
         self.console.print(f"[yellow]note:[/] {message}")
@@ -125,7 +133,11 @@ def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
         eager = rows.get("eager", pd.Series(dtype=object))
         graph = rows.get("graph", pd.Series(dtype=object))
         match = graph.get("outputs_match")
-        match_text = "—" if match is None or (isinstance(match, float) and math.isnan(match)) else ("✓" if match else "[red]✗[/]")
+        match_text = (
+            "—"
+            if match is None or (isinstance(match, float) and math.isnan(match))
+            else ("✓" if match else "[red]✗[/]")
+        )
         table.add_row(
             f"{scenario} {case}" if len(run.scenarios) > 1 else str(case),
             str(eager.get("launches_per_iter", "")),
@@ -181,7 +193,9 @@ def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
     failed = [c for c in run.cases if c.error]
     budget = [(c.case_id, m) for c in run.cases for m, r in c.modes.items() if r.status == "budget"]
     if budget:
-        console.print(f"[yellow]{len(budget)} mode(s) hit the time budget before the noise target[/] (status 'budget' in results.csv)")
+        console.print(
+            f"[yellow]{len(budget)} mode(s) hit the time budget before the noise target[/] (status 'budget' in results.csv)"
+        )
     if failed:
         console.print(f"[red]{len(failed)} case(s) failed[/]: " + ", ".join(c.case_id for c in failed))
     console.print(f"results: {run_dir / 'results.csv'} and results.json")

@@ -22,30 +22,65 @@ FORMATS = ("table", "csv", "json")
 
 def run_records(runs: Sequence[RunInfo]) -> list[dict[str, Any]]:
     return [
-        {"run_id": r.id, "name": r.name, "started": r.started.isoformat(), "status": r.status, "scenarios": r.scenarios,
-         **r.env, "run_dir": r.run_dir}
+        {
+            "run_id": r.id,
+            "name": r.name,
+            "started": r.started.isoformat(),
+            "status": r.status,
+            "scenarios": r.scenarios,
+            **r.env,
+            "run_dir": r.run_dir,
+        }
         for r in runs
     ]
 
 
 def trend_records(points: Sequence[TrendPoint], metric: str) -> list[dict[str, Any]]:
     return [
-        {"run_id": p.run.id, "name": p.run.name, "started": p.run.started.isoformat(), "metric": metric,
-         "median": p.median, "ci_low": p.ci_low, "ci_high": p.ci_high, "passes": p.passes, "n": p.n,
-         "host_bound": p.host_bound, "gpu_name": p.run.env["gpu_name"], "driver": p.run.env["driver"],
-         "cupy": p.run.env["cupy"], "git_commit": p.run.env["git_commit"], "run_dir": p.run.run_dir}
+        {
+            "run_id": p.run.id,
+            "name": p.run.name,
+            "started": p.run.started.isoformat(),
+            "metric": metric,
+            "median": p.median,
+            "ci_low": p.ci_low,
+            "ci_high": p.ci_high,
+            "passes": p.passes,
+            "n": p.n,
+            "host_bound": p.host_bound,
+            "gpu_name": p.run.env["gpu_name"],
+            "driver": p.run.env["driver"],
+            "cupy": p.run.env["cupy"],
+            "git_commit": p.run.env["git_commit"],
+            "run_dir": p.run.run_dir,
+        }
         for p in points
     ]
 
 
 def change_records(changes: Sequence[ChangePoint]) -> list[dict[str, Any]]:
     return [
-        {"scenario": c.scenario, "case": c.case, "mode": c.mode, "metric": c.metric,
-         "run_before": c.before.name, "run_after": c.after.name, "started_after": c.after.started.isoformat(),
-         "runs_before": c.runs_before, "runs_after": c.runs_after, "value_before": c.value_before,
-         "value_after": c.value_after, "step_pct": 100 * c.step, "step_ci_low_pct": 100 * c.step_ci_low,
-         "step_ci_high_pct": 100 * c.step_ci_high, "p_value": c.p_value, "host_bound": c.host_bound,
-         "environment_changes": c.explanation, "run_dir_before": c.before.run_dir, "run_dir_after": c.after.run_dir}
+        {
+            "scenario": c.scenario,
+            "case": c.case,
+            "mode": c.mode,
+            "metric": c.metric,
+            "run_before": c.before.name,
+            "run_after": c.after.name,
+            "started_after": c.after.started.isoformat(),
+            "runs_before": c.runs_before,
+            "runs_after": c.runs_after,
+            "value_before": c.value_before,
+            "value_after": c.value_after,
+            "step_pct": 100 * c.step,
+            "step_ci_low_pct": 100 * c.step_ci_low,
+            "step_ci_high_pct": 100 * c.step_ci_high,
+            "p_value": c.p_value,
+            "host_bound": c.host_bound,
+            "environment_changes": c.explanation,
+            "run_dir_before": c.before.run_dir,
+            "run_dir_after": c.after.run_dir,
+        }
         for c in changes
     ]
 
@@ -83,7 +118,40 @@ def render(records: list[dict[str, Any]], fmt: str, title: str, columns: Sequenc
     return buffer.getvalue()
 
 
-LIST_COLUMNS = ("run_id", "name", "started", "scenarios", *ENV_COLUMNS[:1], "driver", "cupy", "git_commit", "git_branch", "host")
-TREND_COLUMNS = ("run_id", "name", "started", "median", "ci_low", "ci_high", "passes", "driver", "cupy", "git_commit")
-CHANGE_COLUMNS = ("scenario", "case", "mode", "metric", "run_before", "run_after", "step_pct", "step_ci_low_pct",
-                  "step_ci_high_pct", "p_value", "environment_changes")
+LIST_COLUMNS = (
+    "run_id",
+    "name",
+    "started",
+    "scenarios",
+    *ENV_COLUMNS[:1],
+    "driver",
+    "cupy",
+    "git_commit",
+    "git_branch",
+    "host",
+)
+TREND_COLUMNS = (
+    "run_id",
+    "name",
+    "started",
+    "median",
+    "ci_low",
+    "ci_high",
+    "passes",
+    "driver",
+    "cupy",
+    "git_commit",
+)
+CHANGE_COLUMNS = (
+    "scenario",
+    "case",
+    "mode",
+    "metric",
+    "run_before",
+    "run_after",
+    "step_pct",
+    "step_ci_low_pct",
+    "step_ci_high_pct",
+    "p_value",
+    "environment_changes",
+)

@@ -45,8 +45,15 @@ def _svg(key: RowKey, metric: str, points: list[TrendPoint], changes: list[Chang
     fig = Figure(figsize=(6.4, 2.8))
     ax = fig.add_subplot()
     xs = list(range(len(points)))
-    ax.fill_between(xs, [p.ci_low for p in points], [p.ci_high for p in points], color="tab:blue", alpha=0.2,
-                    linewidth=0, label="95% CI")
+    ax.fill_between(
+        xs,
+        [p.ci_low for p in points],
+        [p.ci_high for p in points],
+        color="tab:blue",
+        alpha=0.2,
+        linewidth=0,
+        label="95% CI",
+    )
     ax.plot(xs, [p.median for p in points], color="tab:blue", linewidth=1, alpha=0.6)
     for x, p in zip(xs, points):
         ax.plot([x], [p.median], "o", color="tab:blue", markersize=3.5, gid=f"pt-{plot}-{p.run.id}")
@@ -57,12 +64,22 @@ def _svg(key: RowKey, metric: str, points: list[TrendPoint], changes: list[Chang
             continue
         x = index[change.after.id] - 0.5
         ax.axvline(x, color="tab:red", linestyle="--", linewidth=1)
-        label = f"{100 * change.step:+.1f}% [{100 * change.step_ci_low:+.1f}, {100 * change.step_ci_high:+.1f}]"
+        label = (
+            f"{100 * change.step:+.1f}% [{100 * change.step_ci_low:+.1f}, {100 * change.step_ci_high:+.1f}]"
+        )
         if change.env_changes:
             label += "\n" + change.explanation
-        ax.annotate(label, (x, top), xytext=(3, -2), textcoords="offset points", fontsize=7, color="tab:red", va="top")
+        ax.annotate(
+            label, (x, top), xytext=(3, -2), textcoords="offset points", fontsize=7, color="tab:red", va="top"
+        )
     ticks = xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 12)]
-    ax.set_xticks(ticks, [points[i].run.started.strftime("%m-%d %H:%M") for i in ticks], fontsize=7, rotation=30, ha="right")
+    ax.set_xticks(
+        ticks,
+        [points[i].run.started.strftime("%m-%d %H:%M") for i in ticks],
+        fontsize=7,
+        rotation=30,
+        ha="right",
+    )
     ax.set_ylabel(f"{metric}" + (f" ({unit})" if unit else ""), fontsize=8)
     ax.tick_params(axis="y", labelsize=7)
     ax.set_title(f"{key[0]}/{key[1]} [{key[2]}]", fontsize=9, loc="left")
@@ -72,7 +89,7 @@ def _svg(key: RowKey, metric: str, points: list[TrendPoint], changes: list[Chang
     with matplotlib.rc_context({"svg.fonttype": "none"}):  # text as text: a smaller page
         fig.savefig(buffer, format="svg")
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 _SCRIPT = """
@@ -126,16 +143,27 @@ def _rel(path: str, out_dir: Path) -> str:
         return Path(path).as_uri()
 
 
-def render_page(db_label: str, metric: str, runs: list[RunInfo], plots: list[str], changes: list[ChangePoint], out_dir: Path) -> str:
+def render_page(
+    db_label: str,
+    metric: str,
+    runs: list[RunInfo],
+    plots: list[str],
+    changes: list[ChangePoint],
+    out_dir: Path,
+) -> str:
     e = html.escape
     options = []
     for column in FILTER_COLUMNS:
         values = sorted({str(r.env[column]) for r in runs})
         choices = "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
-        options.append(f'<label>{e(ENV_COLUMN_LABELS[column])} <select data-column="{column}"><option value="">all</option>{choices}</select></label>')
+        options.append(
+            f'<label>{e(ENV_COLUMN_LABELS[column])} <select data-column="{column}"><option value="">all</option>{choices}</select></label>'
+        )
     run_rows = "".join(
         f'<tr data-run="{r.id}"><td>{r.id}</td><td><a href="{e(_rel(r.run_dir, out_dir))}">{e(r.name)}</a></td>'
-        f"<td>{e(r.started.isoformat())}</td>" + "".join(f"<td>{e(str(r.env[c]))}</td>" for c in (*FILTER_COLUMNS, "git_commit")) + "</tr>"
+        f"<td>{e(r.started.isoformat())}</td>"
+        + "".join(f"<td>{e(str(r.env[c]))}</td>" for c in (*FILTER_COLUMNS, "git_commit"))
+        + "</tr>"
         for r in runs
     )
     change_rows = "".join(
@@ -143,7 +171,9 @@ def render_page(db_label: str, metric: str, runs: list[RunInfo], plots: list[str
         f"<td>{100 * c.step:+.1f}% [{100 * c.step_ci_low:+.1f}, {100 * c.step_ci_high:+.1f}]</td><td>{e(c.explanation or '—')}</td></tr>"
         for c in changes
     )
-    runs_json = json.dumps([{"run_id": r.id, **{c: str(r.env[c]) for c in FILTER_COLUMNS}} for r in runs]).replace("</", "<\\/")
+    runs_json = json.dumps(
+        [{"run_id": r.id, **{c: str(r.env[c]) for c in FILTER_COLUMNS}} for r in runs]
+    ).replace("</", "<\\/")
     header = "".join(f"<th>{e(ENV_COLUMN_LABELS[c])}</th>" for c in (*FILTER_COLUMNS, "git_commit"))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>launchbench history</title>
@@ -153,11 +183,11 @@ def render_page(db_label: str, metric: str, runs: list[RunInfo], plots: list[str
 <p>{len(runs)} runs from {e(db_label)}; metric <code>{e(metric)}</code> ({e(METRIC_BY_NAME[metric].doc)}): each point is a
 run's median, the band its 95% CI; dashed red lines are change points, labelled with the step [95% CI] and what
 changed in the environment.</p>
-<div class="filters">{''.join(options)} <span id="shown"></span></div>
+<div class="filters">{"".join(options)} <span id="shown"></span></div>
 <h2>Change points ({len(changes)})</h2>
 <table class="changes"><tr><th>row</th><th>metric</th><th>runs</th><th>step [95% CI]</th><th>environment change</th></tr>{change_rows}</table>
 <h2>Trends</h2>
-{''.join(f'<figure class="plot">{svg}</figure>' for svg in plots)}
+{"".join(f'<figure class="plot">{svg}</figure>' for svg in plots)}
 <h2>Runs</h2>
 <table><tr><th>id</th><th>run directory</th><th>started</th>{header}</tr>{run_rows}</table>
 <script type="application/json" id="runs-data">{runs_json}</script>
@@ -166,7 +196,9 @@ changed in the environment.</p>
 """
 
 
-def write_report(db: HistoryDB, out_dir: Path, metric: str = "wall_us_per_launch", filters: RunFilter = ALL_RUNS) -> Path:
+def write_report(
+    db: HistoryDB, out_dir: Path, metric: str = "wall_us_per_launch", filters: RunFilter = ALL_RUNS
+) -> Path:
     """Write ``out_dir/index.html`` (atomically; the folder is created) and return its path."""
     out_dir = check_output_dir(out_dir, "--out-dir")
     out_dir.mkdir(parents=True, exist_ok=True)

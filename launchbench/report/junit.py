@@ -12,7 +12,9 @@ from launchbench.report.comparison_table import lines, summary
 
 
 def _document(suite: ET.Element) -> str:
-    root = ET.Element("testsuites", {k: suite.get(k, "0") for k in ("tests", "failures", "errors", "skipped")})
+    root = ET.Element(
+        "testsuites", {k: suite.get(k, "0") for k in ("tests", "failures", "errors", "skipped")}
+    )
     root.set("name", "launchbench")
     root.append(suite)
     ET.indent(root)
@@ -30,7 +32,10 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
         case = ET.SubElement(
             suite,
             "testcase",
-            {"classname": f"launchbench.compare.{row.scenario}", "name": f"{row.case} [{row.mode}] {mc.metric}"},
+            {
+                "classname": f"launchbench.compare.{row.scenario}",
+                "name": f"{row.case} [{row.mode}] {mc.metric}",
+            },
         )
         checks = report.checks_for(row.key, mc.metric) if report is not None else ()
         hits = [c for c in checks if not c.passed]
@@ -60,7 +65,10 @@ def report_junit(report: GateReport, name: str = "launchbench check") -> str:
         case = ET.SubElement(
             suite,
             "testcase",
-            {"classname": f"launchbench.check.{check.scenario or 'any'}", "name": f"{check.case} [{check.mode}] {check.rule}"},
+            {
+                "classname": f"launchbench.check.{check.scenario or 'any'}",
+                "name": f"{check.case} [{check.mode}] {check.rule}",
+            },
         )
         if check.passed:
             ET.SubElement(case, "system-out").text = check.message

@@ -27,7 +27,7 @@ def _cell(text: object) -> str:
 def _marked(line: Line, text: str) -> str:
     """The verdict cell with its mark in front of the verdict word."""
     verdict = line.metric.verdict
-    return VERDICT_MARK[verdict] + text[len(verdict):]
+    return VERDICT_MARK[verdict] + text[len(verdict) :]
 
 
 def _table(table_lines: Sequence[Line], gate: bool) -> list[str]:
@@ -53,7 +53,9 @@ def _capped(table_lines: list[Line], gate: bool, max_rows: int | None) -> list[s
     return [*_table(table_lines[:max_rows], gate), "", f"… and {more} more (see the csv or json output)"]
 
 
-def comparison_markdown(comparison: Comparison, report: GateReport | None = None, max_rows: int | None = None) -> str:
+def comparison_markdown(
+    comparison: Comparison, report: GateReport | None = None, max_rows: int | None = None
+) -> str:
     """Headline, environment differences, verdict counts, gate results, changed rows, then all rows.
     ``max_rows`` caps each table (a GitHub step summary holds at most 1 MiB)."""
     counts = comparison.counts()
@@ -64,7 +66,12 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
         headline = f"## {command}: ✅ no regression"
     else:
         headline = f"## {command}: ❌ {len(report.failures)} regression(s)"
-    lines = [headline, "", f"Baseline `{comparison.baseline_label}` → current `{comparison.current_label}`", ""]
+    lines = [
+        headline,
+        "",
+        f"Baseline `{comparison.baseline_label}` → current `{comparison.current_label}`",
+        "",
+    ]
     diffs = comparison.env_differences
     if diffs:
         lines += ["> [!WARNING]", "> The environments differ:"]
@@ -72,7 +79,9 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
         lines.append("")
     else:
         lines += [f"Same environment: {describe_environment(comparison.current_env)}", ""]
-    thresholds = ", ".join(f"{m} {comparison.settings.threshold(m) * 100:g}%" for m in comparison.settings.metrics)
+    thresholds = ", ".join(
+        f"{m} {comparison.settings.threshold(m) * 100:g}%" for m in comparison.settings.metrics
+    )
     lines += [
         "Verdicts (row × metric): " + " · ".join(f"{VERDICT_MARK[v]} {n}" for v, n in counts.items() if n),
         "",
@@ -82,7 +91,9 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
     for side in ("baseline", "current"):
         only = comparison.only_in(side)
         if only:
-            lines.append(f"Only in the {side} ({len(only)}): " + ", ".join(f"`{_cell(r.label)}`" for r in only))
+            lines.append(
+                f"Only in the {side} ({len(only)}): " + ", ".join(f"`{_cell(r.label)}`" for r in only)
+            )
             lines.append("")
     if report is not None:
         if report.failures:
@@ -99,7 +110,14 @@ def comparison_markdown(comparison: Comparison, report: GateReport | None = None
     gate = report is not None
     if changed:
         lines += ["### Not the same", "", *_capped(changed, gate, max_rows), ""]
-    lines += ["<details><summary>All rows</summary>", "", *_capped(every, gate, max_rows), "", "</details>", ""]
+    lines += [
+        "<details><summary>All rows</summary>",
+        "",
+        *_capped(every, gate, max_rows),
+        "",
+        "</details>",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -110,7 +128,9 @@ def check_markdown(report: GateReport) -> str:
     lines = [f"## launchbench check: {head}", ""]
     lines += ["| | row | expectation | result |", "|---|---|---|---|"]
     for c in report.checks:
-        lines.append(f"| {'✅' if c.passed else '❌'} | `{_cell(c.subject)}` | `{_cell(c.rule)}` | {_cell(c.message)} |")
+        lines.append(
+            f"| {'✅' if c.passed else '❌'} | `{_cell(c.subject)}` | `{_cell(c.rule)}` | {_cell(c.message)} |"
+        )
     lines.append("")
     lines += [f"- {_cell(n)}" for n in report.notes]
     return "\n".join(lines) + "\n"

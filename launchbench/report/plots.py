@@ -72,7 +72,9 @@ STYLE: dict[Any, Any] = {
     "svg.fonttype": "none",
 }
 LENGTH_LABEL = "chain length (launches per iteration)"
-REGRESSION_THRESHOLD = DEFAULT_THRESHOLD  # a ratio beyond it with a CI clear of 1 is a regression / an improvement
+REGRESSION_THRESHOLD = (
+    DEFAULT_THRESHOLD  # a ratio beyond it with a CI clear of 1 is a regression / an improvement
+)
 
 
 # ---------------------------------------------------------------------------------------------- panels
@@ -119,13 +121,18 @@ def panels(table: pd.DataFrame) -> list[Panel]:
     """Group a results table by (scenario, chain), then by the parameters that do not set the length."""
     if table.empty:
         return []
-    table = table.assign(_params=table["params"].map(lambda s: json.loads(s) if isinstance(s, str) and s else {}))
+    table = table.assign(
+        _params=table["params"].map(lambda s: json.loads(s) if isinstance(s, str) and s else {})
+    )
     several_scenarios = table["scenario"].nunique() > 1
     out: list[Panel] = []
     for (scenario, chain), group in table.groupby(["scenario", "chain"], sort=False):
-        length_keys = length_axes(list(group["_params"]), group["launches_per_iter"])  # as the cost model's fit
+        length_keys = length_axes(
+            list(group["_params"]), group["launches_per_iter"]
+        )  # as the cost model's fit
         varying = sorted(
-            k for k in {k for p in group["_params"] for k in p} - length_keys
+            k
+            for k in {k for p in group["_params"] for k in p} - length_keys
             if group["_params"].map(lambda p, k=k: json.dumps(p.get(k))).nunique() > 1
         )
         variants = group["_params"].map(lambda p, v=varying: _variant_text(p, v))
@@ -209,7 +216,9 @@ def _log_axis(ax: Axes, which: str, suffix: str = "") -> None:
     if span < 4:
         axis.set_minor_formatter(FuncFormatter(lambda v, _: _fmt_number(v) + suffix))
     elif span < 1000:
-        axis.set_minor_formatter(FuncFormatter(lambda v, _: _fmt_number(v) + suffix if _leading(v) in (2, 5) else ""))
+        axis.set_minor_formatter(
+            FuncFormatter(lambda v, _: _fmt_number(v) + suffix if _leading(v) in (2, 5) else "")
+        )
     else:
         axis.set_minor_formatter(NullFormatter())
 
@@ -272,7 +281,9 @@ def _mode_panel(ax: Axes, panel: Panel, column: str) -> None:
         )  # fmt: skip
     note = _missing_note(panel, column)
     if note:
-        ax.text(0.98, 0.04, note, ha="right", va="bottom", transform=ax.transAxes, fontsize=7.5, color="#555555")
+        ax.text(
+            0.98, 0.04, note, ha="right", va="bottom", transform=ax.transAxes, fontsize=7.5, color="#555555"
+        )
     ax.set_title(panel.title)
     ax.margins(x=0.08, y=0.12)
     if np.isfinite(_num(panel.rows, column)).any():
@@ -310,7 +321,10 @@ def figure_wall_per_launch(run: RunRecord) -> Figure:
 def figure_cpu_per_launch(run: RunRecord) -> Figure:
     """The launching thread's CPU time per launch, eager vs graph: the CPU a graph frees."""
     return _mode_figure(
-        run, "cpu_us_per_launch", "CPU time per launch: what a CUDA Graph frees", "launching CPU time per launch (µs)"
+        run,
+        "cpu_us_per_launch",
+        "CPU time per launch: what a CUDA Graph frees",
+        "launching CPU time per launch (µs)",
     )
 
 
@@ -415,7 +429,9 @@ def figure_speedup(run: RunRecord) -> Figure:
     ax.set_ylabel("speedup: eager / graph wall time per iteration (×)")
     handles, labels = _collect_legend([ax])
     if marked:
-        handles.append(Line2D([], [], marker="D", markersize=7, color="white", markeredgecolor=BLACK, linestyle=":"))
+        handles.append(
+            Line2D([], [], marker="D", markersize=7, color="white", markeredgecolor=BLACK, linestyle=":")
+        )
         labels.append("fitted crossover: graph = eager (dotted line, chain's colour)")
     return _finish(fig, "CUDA Graph speedup vs chain length", _environment_line(run), handles, labels, ncol=1)
 
@@ -484,11 +500,15 @@ def figure_graph_lifecycle(run: RunRecord) -> Figure:
     """What a graph costs before it pays off, and how many replays it takes to pay it back."""
     groups = panels(run_table(run))
     fig, axes = _grid(len(groups))
-    twins = [t for ax, panel in zip(axes, groups, strict=False) if (t := _lifecycle_panel(ax, panel)) is not None]
+    twins = [
+        t for ax, panel in zip(axes, groups, strict=False) if (t := _lifecycle_panel(ax, panel)) is not None
+    ]
     if not groups:
         _no_data(axes[0], "no cases in this run")
     handles, labels = _collect_legend([*axes, *twins])
-    return _finish(fig, "CUDA Graph life cycle: setup cost and break-even", _environment_line(run), handles, labels)
+    return _finish(
+        fig, "CUDA Graph life cycle: setup cost and break-even", _environment_line(run), handles, labels
+    )
 
 
 # ------------------------------------------------------------------------------------ 5: distributions
@@ -517,7 +537,9 @@ def _clip_outliers(ax: Axes, box: dict[str, Any], reach: float, colour: str) -> 
     for count, y, va, arrow in ((int((fliers > reach).sum()), reach, "top", "↑"),
                                 (int((fliers < -reach).sum()), -reach, "bottom", "↓")):  # fmt: skip
         if count:
-            ax.text(float(box["position"]), y, f"{count}{arrow}", ha="center", va=va, fontsize=7, color=colour)
+            ax.text(
+                float(box["position"]), y, f"{count}{arrow}", ha="center", va=va, fontsize=7, color=colour
+            )
     return {**box, "fliers": fliers[np.abs(fliers) <= reach]}
 
 
@@ -578,7 +600,9 @@ def figure_sample_distributions(run: RunRecord) -> Figure:
         _distribution_panel(ax, panel, cases)
     if not groups:
         _no_data(axes[0], "no cases in this run")
-    handles: list[Artist] = [Patch(facecolor=MODE_COLOURS[m] + "55", edgecolor=MODE_COLOURS[m]) for m in MODES]
+    handles: list[Artist] = [
+        Patch(facecolor=MODE_COLOURS[m] + "55", edgecolor=MODE_COLOURS[m]) for m in MODES
+    ]
     handles.append(Line2D([], [], color=GREY, marker=".", linestyle="none", markersize=6))
     labels = [*(MODE_LABELS[m] for m in MODES), f"outlier (> {OUTLIER_MADS:g} scaled MADs)"]
     subtitle = (
@@ -613,7 +637,9 @@ def comparison_table(base: RunRecord, cur: RunRecord, metric: str = "wall_us_per
         label = f"{row.scenario}/{row.case}" if several else row.case
         rows.append({"scenario": row.scenario, "case": row.case, "label": label, "mode": row.mode, "ratio": result.ratio,
                      "ci_low": result.ratio_ci_low, "ci_high": result.ratio_ci_high, "verdict": result.verdict})  # fmt: skip
-    return pd.DataFrame(rows, columns=["scenario", "case", "label", "mode", "ratio", "ci_low", "ci_high", "verdict"])
+    return pd.DataFrame(
+        rows, columns=["scenario", "case", "label", "mode", "ratio", "ci_low", "ci_high", "verdict"]
+    )
 
 
 def _ratio_panel(ax: Axes, rows: pd.DataFrame, positions: dict[str, int], mode: str) -> None:
@@ -626,7 +652,9 @@ def _ratio_panel(ax: Axes, rows: pd.DataFrame, positions: dict[str, int], mode: 
         y = sub["label"].map(positions).to_numpy(dtype=float)
         ratio = sub["ratio"].to_numpy(dtype=float)
         xerr = np.vstack([(ratio - sub["ci_low"]).clip(lower=0), (sub["ci_high"] - ratio).clip(lower=0)])
-        ax.errorbar(ratio, y, xerr=xerr, fmt="o", color=colour, markersize=5, capsize=3, elinewidth=1.2, label=label)
+        ax.errorbar(
+            ratio, y, xerr=xerr, fmt="o", color=colour, markersize=5, capsize=3, elinewidth=1.2, label=label
+        )
     ax.set_title(MODE_LABELS[mode])
     ax.set_xlabel("current / baseline (ratio of medians)")
     ax.grid(False, axis="y")
@@ -656,11 +684,15 @@ def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
         axes[0].set_yticks(range(len(labels)), labels[::-1])
         axes[0].set_ylim(-0.7, len(labels) - 0.3)
     present = set(table["verdict"])
-    handles: list[Artist] = [Line2D([], [], color=c, marker="o", linestyle="none") for k, _, c in VERDICTS if k in present]
+    handles: list[Artist] = [
+        Line2D([], [], color=c, marker="o", linestyle="none") for k, _, c in VERDICTS if k in present
+    ]
     names = [label for k, label, _ in VERDICTS if k in present]
     handles.append(Patch(facecolor=GREY, alpha=0.15))
     names.append(f"±{REGRESSION_THRESHOLD:.0%} band")
-    unmatched = len({(c.scenario, c.case_id) for c in base.cases} ^ {(c.scenario, c.case_id) for c in cur.cases})
+    unmatched = len(
+        {(c.scenario, c.case_id) for c in base.cases} ^ {(c.scenario, c.case_id) for c in cur.cases}
+    )
     subtitle = f"{_environment_line(base, 'baseline: ')}\n{_environment_line(cur, 'current: ')}"
     subtitle += "\nbars: 95% bootstrap CI of the ratio of medians" + (
         f" · {unmatched} cases in only one run not shown" if unmatched else ""
@@ -715,18 +747,24 @@ def write_all_plots(
     out_dir = Path(out_dir)
     try:  # an unknown fmt is refused by save_figure before anything is written
         return _write_all_plots(runs, out_dir, fmt, labels)
-    except OSError as err:  # a full disk, a read-only folder: the user's to fix, for `plot` and `run --plot` alike
+    except (
+        OSError
+    ) as err:  # a full disk, a read-only folder: the user's to fix, for `plot` and `run --plot` alike
         raise LaunchbenchError(f"cannot write figures to {out_dir}: {err}") from None
 
 
-def _write_all_plots(runs: Sequence[RunRecord], out_dir: Path, fmt: str, labels: Sequence[str] | None) -> list[Path]:
+def _write_all_plots(
+    runs: Sequence[RunRecord], out_dir: Path, fmt: str, labels: Sequence[str] | None
+) -> list[Path]:
     if len(runs) == 1:
         return write_run_plots(runs[0], out_dir, fmt)
     names = [_safe_name(s) for s in labels] if labels else [f"run{i + 1}" for i in range(len(runs))]
     if len(names) != len(runs) or len(set(names)) != len(names):
         names = [f"run{i + 1}_{name}" for i, name in enumerate(names[: len(runs)])]
         names += [f"run{i + 1}" for i in range(len(names), len(runs))]
-    paths = [p for run, name in zip(runs, names, strict=True) for p in write_run_plots(run, out_dir / name, fmt)]
+    paths = [
+        p for run, name in zip(runs, names, strict=True) for p in write_run_plots(run, out_dir / name, fmt)
+    ]
     if len(runs) == 2:
         paths.append(plot_comparison(runs[0], runs[1], out_dir, fmt))
     return paths

@@ -15,7 +15,16 @@ from launchbench.report import comparison_table
 
 COMPARISON_COLUMNS: tuple[str, ...] = comparison_table.DATA_KEYS
 CHECK_COLUMNS: tuple[str, ...] = (
-    "kind", "scenario", "case", "mode", "metric", "rule", "passed", "improved", "value", "message"
+    "kind",
+    "scenario",
+    "case",
+    "mode",
+    "metric",
+    "rule",
+    "passed",
+    "improved",
+    "value",
+    "message",
 )
 
 

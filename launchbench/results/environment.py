@@ -32,7 +32,12 @@ def git_commit(start: Path | None = None) -> str | None:
             ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5, check=False
         )
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=where, capture_output=True, text=True, timeout=5, check=False
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -57,7 +62,12 @@ def host_environment() -> dict[str, Any]:
 
 
 ENV_ITEMS: tuple[str, ...] = ("gpu", "driver", "cuda_runtime", "cupy")
-ENV_LABELS: dict[str, str] = {"gpu": "GPU", "driver": "driver", "cuda_runtime": "CUDA runtime", "cupy": "CuPy"}
+ENV_LABELS: dict[str, str] = {
+    "gpu": "GPU",
+    "driver": "driver",
+    "cuda_runtime": "CUDA runtime",
+    "cupy": "CuPy",
+}
 # Where each item may sit: collect_environment's layout first, then older or hand-written layouts, then a
 # summary's own (so summarizing a summary gives it back).
 _ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {

@@ -19,11 +19,19 @@ def merge_pass(previous: CaseResult | None, new: CaseResult) -> CaseResult:
     """Add one more pass of a case to what earlier passes measured."""
     if previous is None:
         return new.model_copy(update={"passes_done": 1})
-    modes = {name: _merge_mode(previous.modes[name], mode) if name in previous.modes else mode for name, mode in new.modes.items()}
+    modes = {
+        name: _merge_mode(previous.modes[name], mode) if name in previous.modes else mode
+        for name, mode in new.modes.items()
+    }
     if new.error:
         return previous.model_copy(
-            update={"modes": modes, "error": f"pass {previous.passes_done + 1}: {new.error}", "outputs_match": new.outputs_match,
-                    "check_detail": new.check_detail, "passes_done": previous.passes_done + 1}
+            update={
+                "modes": modes,
+                "error": f"pass {previous.passes_done + 1}: {new.error}",
+                "outputs_match": new.outputs_match,
+                "check_detail": new.check_detail,
+                "passes_done": previous.passes_done + 1,
+            }
         )
     matches = [previous.outputs_match, new.outputs_match]
     outputs_match = False if False in matches else (True if True in matches else None)

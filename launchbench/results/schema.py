@@ -137,7 +137,9 @@ def median_lifecycle(passes: list[GraphLifecycle]) -> GraphLifecycle:
 class PassClocks(_Frozen):
     """The GPU's clocks while one mode was sampled in one pass."""
 
-    sm_mhz: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)  # NVML SM clock after each round
+    sm_mhz: list[Annotated[float, Field(gt=0)]] = Field(
+        default_factory=list
+    )  # NVML SM clock after each round
     throttle_reasons: list[str] = Field(default_factory=list)
 
 
@@ -190,7 +192,9 @@ class ModeResult(_Frozen):
         passes = [
             ModePass(
                 iters_per_sample=iters_per_sample,
-                samples={key: list(values[start : start + size]) for key, values in samples.items() if values},
+                samples={
+                    key: list(values[start : start + size]) for key, values in samples.items() if values
+                },
                 target_met=target_met,
                 lifecycle=lifecycle,
             )
@@ -206,7 +210,11 @@ class ModeResult(_Frozen):
         return self.model_copy(
             update={
                 "passes": [
-                    p.model_copy(update={"samples": {k: list(v[start : start + size]) for k, v in samples.items() if v}})
+                    p.model_copy(
+                        update={
+                            "samples": {k: list(v[start : start + size]) for k, v in samples.items() if v}
+                        }
+                    )
                     for p, start, size in zip(passes, starts, sizes, strict=True)
                 ]
             }
@@ -310,7 +318,9 @@ class RunRecord(_Frozen):
     settings: dict[str, Any] = Field(default_factory=dict)
     scenarios: list[ScenarioInfo] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
-    journal_bytes: Count | None = None  # in results.json: bytes of results.journal.jsonl it holds (None once read)
+    journal_bytes: Count | None = (
+        None  # in results.json: bytes of results.journal.jsonl it holds (None once read)
+    )
 
     def case(self, scenario: str, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if (c.scenario, c.case_id) == (scenario, case_id)), None)
@@ -319,7 +329,9 @@ class RunRecord(_Frozen):
         """The record with this case added, or replaced in place where an earlier pass recorded it."""
         key = (case.scenario, case.case_id)
         if any((c.scenario, c.case_id) == key for c in self.cases):
-            return self.model_copy(update={"cases": [case if (c.scenario, c.case_id) == key else c for c in self.cases]})
+            return self.model_copy(
+                update={"cases": [case if (c.scenario, c.case_id) == key else c for c in self.cases]}
+            )
         return self.model_copy(update={"cases": [*self.cases, case]})
 
     @property
@@ -339,25 +351,43 @@ def record_problems(record: RunRecord) -> list[tuple[Location, str]]:
     for i, case in enumerate(record.cases):
         key = (case.scenario, case.case_id)
         if key in seen:
-            problems.append((("cases", i, "case_id"), f"case '{case.case_id}' of scenario '{case.scenario}' is also cases[{seen[key]}]"))
+            problems.append(
+                (
+                    ("cases", i, "case_id"),
+                    f"case '{case.case_id}' of scenario '{case.scenario}' is also cases[{seen[key]}]",
+                )
+            )
         seen.setdefault(key, i)
         for name, mode in case.modes.items():
             if mode.mode != name:
-                problems.append((("cases", i, "modes", name, "mode"), f"is '{mode.mode}' under the key '{name}'"))
+                problems.append(
+                    (("cases", i, "modes", name, "mode"), f"is '{mode.mode}' under the key '{name}'")
+                )
             if len(mode.passes) > case.passes_done:
-                problems.append((("cases", i, "modes", name, "passes"), f"holds {len(mode.passes)} passes; the case ran {case.passes_done}"))
+                problems.append(
+                    (
+                        ("cases", i, "modes", name, "passes"),
+                        f"holds {len(mode.passes)} passes; the case ran {case.passes_done}",
+                    )
+                )
             for j, one in enumerate(mode.passes):
                 where: Location = ("cases", i, "modes", name, "passes", j, "samples")
                 size = one.size
                 for series, values in one.samples.items():
                     if series not in SAMPLE_KEYS:
-                        problems.append(((*where, series), f"unknown series (known: {', '.join(SAMPLE_KEYS)})"))
+                        problems.append(
+                            ((*where, series), f"unknown series (known: {', '.join(SAMPLE_KEYS)})")
+                        )
                         continue
                     if values and len(values) != size:
-                        problems.append(((*where, series), f"holds {len(values)} samples; {WALL} holds {size}"))
+                        problems.append(
+                            ((*where, series), f"holds {len(values)} samples; {WALL} holds {size}")
+                        )
                     floor = SERIES_MINIMUM.get(series)
                     low = [k for k, v in enumerate(values) if v < 0 or (floor is not None and v <= floor)]
                     if low:
                         bound = "above zero" if floor is not None else "zero or more"
-                        problems.append(((*where, series, low[0]), f"must be {bound} (got {values[low[0]]!r})"))
+                        problems.append(
+                            ((*where, series, low[0]), f"must be {bound} (got {values[low[0]]!r})")
+                        )
     return problems

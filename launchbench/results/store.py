@@ -43,7 +43,9 @@ RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
 COSTMODEL_CSV = "costmodel.csv"
 JOURNAL = "results.journal.jsonl"
-MAX_RESULTS_BYTES = 512 * 1024 * 1024  # results.json or the journal; 1000 cases, 5 passes of 2000 samples: ~200 MiB
+MAX_RESULTS_BYTES = (
+    512 * 1024 * 1024
+)  # results.json or the journal; 1000 cases, 5 passes of 2000 samples: ~200 MiB
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -61,7 +63,9 @@ def refuse_used_run_dir(path: Path) -> None:
     if path.exists() and not path.is_dir():
         raise ResultsFileError(f"{path} exists and is not a directory")
     if any((path / name).exists() for name in (RESULTS_JSON, RESULTS_CSV, JOURNAL)):
-        raise ResultsFileError(f"{path} already holds results; choose another --out (runs are never overwritten)")
+        raise ResultsFileError(
+            f"{path} already holds results; choose another --out (runs are never overwritten)"
+        )
 
 
 def create_run_dir(path: Path) -> Path:
@@ -82,14 +86,18 @@ def write_run(run_dir: Path, run: RunRecord) -> None:
 def read_capped(path: Path, limit: int = MAX_RESULTS_BYTES) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes (``launchbench.files.read_regular_file``: a
     FIFO, device, directory or socket is refused without being read)."""
-    return read_regular_file(path, limit, lambda message: ResultsFileError(f"{path}: {message}"), "a results file")
+    return read_regular_file(
+        path, limit, lambda message: ResultsFileError(f"{path}: {message}"), "a results file"
+    )
 
 
 def _decode(raw: bytes, where: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ResultsFileError(f"{where}: not UTF-8 text ({err.reason} at byte {err.start}); corrupt or not a results file") from None
+        raise ResultsFileError(
+            f"{where}: not UTF-8 text ({err.reason} at byte {err.start}); corrupt or not a results file"
+        ) from None
 
 
 def _parse_json(text: str, where: str) -> Any:
@@ -140,7 +148,9 @@ def _message(error: Any) -> str:
     if kind == "finite_number":
         return f"must be finite (got {got!r})"
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[kind]
+        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[
+            kind
+        ]
         bound = next(iter(ctx.values()), "?")
         return f"must be {op} {bound} (got {_shown(got)})"
     if kind == "missing":
@@ -160,7 +170,9 @@ def _refuse(where: str, problems: list[tuple[Location, str]]) -> None:
     raise ResultsFileError(f"{where}: {json_path(loc)}: {message}{more}")
 
 
-def _validate(model: Any, data: Any, where: str, relocate: Callable[[Location], Location] = lambda loc: loc) -> Any:
+def _validate(
+    model: Any, data: Any, where: str, relocate: Callable[[Location], Location] = lambda loc: loc
+) -> Any:
     try:
         return model.model_validate(data, strict=True)
     except ValidationError as err:
@@ -182,7 +194,9 @@ def _check_header(data: Any, where: str) -> int:
         raise ResultsFileError(f"{where}: no schema_version; not a launchbench results file")
     version = data["schema_version"]
     if isinstance(version, bool) or not isinstance(version, int):
-        raise ResultsFileError(f"{where}: schema_version is {_shown(version)}, not a whole number; corrupt results file")
+        raise ResultsFileError(
+            f"{where}: schema_version is {_shown(version)}, not a whole number; corrupt results file"
+        )
     if version > SCHEMA_VERSION:
         raise ResultsFileError(
             f"{where}: schema version {version} is newer than this launchbench understands ({SCHEMA_VERSION}); upgrade launchbench"
@@ -204,7 +218,9 @@ def _v1_mode(mode: Any, where: Location) -> tuple[Any, Callable[[Location], Loca
     sizes = mode.get("pass_sizes") or []
     if not isinstance(samples, dict) or not all(isinstance(v, list) for v in samples.values()):
         raise ResultsFileError(f"{json_path((*where, 'samples'))}: must be an object of lists")
-    if not isinstance(sizes, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes):
+    if not isinstance(sizes, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes
+    ):
         raise ResultsFileError(f"{json_path((*where, 'pass_sizes'))}: must be a list of whole numbers >= 0")
     wall = samples.get(WALL, [])
     if not sizes:
@@ -240,7 +256,11 @@ def _v1_mode(mode: Any, where: Location) -> tuple[Any, Callable[[Location], Loca
         if rest[:1] == ("samples",) and len(rest) >= 3 and isinstance(rest[2], int):
             return (*where, "samples", rest[1], starts[p] + rest[2], *rest[3:])
         if rest[:1] == ("lifecycle",):
-            return (*where, *((lifecycle_key, p) if lifecycle_key == "lifecycle_passes" else (lifecycle_key,)), *rest[1:])
+            return (
+                *where,
+                *((lifecycle_key, p) if lifecycle_key == "lifecycle_passes" else (lifecycle_key,)),
+                *rest[1:],
+            )
         return (*where, *rest)
 
     return v2, relocate
@@ -317,7 +337,14 @@ class RunJournal:
 
     def start(self, record: RunRecord) -> None:
         """Record the run as it stands (cases included when resuming) and compact it into results.json."""
-        self._write({"record": "run", "schema_version": SCHEMA_VERSION, "tool": TOOL_NAME, "run": record.model_dump(mode="json")})
+        self._write(
+            {
+                "record": "run",
+                "schema_version": SCHEMA_VERSION,
+                "tool": TOOL_NAME,
+                "run": record.model_dump(mode="json"),
+            }
+        )
         self._compact(record)
 
     def append(self, result: CaseResult, pass_index: int) -> None:
@@ -332,7 +359,9 @@ class RunJournal:
 
     def _compact(self, record: RunRecord) -> None:
         size = self.path.stat().st_size
-        atomic_write_text(self.run_dir / RESULTS_JSON, record.model_copy(update={"journal_bytes": size}).model_dump_json())
+        atomic_write_text(
+            self.run_dir / RESULTS_JSON, record.model_copy(update={"journal_bytes": size}).model_dump_json()
+        )
 
 
 def replay_journal(path: Path) -> RunRecord:
@@ -360,8 +389,12 @@ def replay_journal(path: Path) -> RunRecord:
             raise ResultsFileError(f"{where}: a {kind} record before the run record")
         if kind == "end":
             status, finished = entry.get("status"), entry.get("finished")
-            if status not in ("complete", "interrupted", "failed") or not isinstance(finished, (str, type(None))):
-                raise ResultsFileError(f"{where}: status: must be complete, interrupted or failed (got {_shown(status)})")
+            if status not in ("complete", "interrupted", "failed") or not isinstance(
+                finished, (str, type(None))
+            ):
+                raise ResultsFileError(
+                    f"{where}: status: must be complete, interrupted or failed (got {_shown(status)})"
+                )
             record = record.model_copy(update={"status": status, "finished": finished})
             continue
         result: CaseResult = _validate(CaseResult, entry.get("case"), where, lambda loc: ("case", *loc))
@@ -370,7 +403,9 @@ def replay_journal(path: Path) -> RunRecord:
         previous = cases.get(key)
         expected = previous.passes_done if previous is not None else 0
         if pass_index != expected:
-            raise ResultsFileError(f"{where}: pass: case '{result.case_id}' has {expected} passes recorded; got pass {_shown(pass_index)}")
+            raise ResultsFileError(
+                f"{where}: pass: case '{result.case_id}' has {expected} passes recorded; got pass {_shown(pass_index)}"
+            )
         cases[key] = merge_pass(previous, result)
     if record is None:
         raise ResultsFileError(f"{path}: no run record; not a launchbench journal")

@@ -61,7 +61,12 @@ class Variant:
         return self.python or sys.executable
 
     def describe(self) -> dict[str, Any]:
-        return {"python": self.interpreter, "paths": list(self.paths), "env": dict(self.env), "scenarios": list(self.scenarios)}
+        return {
+            "python": self.interpreter,
+            "paths": list(self.paths),
+            "env": dict(self.env),
+            "scenarios": list(self.scenarios),
+        }
 
 
 VARIANT_KEYS = ("python", "path", "env", "scenario")
@@ -80,7 +85,9 @@ def parse_variant(text: str) -> Variant:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or key not in VARIANT_KEYS or not value:
-            raise VariantError(f"variant {text!r}: {item!r} is not one of {', '.join(k + '=…' for k in VARIANT_KEYS)}")
+            raise VariantError(
+                f"variant {text!r}: {item!r} is not one of {', '.join(k + '=…' for k in VARIANT_KEYS)}"
+            )
         if key == "python":
             python = value
         elif key == "path":
@@ -122,7 +129,7 @@ class _Child:
 
 
 def factory_spec(factory: Callable[[int], Any]) -> str:
-    """"module:function" of a backend factory, for a worker started as a program."""
+    """ "module:function" of a backend factory, for a worker started as a program."""
     return f"{factory.__module__}:{factory.__qualname__}"
 
 
@@ -139,12 +146,21 @@ def child_environment(variant: Variant) -> dict[str, str]:
 class VariantWorker(WorkerProcess):
     """A worker process of one variant: its interpreter, its paths and environment, over a socket pair."""
 
-    def __init__(self, variant: Variant, factory: Callable[[int], Any], device: int, cpus: tuple[int, ...] = ()):
+    def __init__(
+        self, variant: Variant, factory: Callable[[int], Any], device: int, cpus: tuple[int, ...] = ()
+    ):
         parent, child = socket.socketpair()
         env = child_environment(variant)
         if cpus:
             env[CPUS_VARIABLE] = ",".join(map(str, cpus))
-        command = [variant.interpreter, "-m", "launchbench.run.worker", str(child.fileno()), factory_spec(factory), str(device)]
+        command = [
+            variant.interpreter,
+            "-m",
+            "launchbench.run.worker",
+            str(child.fileno()),
+            factory_spec(factory),
+            str(device),
+        ]
         try:
             popen = subprocess.Popen(command, env=env, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
         except OSError as err:
@@ -271,7 +287,10 @@ def run_ab(
                 "isolate": True,
                 "device": options.device,
                 "ab": {
-                    "side": side.name, "variant": side.variant.describe(), "paired_with": str(other[n]), "cpus": list(cpus),
+                    "side": side.name,
+                    "variant": side.variant.describe(),
+                    "paired_with": str(other[n]),
+                    "cpus": list(cpus),
                 },
             },
         )

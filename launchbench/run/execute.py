@@ -39,7 +39,9 @@ def host_data() -> HostData:
     return HostData(pid=os.getpid(), load_1m=load)
 
 
-def _mode_result(mode: str, samples: ModeSamples, host: HostData, lifecycle: GraphLifecycle | None = None) -> ModeResult:
+def _mode_result(
+    mode: str, samples: ModeSamples, host: HostData, lifecycle: GraphLifecycle | None = None
+) -> ModeResult:
     """One pass of one mode."""
     series = {WALL: samples.wall, CPU: samples.cpu, GPU: samples.gpu, LATENCY: samples.latency}
     one = ModePass(
@@ -77,10 +79,7 @@ def failed_case(
     case: Case, message: str, status: str = "failed", elapsed: float = 0.0, kind: str = "runtime"
 ) -> CaseResult:
     """A result that records why a case could not be measured (a runtime fault unless ``kind`` says else)."""
-    modes = {
-        mode: ModeResult(mode=mode, status=status, reason=message)
-        for mode in ("eager", "graph")
-    }
+    modes = {mode: ModeResult(mode=mode, status=status, reason=message) for mode in ("eager", "graph")}
     return CaseResult(**_identity(case), modes=modes, error=message, error_kind=kind, elapsed_s=elapsed)
 
 
@@ -95,7 +94,9 @@ def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCh
     return OutputCheck(check.match, f"{check.detail}; {nodes} graph nodes, one per launch")
 
 
-def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[[float], None] | None = None) -> CaseResult:
+def execute_case(
+    backend: Backend, case: Case, clock: Clock, progress: Callable[[float], None] | None = None
+) -> CaseResult:
     start = clock.wall()
     host = host_data()
     try:
@@ -107,8 +108,12 @@ def execute_case(backend: Backend, case: Case, clock: Clock, progress: Callable[
         return failed_case(case, f"{where}{err}", elapsed=clock.wall() - start, kind="input")
     try:
         harness = prepared.harness_cost()
-        outcome = Sampler(case.measure, clock, backend.monitor).run(prepared.workloads, progress or (lambda _f: None))
-        check = _verify_nodes(case, prepared.check_outputs(), prepared.lifecycle.nodes if prepared.lifecycle else None)
+        outcome = Sampler(case.measure, clock, backend.monitor).run(
+            prepared.workloads, progress or (lambda _f: None)
+        )
+        check = _verify_nodes(
+            case, prepared.check_outputs(), prepared.lifecycle.nodes if prepared.lifecycle else None
+        )
         lifecycle = prepared.lifecycle
         graph_failure = prepared.graph_failure
     finally:

@@ -64,7 +64,10 @@ class WorkerExecutor:
     ended itself because its case may have left the CUDA context unusable."""
 
     def __init__(
-        self, backend_factory: Callable[[int], Any], device: int, spawn: Callable[[], WorkerProcess] | None = None
+        self,
+        backend_factory: Callable[[int], Any],
+        device: int,
+        spawn: Callable[[], WorkerProcess] | None = None,
     ):
         """``spawn`` starts a worker process (by default one of ``backend_factory`` on ``device``)."""
         self._spawn = spawn or (lambda: WorkerProcess(backend_factory, device))
@@ -90,7 +93,9 @@ class WorkerExecutor:
         if answer is None:
             self._worker = None
             if worker.timed_out:
-                return failed_case(case, f"the case did not finish within {timeout:.0f} s; its worker was stopped")
+                return failed_case(
+                    case, f"the case did not finish within {timeout:.0f} s; its worker was stopped"
+                )
             why = f"the worker process died (exit code {worker.process.exitcode}) while running this case"
             return failed_case(case, why)
         result, ending = answer

@@ -78,7 +78,9 @@ class Plan:
     files: list[ScenarioFile] = field(default_factory=list)  # as loaded, in the order of scenarios
 
 
-def plan(paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, max_cases: int | None = None) -> Plan:
+def plan(
+    paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, max_cases: int | None = None
+) -> Plan:
     """Load and expand every scenario file (no GPU needed); apply command-line measurement overrides."""
     cases: list[Case] = []
     infos: list[ScenarioInfo] = []
@@ -88,7 +90,9 @@ def plan(paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, m
         loaded = load_bounded(path, max_cases)
         scenario = loaded.scenario
         if scenario.name in seen:
-            raise LaunchbenchError(f"{path}: scenario name '{scenario.name}' is used by another file in this run")
+            raise LaunchbenchError(
+                f"{path}: scenario name '{scenario.name}' is used by another file in this run"
+            )
         seen.add(scenario.name)
         expanded = expand_loaded(scenario, loaded.file, loaded.lines, max_cases)
         if overrides:
@@ -100,7 +104,14 @@ def plan(paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, m
                 ) from None
             expanded = [dataclasses.replace(c, measure=measure) for c in expanded]
         cases.extend(expanded)
-        infos.append(ScenarioInfo(name=scenario.name, description=scenario.description.strip(), file=str(path), sha256=loaded.sha256))
+        infos.append(
+            ScenarioInfo(
+                name=scenario.name,
+                description=scenario.description.strip(),
+                file=str(path),
+                sha256=loaded.sha256,
+            )
+        )
         files.append(loaded)
     return Plan(cases, infos, files)
 
@@ -187,7 +198,9 @@ def run(
                 pass_ends = index + 1 == len(schedule) or schedule[index + 1][1] != pass_index
                 if pass_ends:
                     _write_tables(options, run_dir, record)
-                events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
+                events.case_finished(
+                    merged if pass_index == case.measure.passes - 1 or merged.error else result
+                )
         except BaseException:
             _finish(journal, record, "interrupted", options)
             raise
@@ -203,7 +216,11 @@ def make_executor(options: RunOptions) -> Executor:
 
 
 def _started_record(
-    the_plan: Plan, options: RunOptions, environment: dict[str, Any], resume: RunRecord | None, argv: Sequence[str] | None
+    the_plan: Plan,
+    options: RunOptions,
+    environment: dict[str, Any],
+    resume: RunRecord | None,
+    argv: Sequence[str] | None,
 ) -> RunRecord:
     record = resume or RunRecord(launchbench_version=__version__, started=_now(), argv=list(argv or sys.argv))
     return record.model_copy(
@@ -211,7 +228,11 @@ def _started_record(
             "status": "running",
             "environment": record.environment or environment,
             "scenarios": record.scenarios or the_plan.scenarios,
-            "settings": {"overrides": options.overrides, "isolate": options.isolate, "device": options.device},
+            "settings": {
+                "overrides": options.overrides,
+                "isolate": options.isolate,
+                "device": options.device,
+            },
         }
     )
 

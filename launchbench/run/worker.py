@@ -79,7 +79,11 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
             conn.send(("result", (failed_case(case, f"{type(err).__name__}: {err}"), True)))
             _exit_now()
         # a failed case may have left the CUDA context unusable: this worker ends, the parent starts afresh
-        restart = bool(result.error) and any(m.status == "failed" for m in result.modes.values()) and result.outputs_match is not False
+        restart = (
+            bool(result.error)
+            and any(m.status == "failed" for m in result.modes.values())
+            and result.outputs_match is not False
+        )
         conn.send(("result", (result, restart)))
         if restart:
             _exit_now()

@@ -14,9 +14,14 @@ from launchbench.backend.kinds.fields import Float, Int, Strict
 class MeasureSettings(Strict):
     """How long and how precisely to measure each case (all times in seconds)."""
 
-    target_noise: Float = Field(0.01, gt=0, le=1, description="stop when the median's 95% CI half-width is within this fraction")
+    target_noise: Float = Field(
+        0.01, gt=0, le=1, description="stop when the median's 95% CI half-width is within this fraction"
+    )
     latency_target_noise: Float = Field(
-        0.03, gt=0, le=1, description="the same target for launch-to-completion latency, whose samples are single iterations"
+        0.03,
+        gt=0,
+        le=1,
+        description="the same target for launch-to-completion latency, whose samples are single iterations",
     )
     min_samples: Int = Field(10, ge=3, le=1_000_000)
     max_samples: Int = Field(2000, ge=3, le=10_000_000)
@@ -24,7 +29,10 @@ class MeasureSettings(Strict):
     warmup_time: Float = Field(0.1, ge=0, le=600, description="warm-up per mode before each pass samples")
     sample_time: Float = Field(0.005, gt=0, le=60, description="minimum duration of one throughput sample")
     passes: Int = Field(
-        5, ge=1, le=100, description="passes over all cases, each in a fresh worker process; each case's budget is split among them so drift shows in its CI"
+        5,
+        ge=1,
+        le=100,
+        description="passes over all cases, each in a fresh worker process; each case's budget is split among them so drift shows in its CI",
     )
     max_in_flight: Int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
 
@@ -53,7 +61,11 @@ def measure_overrides_error(err: ValidationError) -> str:
     option = OVERRIDE_OPTIONS.get(name)
     if option is None:  # a rule across fields: a command-line value against the file's
         return f"measure.{name}: {message}"
-    return f"{option} {first.get('input')!r}: {message}" if isinstance(first.get("input"), (int, float)) else f"{option}: {message}"
+    return (
+        f"{option} {first.get('input')!r}: {message}"
+        if isinstance(first.get("input"), (int, float))
+        else f"{option}: {message}"
+    )
 
 
 def with_overrides(settings: MeasureSettings, overrides: dict[str, Any]) -> MeasureSettings:

@@ -45,7 +45,9 @@ def axis_values(axis: str, spec: list[float | int] | SweepRange) -> list[float |
     return list(dict.fromkeys(values))
 
 
-MAX_EXPANDED_STEPS = 200_000  # steps over all cases of a file (cases × steps per chain): what expansion builds
+MAX_EXPANDED_STEPS = (
+    200_000  # steps over all cases of a file (cases × steps per chain): what expansion builds
+)
 MAX_LAUNCHES_PER_ITER = 1_000_000  # launches one iteration of one case issues (seconds of launching, eagerly)
 
 
@@ -84,7 +86,9 @@ def _precheck(text: str, file: str, max_cases: int | None) -> None:
     counts = prescan.count(text, _range_size)
     if counts is None:
         return
-    limit = max_cases if max_cases is not None else counts.max_cases or Scenario.model_fields["max_cases"].default
+    limit = (
+        max_cases if max_cases is not None else counts.max_cases or Scenario.model_fields["max_cases"].default
+    )
     if limit < 1:
         return
     per_chain = {name: counts.cases_of(chain) for name, chain in counts.chains.items()}
@@ -97,7 +101,10 @@ def _precheck(text: str, file: str, max_cases: int | None) -> None:
         chain = counts.chains[biggest]
         where = "chain" if counts.single else f"chains.{biggest}"
         raise ScenarioError(
-            file, _too_many_steps(sum(steps.values()), total, biggest, per_chain[biggest], chain.steps), chain.line, where
+            file,
+            _too_many_steps(sum(steps.values()), total, biggest, per_chain[biggest], chain.steps),
+            chain.line,
+            where,
         )
 
 
@@ -138,7 +145,9 @@ class Expansion:
                 yield _case_id(chain_name, chain_axes, combo)
 
 
-def plan_expansion(scenario: Scenario, file: str, lines: dict[KeyPath, int], max_cases: int | None = None) -> Expansion:
+def plan_expansion(
+    scenario: Scenario, file: str, lines: dict[KeyPath, int], max_cases: int | None = None
+) -> Expansion:
     """Check references and sizes, and count the cases and steps the sweep makes, building none of them:
     a sweep beyond ``max_cases`` cases (the file's max_cases by default) or MAX_EXPANDED_STEPS steps is
     refused here, in time that grows with the file, not with the sweep."""
@@ -153,7 +162,9 @@ def plan_expansion(scenario: Scenario, file: str, lines: dict[KeyPath, int], max
         taken = [_taken_defaults(raw, scenario.defaults) for raw in raw_steps]
         used = _referenced([raw_steps, taken]) & set(axes)
         chain_axes_of[chain_name] = [a for a in axes if a in used]
-    per_chain = {name: math.prod(len(axes[a]) for a in chain_axes) for name, chain_axes in chain_axes_of.items()}
+    per_chain = {
+        name: math.prod(len(axes[a]) for a in chain_axes) for name, chain_axes in chain_axes_of.items()
+    }
     total = sum(per_chain.values())
     if total > limit:
         raise ScenarioError(file, _too_many_cases(total, limit), lines.get(("sweep",)), "sweep")
@@ -169,7 +180,10 @@ def plan_expansion(scenario: Scenario, file: str, lines: dict[KeyPath, int], max
     for name in axes:
         if name in scenario.params and not isinstance(scenario.params[name], (int, float)):
             raise ScenarioError(
-                file, f"sweep axis '{name}' overrides a non-numeric parameter", lines.get(("sweep", name)), f"sweep.{name}"
+                file,
+                f"sweep axis '{name}' overrides a non-numeric parameter",
+                lines.get(("sweep", name)),
+                f"sweep.{name}",
             )
     return Expansion(total, steps, chain_axes_of, axes)
 
@@ -184,7 +198,10 @@ def iter_cases(
     for chain_name, raw_steps in scenario.chains.items():
         chain_axes = expansion.chain_axes[chain_name]
         base = _chain_base(single, chain_name)
-        varying = [bool(_referenced([raw, _taken_defaults(raw, scenario.defaults)]) & set(chain_axes)) for raw in raw_steps]
+        varying = [
+            bool(_referenced([raw, _taken_defaults(raw, scenario.defaults)]) & set(chain_axes))
+            for raw in raw_steps
+        ]
         fixed: dict[int, Any] = {}
         for combo in itertools.product(*(expansion.axes[a] for a in chain_axes)):
             params = dict(scenario.params)
@@ -194,16 +211,22 @@ def iter_cases(
                 built = []
                 for index, raw in enumerate(raw_steps):
                     if varying[index]:
-                        built.append(_build_step(raw, scenario.defaults, params, file, lines, base + (index,)))
+                        built.append(
+                            _build_step(raw, scenario.defaults, params, file, lines, base + (index,))
+                        )
                     else:
                         if index not in fixed:
-                            fixed[index] = _build_step(raw, scenario.defaults, params, file, lines, base + (index,))
+                            fixed[index] = _build_step(
+                                raw, scenario.defaults, params, file, lines, base + (index,)
+                            )
                         built.append(fixed[index])
                 steps = tuple(built)
             except ScenarioError as err:
                 if not chain_axes:
                     raise
-                raise ScenarioError(err.file, f"{err.detail} (in case '{case_id}')", err.line, err.key_path) from None
+                raise ScenarioError(
+                    err.file, f"{err.detail} (in case '{case_id}')", err.line, err.key_path
+                ) from None
             launches = sum(step.launches() for step in steps)
             if launches > MAX_LAUNCHES_PER_ITER:
                 where = f" (in case '{case_id}')" if chain_axes else ""
@@ -275,15 +298,27 @@ def _referenced(value: Any) -> set[str]:
 
 
 def _build_step(
-    raw: Any, defaults: dict[str, Any], params: dict[str, Any], file: str, lines: dict[KeyPath, int], base: KeyPath
+    raw: Any,
+    defaults: dict[str, Any],
+    params: dict[str, Any],
+    file: str,
+    lines: dict[KeyPath, int],
+    base: KeyPath,
 ) -> Any:
     if not isinstance(raw, dict):
-        raise ScenarioError(file, f"a step must be a mapping with a 'kind', not {type(raw).__name__}", lines.get(base), format_path(base))
+        raise ScenarioError(
+            file,
+            f"a step must be a mapping with a 'kind', not {type(raw).__name__}",
+            lines.get(base),
+            format_path(base),
+        )
     taken = _taken_defaults(raw, defaults)
     merged = {**raw, **taken}
     from_defaults = list(taken)
     # a value taken from defaults is reported at its line in defaults
-    step_lines = ChainMap({base + (k,): lines[("defaults", k)] for k in from_defaults if ("defaults", k) in lines}, lines)
+    step_lines = ChainMap(
+        {base + (k,): lines[("defaults", k)] for k in from_defaults if ("defaults", k) in lines}, lines
+    )
     resolved = _substitute(merged, params, file, step_lines, base)  # type: ignore[arg-type]
     try:
         return _STEP_ADAPTER.validate_python(resolved)
@@ -291,11 +326,15 @@ def _build_step(
         error = validation_error(err, file, step_lines, base, None)  # type: ignore[arg-type]
         key = error.key_path.rsplit(".", 1)[-1] if error.key_path else None
         if key in from_defaults and error.key_path == format_path(base + (key,)):
-            raise ScenarioError(file, f"{error.detail} (set in defaults)", error.line, error.key_path) from None
+            raise ScenarioError(
+                file, f"{error.detail} (set in defaults)", error.line, error.key_path
+            ) from None
         raise error from None
 
 
-def _substitute(value: Any, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> Any:
+def _substitute(
+    value: Any, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath
+) -> Any:
     if isinstance(value, str):
         match = _REFERENCE.match(value)
         if match:
@@ -322,11 +361,15 @@ def _substitute(value: Any, params: dict[str, Any], file: str, lines: dict[KeyPa
     return value
 
 
-def _evaluate(expression: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> int | float:
+def _evaluate(
+    expression: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath
+) -> int | float:
     try:
         value = evaluate(expression, params)
     except ExpressionError as err:
-        raise ScenarioError(file, f"in '${{{expression}}}': {err}", _nearest_line(lines, path), format_path(path)) from None
+        raise ScenarioError(
+            file, f"in '${{{expression}}}': {err}", _nearest_line(lines, path), format_path(path)
+        ) from None
     return value  # within ±expr.MAX_MAGNITUDE (1e18 < 2**63): every integer field takes it
 
 
@@ -338,15 +381,24 @@ def _nearest_line(lines: dict[KeyPath, int], path: KeyPath) -> int | None:
     return None
 
 
-def _unknown(name: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> ScenarioError:
+def _unknown(
+    name: str, params: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath
+) -> ScenarioError:
     line = _nearest_line(lines, path)
     known = ", ".join(sorted(params)) or "none"
     close = difflib.get_close_matches(name, list(params), n=1, cutoff=0.6)
     hint = f"; did you mean '${close[0]}'?" if close else ""
-    return ScenarioError(file, f"unknown parameter '${name}'{hint} (parameters and sweep axes: {known})", line, format_path(path))
+    return ScenarioError(
+        file,
+        f"unknown parameter '${name}'{hint} (parameters and sweep axes: {known})",
+        line,
+        format_path(path),
+    )
 
 
-def _check_references(value: Any, known: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath) -> None:
+def _check_references(
+    value: Any, known: dict[str, Any], file: str, lines: dict[KeyPath, int], path: KeyPath
+) -> None:
     """Every ``$name`` and every name in a ``${expression}`` is a parameter or a sweep axis."""
     if isinstance(value, str):
         match = _REFERENCE.match(value)

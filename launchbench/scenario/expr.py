@@ -21,7 +21,14 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_FUNCTIONS: dict[str, Callable[..., Any]] = {"ceil": math.ceil, "floor": math.floor, "round": round, "int": int, "min": min, "max": max}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "ceil": math.ceil,
+    "floor": math.floor,
+    "round": round,
+    "int": int,
+    "min": min,
+    "max": max,
+}
 MAX_EXPRESSION = 200
 MAX_MAGNITUDE = 1e18  # every intermediate value stays below this, so no expression can take long
 
@@ -63,11 +70,17 @@ def _eval(node: ast.AST, params: Mapping[str, Any]) -> Any:
 
 
 def _eval_node(node: ast.AST, params: Mapping[str, Any]) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and not isinstance(node.value, bool)
+    ):
         return node.value
     if isinstance(node, ast.Name):
         if node.id not in params:
-            raise ExpressionError(f"unknown parameter '{node.id}' (parameters: {', '.join(sorted(params)) or 'none'})")
+            raise ExpressionError(
+                f"unknown parameter '{node.id}' (parameters: {', '.join(sorted(params)) or 'none'})"
+            )
         value = params[node.id]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ExpressionError(f"parameter '{node.id}' is not a number")
@@ -83,7 +96,12 @@ def _eval_node(node: ast.AST, params: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _eval(node.operand, params)
         return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS and not node.keywords:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FUNCTIONS
+        and not node.keywords
+    ):
         args = [_eval(arg, params) for arg in node.args]
         try:
             return _FUNCTIONS[node.func.id](*args)

@@ -55,7 +55,10 @@ def load_scenario_file(path: str | Path, precheck: Callable[[str, str], None] | 
     data, lines = parse_yaml(text, file)
     if "chain" in data and "chains" in data:
         raise ScenarioError(
-            file, "give either 'chain' (one chain) or 'chains' (named chains), not both", lines.get(("chain",)), "chain"
+            file,
+            "give either 'chain' (one chain) or 'chains' (named chains), not both",
+            lines.get(("chain",)),
+            "chain",
         )
     try:
         scenario = Scenario.model_validate(data)
@@ -71,12 +74,16 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def _read_text(path: Path) -> str:
     file = str(path)
-    raw = read_regular_file(path, MAX_FILE_BYTES, lambda message: ScenarioError(file, message), "a scenario file")
+    raw = read_regular_file(
+        path, MAX_FILE_BYTES, lambda message: ScenarioError(file, message), "a scenario file"
+    )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         line = raw.count(b"\n", 0, err.start) + 1
-        raise ScenarioError(file, f"not UTF-8 text ({err.reason} at byte {err.start}); is it a binary file?", line) from None
+        raise ScenarioError(
+            file, f"not UTF-8 text ({err.reason} at byte {err.start}); is it a binary file?", line
+        ) from None
 
 
 # --- parsing ------------------------------------------------------------------------------------------
@@ -92,7 +99,12 @@ _YAML12_INT = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
 _YAML12_FLOAT = re.compile(
     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
-_YAML11_ONLY = ("tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:timestamp")
+_YAML11_ONLY = (
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:timestamp",
+)
 
 
 class _TagRefused(ConstructorError):
@@ -130,7 +142,9 @@ class _Loader(yaml.SafeLoader):
         try:
             if self.depth > MAX_DEPTH:
                 line = self.peek_event().start_mark.line + 1
-                raise ScenarioError(self.file, f"nested more than {MAX_DEPTH} levels deep; not a scenario", line)
+                raise ScenarioError(
+                    self.file, f"nested more than {MAX_DEPTH} levels deep; not a scenario", line
+                )
             self.nodes += 1
             if self.nodes > MAX_NODES:
                 line = self.peek_event().start_mark.line + 1
@@ -142,9 +156,15 @@ class _Loader(yaml.SafeLoader):
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep)
-        except (ValueError, TypeError, OverflowError) as err:  # PyYAML lets these out: 2024-13-45, !!int "x", 10**5000
+        except (
+            ValueError,
+            TypeError,
+            OverflowError,
+        ) as err:  # PyYAML lets these out: 2024-13-45, !!int "x", 10**5000
             reason = "a number of more than 4300 digits" if "Exceeds the limit" in str(err) else str(err)
-            raise ConstructorError(None, None, f"cannot read the value {_short(node.value)}: {reason}", node.start_mark) from None
+            raise ConstructorError(
+                None, None, f"cannot read the value {_short(node.value)}: {reason}", node.start_mark
+            ) from None
 
 
 def _refuse_tag(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
@@ -179,8 +199,14 @@ def parse_yaml(text: str, file: str) -> tuple[dict[str, Any], dict[KeyPath, int]
         if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"):
             raise ScenarioError(file, "file is empty; a scenario needs name, description and chains")
         if not isinstance(node, yaml.MappingNode):
-            what = "a list" if isinstance(node, yaml.SequenceNode) else f"a single value ({_short(node.value)})"
-            raise ScenarioError(file, f"a scenario must be a YAML mapping of keys to values, not {what}", node.start_mark.line + 1)
+            what = (
+                "a list" if isinstance(node, yaml.SequenceNode) else f"a single value ({_short(node.value)})"
+            )
+            raise ScenarioError(
+                file,
+                f"a scenario must be a YAML mapping of keys to values, not {what}",
+                node.start_mark.line + 1,
+            )
         _check_graph(node, file)
         lines: dict[KeyPath, int] = {}
         _index_lines(node, (), lines, file, _Keys())
@@ -193,7 +219,9 @@ def parse_yaml(text: str, file: str) -> tuple[dict[str, Any], dict[KeyPath, int]
         if loader is not None:
             loader.dispose()
     if not isinstance(data, dict):
-        raise ScenarioError(file, f"a scenario must be a YAML mapping, not a {type(data).__name__}", node.start_mark.line + 1)
+        raise ScenarioError(
+            file, f"a scenario must be a YAML mapping, not a {type(data).__name__}", node.start_mark.line + 1
+        )
     return data, lines
 
 
@@ -201,7 +229,9 @@ def _yaml_error(err: yaml.YAMLError, file: str, text: str) -> ScenarioError:
     if isinstance(err, yaml.reader.ReaderError):
         line = text.count("\n", 0, err.position) + 1 if isinstance(err.position, int) else None
         char = err.character if isinstance(err.character, str) else chr(err.character)
-        return ScenarioError(file, f"not valid YAML: control character {ord(char):#04x} is not allowed in a YAML file", line)
+        return ScenarioError(
+            file, f"not valid YAML: control character {ord(char):#04x} is not allowed in a YAML file", line
+        )
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     line = mark.line + 1 if mark else None
     if isinstance(err, _TagRefused):
@@ -240,11 +270,15 @@ def _check_graph(root: yaml.Node, file: str) -> None:
         key = id(node)
         line = node.start_mark.line + 1
         if key in active:
-            raise ScenarioError(file, "an alias refers to the list or mapping that holds it (a recursive document)", line)
+            raise ScenarioError(
+                file, "an alias refers to the list or mapping that holds it (a recursive document)", line
+            )
         if key in sizes:
             size, height = sizes[key]
             if depth + height - 1 > MAX_DEPTH:
-                raise ScenarioError(file, f"aliases nest the document more than {MAX_DEPTH} levels deep", line)
+                raise ScenarioError(
+                    file, f"aliases nest the document more than {MAX_DEPTH} levels deep", line
+                )
             return sizes[key]
         if depth > MAX_DEPTH:
             raise ScenarioError(file, f"nested more than {MAX_DEPTH} levels deep; not a scenario", line)
@@ -254,7 +288,11 @@ def _check_graph(root: yaml.Node, file: str) -> None:
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
-                    raise ScenarioError(file, "a key must be a plain value, not a list or a mapping", key_node.start_mark.line + 1)
+                    raise ScenarioError(
+                        file,
+                        "a key must be a plain value, not a list or a mapping",
+                        key_node.start_mark.line + 1,
+                    )
                 size += 1
                 children.append(value_node)
         elif isinstance(node, yaml.SequenceNode):
@@ -265,7 +303,9 @@ def _check_graph(root: yaml.Node, file: str) -> None:
             height = max(height, child_height + 1)
             if size > MAX_NODES:
                 raise ScenarioError(
-                    file, f"aliases expand the document to more than {MAX_NODES:,} values (a 'billion laughs' document?)", line
+                    file,
+                    f"aliases expand the document to more than {MAX_NODES:,} values (a 'billion laughs' document?)",
+                    line,
                 )
         active.discard(key)
         sizes[key] = (size, height)
@@ -275,7 +315,11 @@ def _check_graph(root: yaml.Node, file: str) -> None:
 
 
 def _index_lines(
-    node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], file: str, keys: yaml.constructor.SafeConstructor
+    node: yaml.Node,
+    path: KeyPath,
+    lines: dict[KeyPath, int],
+    file: str,
+    keys: yaml.constructor.SafeConstructor,
 ) -> None:
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
@@ -284,7 +328,9 @@ def _index_lines(
             key = _key(key_node, keys)
             if key in seen and key != "<<":
                 where = _oneline(format_path(path + (key,)))
-                raise ScenarioError(file, _oneline(f"duplicate key '{key}'"), key_node.start_mark.line + 1, where)
+                raise ScenarioError(
+                    file, _oneline(f"duplicate key '{key}'"), key_node.start_mark.line + 1, where
+                )
             seen.add(key)
             _index_lines(value_node, path + (key,), lines, file, keys)
             lines[path + (key,)] = key_node.start_mark.line + 1
@@ -309,7 +355,9 @@ def _check_defaults(scenario: Scenario, file: str, lines: dict[KeyPath, int]) ->
         line = lines.get(("defaults", key), lines.get(("defaults",)))
         where = _oneline(format_path(("defaults", key)))
         if key == "kind":
-            raise ScenarioError(file, "defaults cannot set 'kind': every step names its own kind", line, where)
+            raise ScenarioError(
+                file, "defaults cannot set 'kind': every step names its own kind", line, where
+            )
         if key not in allowed:
             message = f"unknown key '{key}' in defaults (no step kind takes it)"
             close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
@@ -374,7 +422,11 @@ def _most_telling(located: list[Located], base: KeyPath, lines: dict[KeyPath, in
     groups: dict[Any, list[Located]] = {}
     for item in located:
         other = tuple(item[0]["loc"])
-        if other[:branch] == prefix and len(other) > branch + 1 and _union_branch(other, base, lines) == branch:
+        if (
+            other[:branch] == prefix
+            and len(other) > branch + 1
+            and _union_branch(other, base, lines) == branch
+        ):
             groups.setdefault(other[branch], []).append(item)
     fewest = min(groups.values(), key=len)
     if len(fewest) < len(groups.get(loc[branch], ())):
@@ -443,9 +495,15 @@ def validation_error(
         message = "the chain has no steps"
         show_value = False
     elif kind == "too_short" and relative[:1] == ("chains",):
-        message = f"chain '{relative[1]}' has no steps" if len(relative) > 1 else "no chains: a scenario needs at least one chain of steps"
+        message = (
+            f"chain '{relative[1]}' has no steps"
+            if len(relative) > 1
+            else "no chains: a scenario needs at least one chain of steps"
+        )
         show_value = False
-    elif kind == "list_type" and (relative == ("chain",) or (relative[:1] == ("chains",) and len(relative) == 2)):
+    elif kind == "list_type" and (
+        relative == ("chain",) or (relative[:1] == ("chains",) and len(relative) == 2)
+    ):
         message = "a chain must be a list of steps"
     elif kind == "int_from_float":
         message = "expected a whole number"
@@ -465,7 +523,10 @@ def validation_error(
         show_value = False
     elif relative[:1] == ("sweep",) and len(relative) == 2 and _rank(first) == 3:
         message = f"sweep axis '{relative[1]}' must be a list of numbers or a range {{start, stop, num}}"
-    elif kind == "dict_type" and ((relative[:1] == ("chains",) and len(relative) == 3) or (relative[:1] == ("chain",) and len(relative) == 2)):
+    elif kind == "dict_type" and (
+        (relative[:1] == ("chains",) and len(relative) == 3)
+        or (relative[:1] == ("chain",) and len(relative) == 2)
+    ):
         message = "a step must be a mapping with a 'kind'"
     named = isinstance(value, str) and (f"'{value}'" in message or repr(value) in message)
     if show_value and isinstance(value, _SCALARS) and "not the" not in message and not named:
@@ -496,7 +557,9 @@ def _allowed_keys(model: Any, loc: tuple[Any, ...]) -> list[str]:
     fields = getattr(current, "model_fields", None)
     if not isinstance(current, type) or fields is None:
         return []
-    names = [info.alias or name for name, info in fields.items() if name != "kind"]  # the YAML key is the alias
+    names = [
+        info.alias or name for name, info in fields.items() if name != "kind"
+    ]  # the YAML key is the alias
     return names + (["chain"] if current is Scenario else [])
 
 

@@ -28,7 +28,11 @@ def step_union(specs: Sequence[KindSpec]) -> Any:
 
 def step_fields(specs: Sequence[KindSpec]) -> dict[str, list[str]]:
     """The YAML keys each kind takes, by kind."""
-    return {kind: [info.alias or name for name, info in spec.model.model_fields.items()] for spec in specs for kind in spec.kinds}
+    return {
+        kind: [info.alias or name for name, info in spec.model.model_fields.items()]
+        for spec in specs
+        for kind in spec.kinds
+    }
 
 
 if TYPE_CHECKING:
@@ -93,7 +97,9 @@ class Scenario(Strict):
     name: str = Field(..., min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = Field(..., min_length=1)
     params: dict[Identifier, ParamValue] = Field(default_factory=dict)
-    defaults: dict[str, Any] = Field(default_factory=dict, description="step fields applied to every step that takes them")
+    defaults: dict[str, Any] = Field(
+        default_factory=dict, description="step fields applied to every step that takes them"
+    )
     sweep: dict[Identifier, SweepValues | SweepRange] = Field(default_factory=dict)
     chains: dict[ChainName, ChainSteps] = Field(..., min_length=1)
     measure: MeasureSettings = Field(default_factory=MeasureSettings)

@@ -110,7 +110,10 @@ def _scan(loader: Any, range_values: Any) -> Counts | None:
         event = loader.get_event()
         if isinstance(event, (yaml.AliasEvent,)) or getattr(event, "anchor", None):
             return None  # aliases: the exact check counts their expansion
-        if isinstance(event, (yaml.StreamStartEvent, yaml.DocumentStartEvent, yaml.DocumentEndEvent, yaml.StreamEndEvent)):
+        if isinstance(
+            event,
+            (yaml.StreamStartEvent, yaml.DocumentStartEvent, yaml.DocumentEndEvent, yaml.StreamEndEvent),
+        ):
             continue
         if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             stack.pop()
@@ -130,7 +133,9 @@ def _scan(loader: Any, range_values: Any) -> Counts | None:
                 number = _number(value)
                 max_cases = number if isinstance(number, int) else None
             elif len(path) == 3 and path[0] == "sweep" and isinstance(path[2], int):
-                axis_items.setdefault(path[1], set()).add(_number(value) if _number(value) is not None else value)
+                axis_items.setdefault(path[1], set()).add(
+                    _number(value) if _number(value) is not None else value
+                )
             elif len(path) == 3 and path[0] == "sweep" and isinstance(path[2], str):
                 ranges.setdefault(path[1], {})[path[2]] = value
             else:
@@ -152,7 +157,9 @@ def _scan(loader: Any, range_values: Any) -> Counts | None:
             chains["chain"] = _Chain(line)
             single = True
         chain = chain_of(path)
-        if chain is not None and ((path[0] == "chains" and len(path) == 3) or (path[0] == "chain" and len(path) == 2)):
+        if chain is not None and (
+            (path[0] == "chains" and len(path) == 3) or (path[0] == "chain" and len(path) == 2)
+        ):
             chain.steps += 1
         stack.append([kind, path, None, 0])
     if not stack and (chains or axis_items or ranges):

@@ -71,7 +71,9 @@ def _leading_dim(name: str, array: Any) -> int:
     if array.dtype != np.float32:
         raise ValueError(f"{name} must be float32, not {array.dtype}")
     if array.strides[1] != 4 or array.strides[0] % 4 or array.strides[0] < 4 * array.shape[1]:
-        raise ValueError(f"{name} must be row-major with unit column stride (pass trans_* instead of a transposed view)")
+        raise ValueError(
+            f"{name} must be row-major with unit column stride (pass trans_* instead of a transposed view)"
+        )
     return array.strides[0] // 4
 
 
@@ -84,19 +86,43 @@ class Gemm:
         self.kernel.compile()
 
     def bind(
-        self, a: Any, b: Any, out: Any, *, trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0, beta: float = 0.0
+        self,
+        a: Any,
+        b: Any,
+        out: Any,
+        *,
+        trans_a: bool = False,
+        trans_b: bool = False,
+        alpha: float = 1.0,
+        beta: float = 0.0,
     ) -> Callable[[], None]:
         """A launch computing ``out = alpha·op(a)·op(b) + beta·out`` on the current stream."""
         lda, ldb, ldc = _leading_dim("a", a), _leading_dim("b", b), _leading_dim("out", out)
         m, k = (a.shape[1], a.shape[0]) if trans_a else a.shape
         k2, n = (b.shape[1], b.shape[0]) if trans_b else b.shape
         if k != k2 or out.shape != (m, n):
-            raise ValueError(f"shapes do not multiply: op(a) is {m}×{k}, op(b) is {k2}×{n}, out is {out.shape}")
+            raise ValueError(
+                f"shapes do not multiply: op(a) is {m}×{k}, op(b) is {k2}×{n}, out is {out.shape}"
+            )
         if m > 65535 * TILE:
             raise ValueError(f"M={m} exceeds the grid's y limit")
         grid = (math.ceil(n / TILE), math.ceil(m / TILE))
         i32 = np.int32
-        args = (a, b, out, i32(m), i32(n), i32(k), i32(lda), i32(ldb), i32(ldc), i32(trans_a), i32(trans_b), np.float32(alpha), np.float32(beta))
+        args = (
+            a,
+            b,
+            out,
+            i32(m),
+            i32(n),
+            i32(k),
+            i32(lda),
+            i32(ldb),
+            i32(ldc),
+            i32(trans_a),
+            i32(trans_b),
+            np.float32(alpha),
+            np.float32(beta),
+        )
         return partial(self.kernel, grid, (TILE, TILE), args)
 
     def __call__(self, a: Any, b: Any, out: Any, **flags: Any) -> Any:

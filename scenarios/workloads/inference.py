@@ -35,7 +35,10 @@ _NORMALISE: dict[int, Any] = {}
 def _normalise_kernel(xp: Any) -> Any:
     if id(xp) not in _NORMALISE:
         _NORMALISE[id(xp)] = xp.ElementwiseKernel(
-            "uint8 raw, float32 mean, float32 inv_std", "float32 x", "x = ((float)raw - mean) * inv_std", "lb_normalise"
+            "uint8 raw, float32 mean, float32 inv_std",
+            "float32 x",
+            "x = ((float)raw - mean) * inv_std",
+            "lb_normalise",
         )
     return _NORMALISE[id(xp)]
 
@@ -49,8 +52,14 @@ def _memcpy(xp: Any, dst: int, src: int, nbytes: int, kind: int) -> Callable[[],
 
 class Classifier:
     def __init__(
-        self, xp: Any, batch: int = 64, inputs: int = 1024, hidden: int = 1024, classes: int = 10,
-        seed: int = 0, host_io: bool = False,
+        self,
+        xp: Any,
+        batch: int = 64,
+        inputs: int = 1024,
+        hidden: int = 1024,
+        classes: int = 10,
+        seed: int = 0,
+        host_io: bool = False,
     ):
         rng = np.random.default_rng(seed)
         f32 = np.float32
@@ -79,9 +88,14 @@ class Classifier:
             ops.append(_memcpy(xp, self.raw.data.ptr, raw_pinned.ctypes.data, raw_host.nbytes, 1))
         ops += [
             partial(_normalise_kernel(xp), self.raw, self.mean, self.inv_std, x),
-            gemm.bind(x, w1, h1), partial(xp.add, h1, b1, out=h1), partial(xp.maximum, h1, zero, out=h1),
-            gemm.bind(h1, w2, h2), partial(xp.add, h2, b2, out=h2), partial(xp.maximum, h2, zero, out=h2),
-            gemm.bind(h2, w3, logits), partial(xp.add, logits, b3, out=logits),
+            gemm.bind(x, w1, h1),
+            partial(xp.add, h1, b1, out=h1),
+            partial(xp.maximum, h1, zero, out=h1),
+            gemm.bind(h1, w2, h2),
+            partial(xp.add, h2, b2, out=h2),
+            partial(xp.maximum, h2, zero, out=h2),
+            gemm.bind(h2, w3, logits),
+            partial(xp.add, logits, b3, out=logits),
             partial(xp.max, logits, axis=1, keepdims=True, out=row_max),
             partial(xp.subtract, logits, row_max, out=probs),
             partial(xp.exp, probs, out=probs),
@@ -111,8 +125,14 @@ def _pinned(xp: Any, array: np.ndarray) -> np.ndarray:
 
 
 def classify(
-    xp: Any, stream: Any, batch: int = 64, inputs: int = 1024, hidden: int = 1024, classes: int = 10,
-    seed: int = 0, host_io: bool = False,
+    xp: Any,
+    stream: Any,
+    batch: int = 64,
+    inputs: int = 1024,
+    hidden: int = 1024,
+    classes: int = 10,
+    seed: int = 0,
+    host_io: bool = False,
 ) -> Classifier:
     """launchbench entry point: outputs are the probabilities, labels and confidences (and the labels
     copied to the host with ``host_io``)."""

@@ -118,8 +118,15 @@ class TrainingStep:
     """The buffers and the 29 launches of one step; ``run`` issues them on the current stream."""
 
     def __init__(
-        self, xp: Any, batch: int = 64, inputs: int = 1024, hidden: int = 1024, classes: int = 10,
-        lr: float = 0.01, seed: int = 0, cublas: bool = False,
+        self,
+        xp: Any,
+        batch: int = 64,
+        inputs: int = 1024,
+        hidden: int = 1024,
+        classes: int = 10,
+        lr: float = 0.01,
+        seed: int = 0,
+        cublas: bool = False,
     ):
         self.xp = xp
         self.lr = lr
@@ -134,19 +141,45 @@ class TrainingStep:
         def empty(*shape: int) -> Any:
             return xp.zeros(shape, dtype=f32)
 
-        z1, h1, z2, h2, z3 = empty(batch, hidden), empty(batch, hidden), empty(batch, hidden), empty(batch, hidden), empty(batch, classes)
-        e, row_max, row_sum, dz3 = empty(batch, classes), empty(batch, 1), empty(batch, 1), empty(batch, classes)
+        z1, h1, z2, h2, z3 = (
+            empty(batch, hidden),
+            empty(batch, hidden),
+            empty(batch, hidden),
+            empty(batch, hidden),
+            empty(batch, classes),
+        )
+        e, row_max, row_sum, dz3 = (
+            empty(batch, classes),
+            empty(batch, 1),
+            empty(batch, 1),
+            empty(batch, classes),
+        )
         dh2, dh1 = empty(batch, hidden), empty(batch, hidden)
-        self.activations = {"z1": z1, "h1": h1, "z2": z2, "h2": h2, "z3": z3, "e": e, "dz3": dz3, "dh2": dh2, "dh1": dh1}
+        self.activations = {
+            "z1": z1,
+            "h1": h1,
+            "z2": z2,
+            "h2": h2,
+            "z3": z3,
+            "e": e,
+            "dz3": dz3,
+            "dh2": dh2,
+            "dh1": dh1,
+        }
         k = _kernels(xp)
         p, g = self.params, self.grads
         mm = self._cublas_bind if cublas else Gemm(xp).bind
         zero, inv_batch, lr32 = f32(0), f32(1.0 / batch), f32(lr)
         ops: list[Callable[[], Any]] = [
             # forward
-            mm(x, p["w1"], z1), partial(xp.add, z1, p["b1"], out=z1), partial(xp.maximum, z1, zero, out=h1),
-            mm(h1, p["w2"], z2), partial(xp.add, z2, p["b2"], out=z2), partial(xp.maximum, z2, zero, out=h2),
-            mm(h2, p["w3"], z3), partial(xp.add, z3, p["b3"], out=z3),
+            mm(x, p["w1"], z1),
+            partial(xp.add, z1, p["b1"], out=z1),
+            partial(xp.maximum, z1, zero, out=h1),
+            mm(h1, p["w2"], z2),
+            partial(xp.add, z2, p["b2"], out=z2),
+            partial(xp.maximum, z2, zero, out=h2),
+            mm(h2, p["w3"], z3),
+            partial(xp.add, z3, p["b3"], out=z3),
             # softmax cross-entropy: dZ3 = (softmax(Z3) − Y) / batch
             partial(xp.max, z3, axis=1, keepdims=True, out=row_max),
             partial(xp.subtract, z3, row_max, out=e),
@@ -154,18 +187,25 @@ class TrainingStep:
             partial(xp.sum, e, axis=1, keepdims=True, out=row_sum),
             partial(k["softmax_grad"], e, row_sum, y, inv_batch, dz3),
             # backward (dh2 becomes dZ2 and dh1 becomes dZ1 in place, through ReLU')
-            mm(h2, dz3, g["w3"], trans_a=True), partial(xp.sum, dz3, axis=0, out=g["b3"]),
-            mm(dz3, p["w3"], dh2, trans_b=True), partial(k["relu_grad"], z2, dh2),
-            mm(h1, dh2, g["w2"], trans_a=True), partial(xp.sum, dh2, axis=0, out=g["b2"]),
-            mm(dh2, p["w2"], dh1, trans_b=True), partial(k["relu_grad"], z1, dh1),
-            mm(x, dh1, g["w1"], trans_a=True), partial(xp.sum, dh1, axis=0, out=g["b1"]),
+            mm(h2, dz3, g["w3"], trans_a=True),
+            partial(xp.sum, dz3, axis=0, out=g["b3"]),
+            mm(dz3, p["w3"], dh2, trans_b=True),
+            partial(k["relu_grad"], z2, dh2),
+            mm(h1, dh2, g["w2"], trans_a=True),
+            partial(xp.sum, dh2, axis=0, out=g["b2"]),
+            mm(dh2, p["w2"], dh1, trans_b=True),
+            partial(k["relu_grad"], z1, dh1),
+            mm(x, dh1, g["w1"], trans_a=True),
+            partial(xp.sum, dh1, axis=0, out=g["b1"]),
         ]
         ops += [partial(k["sgd"], g[name], lr32, p[name]) for name in PARAMS]  # update
         assert len(ops) == LAUNCHES, len(ops)
         self.ops = ops
         self.outputs = {name: p[name] for name in PARAMS}
 
-    def _cublas_bind(self, a: Any, b: Any, out: Any, *, trans_a: bool = False, trans_b: bool = False) -> Callable[[], None]:
+    def _cublas_bind(
+        self, a: Any, b: Any, out: Any, *, trans_a: bool = False, trans_b: bool = False
+    ) -> Callable[[], None]:
         return partial(_explain_cublas, self.xp, a.T if trans_a else a, b.T if trans_b else b, out)
 
     def run(self) -> None:
@@ -177,8 +217,15 @@ class TrainingStep:
 
 
 def training_step(
-    xp: Any, stream: Any, batch: int = 64, inputs: int = 1024, hidden: int = 1024, classes: int = 10,
-    lr: float = 0.01, seed: int = 0, cublas: bool = False,
+    xp: Any,
+    stream: Any,
+    batch: int = 64,
+    inputs: int = 1024,
+    hidden: int = 1024,
+    classes: int = 10,
+    lr: float = 0.01,
+    seed: int = 0,
+    cublas: bool = False,
 ) -> TrainingStep:
     """launchbench entry point: outputs are the six parameters (compared eager against graph after one
     step from the same initial weights; launchbench restores them between the two)."""

@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 
 
-def particles(xp: Any, stream: Any, n: int = 100_000, dt: float = 0.01, stiffness: float = 4.0) -> dict[str, Any]:
+def particles(
+    xp: Any, stream: Any, n: int = 100_000, dt: float = 0.01, stiffness: float = 4.0
+) -> dict[str, Any]:
     """Particles on springs: one explicit Euler step, 4 in-place launches."""
     rng = np.random.default_rng(0)
     # 1. allocate (and fill) everything up front, on the device

@@ -51,7 +51,9 @@ _CACHE: dict[int, tuple[Any, Any]] = {}
 def _kernels(xp: Any) -> tuple[Any, Any]:
     if id(xp) not in _CACHE:
         flip = xp.RawKernel(FLIP_NORMALISE, "lb_flip_normalise")
-        jitter = xp.ElementwiseKernel("float32 contrast, float32 brightness", "float32 x", "x = x * contrast + brightness", "lb_jitter")
+        jitter = xp.ElementwiseKernel(
+            "float32 contrast, float32 brightness", "float32 x", "x = x * contrast + brightness", "lb_jitter"
+        )
         _CACHE[id(xp)] = (flip, jitter)
     return _CACHE[id(xp)]
 
@@ -79,8 +81,16 @@ def reference(images: np.ndarray, contrast: float, brightness: float) -> np.ndar
 
 
 class Augment:
-    def __init__(self, xp: Any, batch: int = 16, height: int = 224, width: int = 224, seed: int = 0,
-                 contrast: float = 1.2, brightness: float = 0.1):
+    def __init__(
+        self,
+        xp: Any,
+        batch: int = 16,
+        height: int = 224,
+        width: int = 224,
+        seed: int = 0,
+        contrast: float = 1.2,
+        brightness: float = 0.1,
+    ):
         rng = np.random.default_rng(seed)
         self.images_host = _pinned(xp, (batch, height, width, 3), np.uint8)
         self.images_host[...] = rng.integers(0, 256, self.images_host.shape, dtype=np.uint8)
@@ -92,8 +102,15 @@ class Augment:
         flip, jitter = _kernels(xp)
         total = self.out.size
         f32 = np.float32
-        args = (self.images, self.out, np.int64(total), np.int32(height), np.int32(width),
-                *(f32(m) for m in MEAN), *(f32(1.0 / s) for s in STD))
+        args = (
+            self.images,
+            self.out,
+            np.int64(total),
+            np.int32(height),
+            np.int32(width),
+            *(f32(m) for m in MEAN),
+            *(f32(1.0 / s) for s in STD),
+        )
         self.ops: list[Callable[[], Any]] = [
             _memcpy(xp, self.images.data.ptr, self.images_host.ctypes.data, self.images.nbytes, 1),
             partial(flip, (math.ceil(total / 256),), (256,), args),
@@ -109,7 +126,15 @@ class Augment:
             op()
 
 
-def augment(xp: Any, stream: Any, batch: int = 16, height: int = 224, width: int = 224, seed: int = 0,
-            contrast: float = 1.2, brightness: float = 0.1) -> Augment:
+def augment(
+    xp: Any,
+    stream: Any,
+    batch: int = 16,
+    height: int = 224,
+    width: int = 224,
+    seed: int = 0,
+    contrast: float = 1.2,
+    brightness: float = 0.1,
+) -> Augment:
     """launchbench entry point: outputs are the preprocessed batch on the device and its host copy."""
     return Augment(xp, batch, height, width, seed, contrast, brightness)

@@ -18,8 +18,12 @@ def _postgres_url() -> Iterator[str]:
     admin_url = os.environ.get(PG_ENV)
     if not admin_url:
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"CI=true but ${PG_ENV} is not set: the history tests must run against PostgreSQL in CI")
-        pytest.skip(f"no PostgreSQL server: set ${PG_ENV} (e.g. postgresql+psycopg://USER:PW@127.0.0.1/postgres)")
+            pytest.fail(
+                f"CI=true but ${PG_ENV} is not set: the history tests must run against PostgreSQL in CI"
+            )
+        pytest.skip(
+            f"no PostgreSQL server: set ${PG_ENV} (e.g. postgresql+psycopg://USER:PW@127.0.0.1/postgres)"
+        )
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 

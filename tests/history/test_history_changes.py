@@ -28,7 +28,9 @@ def test_step_at_run_7_found_on_graph_rows_and_named(db_url: str, stepped: list[
     gpu_bound_graph = {s.key for s in rows if s.key[2] == "graph" and not any(s.host_bound)}
     assert len(gpu_bound_graph) >= 6  # every graph row but the host-bound one-launch graph of empty kernels
     for key in gpu_bound_graph:
-        found = [c for c in changes if (c.scenario, c.case, c.mode) == key and c.metric == "wall_us_per_launch"]
+        found = [
+            c for c in changes if (c.scenario, c.case, c.mode) == key and c.metric == "wall_us_per_launch"
+        ]
         assert len(found) == 1, (key, found)
         change = found[0]
         assert change.after.name == "run-07" and change.before.name == "run-06"
@@ -47,5 +49,7 @@ def test_no_change_without_a_step(db_url: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("seed", [2, 5])
 def test_host_drift_alone_is_not_a_change(tmp_path: Path, seed: int) -> None:
     """Stronger drift (18% sd per run) on host-bound rows, no step anywhere: nothing is reported."""
-    with _ingest(f"sqlite:///{tmp_path / 'h.sqlite'}", series(tmp_path / "runs", SeriesSpec(drift_sd=0.18, seed=seed))) as db:
+    with _ingest(
+        f"sqlite:///{tmp_path / 'h.sqlite'}", series(tmp_path / "runs", SeriesSpec(drift_sd=0.18, seed=seed))
+    ) as db:
         assert detect_changes(db) == []

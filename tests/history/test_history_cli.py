@@ -30,14 +30,24 @@ def test_ingest_list_trend_changes(db_url: str, stepped: list[Path]) -> None:
     result = invoke("history", "ingest", "--db", db_url, "--branch", "main", *stepped)
     assert result.exit_code == 0 and result.output.count("added") == 12
     assert invoke("history", "ingest", "--db", db_url, stepped[0]).output.count("already in the history") == 1
-    listed = json.loads(invoke("history", "list", "--db", db_url, "--format", "json", "--driver", "590.10.01").output)
+    listed = json.loads(
+        invoke("history", "list", "--db", db_url, "--format", "json", "--driver", "590.10.01").output
+    )
     assert [r["name"] for r in listed] == [f"run-{i:02d}" for i in range(7, 13)]
     assert all(r["git_branch"] == "main" for r in listed)
-    trend = invoke("history", "trend", "quickstart/scale/length=100", "--db", db_url, "--format", "csv", "--last", "3")
+    trend = invoke(
+        "history", "trend", "quickstart/scale/length=100", "--db", db_url, "--format", "csv", "--last", "3"
+    )
     lines = trend.output.strip().splitlines()
     assert lines[0].startswith("run_id,name,started,metric,median,ci_low,ci_high") and len(lines) == 4
-    changes = json.loads(invoke("history", "changes", "--db", db_url, "--format", "json", "-m", "gpu_us_per_iter").output)
-    assert changes and {c["run_after"] for c in changes} == {"run-07"} and {c["mode"] for c in changes} == {"graph"}
+    changes = json.loads(
+        invoke("history", "changes", "--db", db_url, "--format", "json", "-m", "gpu_us_per_iter").output
+    )
+    assert (
+        changes
+        and {c["run_after"] for c in changes} == {"run-07"}
+        and {c["mode"] for c in changes} == {"graph"}
+    )
     assert all(c["environment_changes"] == "driver 580.159.04 → 590.10.01" for c in changes)
     table = invoke("history", "changes", "--db", db_url, "-m", "gpu_us_per_iter")
     assert "run-06" in table.output and "run-07" in table.output
@@ -47,15 +57,39 @@ def test_compare_baseline_history(db_url: str, stepped: list[Path]) -> None:
     """Runs 1-6 are an A/A series (host drift only): run 6 against runs 1-5 has no slower row; run 7 (graph
     rows +8%) against runs 1-6 fails the gate on the graph rows, and the exit code says so."""
     assert invoke("history", "ingest", "--db", db_url, *stepped[:5]).exit_code == 0
-    aa = invoke("compare", "--baseline", "history", "--db", db_url, stepped[5], "--format", "json",
-                "--fail-on", "wall_us_per_launch:5%")
+    aa = invoke(
+        "compare",
+        "--baseline",
+        "history",
+        "--db",
+        db_url,
+        stepped[5],
+        "--format",
+        "json",
+        "--fail-on",
+        "wall_us_per_launch:5%",
+    )
     assert aa.exit_code == 0, aa.output
     document = json.loads(aa.stdout)
-    assert document["counts"]["slower"] == document["counts"]["faster"] == 0 and document["counts"]["same"] > 0
+    assert (
+        document["counts"]["slower"] == document["counts"]["faster"] == 0 and document["counts"]["same"] > 0
+    )
     assert document["baseline"]["source"].startswith("history (5 runs: run-01 … run-05")
     assert invoke("history", "ingest", "--db", db_url, stepped[5]).exit_code == 0
-    step = invoke("compare", "--baseline", "history", "--db", db_url, stepped[6], "--format", "csv",
-                  "--fail-on", "wall_us_per_launch:5%", "-m", "wall_us_per_launch")
+    step = invoke(
+        "compare",
+        "--baseline",
+        "history",
+        "--db",
+        db_url,
+        stepped[6],
+        "--format",
+        "csv",
+        "--fail-on",
+        "wall_us_per_launch:5%",
+        "-m",
+        "wall_us_per_launch",
+    )
     assert step.exit_code == 1
     slower = {line.split(",")[1] for line in step.output.splitlines() if ",slower," in line}
     assert {"empty/length=100", "empty/length=1000", "scale/length=100", "scale/length=1000"} <= slower

@@ -15,8 +15,15 @@ from launchbench.history.db import HistoryDB
 from launchbench.history.ingest import ingest_run_dir
 from launchbench.report.history_html import write_report
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
 
 
 def chromium() -> str:
@@ -31,9 +38,19 @@ def chromium() -> str:
 def load(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
     """The DOM after the page's scripts ran, and the console messages Chromium logged."""
     result = subprocess.run(
-        [chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0",
-         "--dump-dom", page.resolve().as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
+        [
+            chromium(),
+            *FLAGS,
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     console = [line for line in result.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]

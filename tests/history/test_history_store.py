@@ -35,10 +35,17 @@ def test_ingest_stores_rows_passes_and_environment(db_url: str) -> None:
     assert _counts(db_url) == (1, rows, passes)
     with HistoryDB(db_url) as db, db.session() as s:
         run = s.scalars(select(Run)).one()
-        assert (run.gpu_name, run.driver, run.cuda_runtime, run.cupy) == ("NVIDIA H200", "580.159.04", "13.2", "14.2.0")
+        assert (run.gpu_name, run.driver, run.cuda_runtime, run.cupy) == (
+            "NVIDIA H200",
+            "580.159.04",
+            "13.2",
+            "14.2.0",
+        )
         assert run.gpu_uuid == record.environment["gpu"]["uuid"] and run.git_branch == "main"
         assert run.git_commit == record.environment["git_commit"] and run.host == "vm"
-        row = s.scalars(select(RowResult).where(RowResult.case_id == "scale/length=100", RowResult.mode == "graph")).one()
+        row = s.scalars(
+            select(RowResult).where(RowResult.case_id == "scale/length=100", RowResult.mode == "graph")
+        ).one()
         case = record.case("quickstart", "scale/length=100")
         assert case is not None
         wall = case.samples("graph", "wall_s_per_iter")

@@ -26,7 +26,8 @@ class StepBase(Strict):
     repeat: Int = Field(1, ge=1, le=MAX_REPEAT, description="how many times the step is launched in a row")
     label: str | None = Field(None, description="a name for the step in reports")
     stream: Int = Field(
-        0, description=f"0: the case's main stream; 1..{MAX_STREAM}: an auxiliary stream, forked from and joined to the main one"
+        0,
+        description=f"0: the case's main stream; 1..{MAX_STREAM}: an auxiliary stream, forked from and joined to the main one",
     )
 
     @field_validator("stream")
@@ -46,7 +47,9 @@ class StepBase(Strict):
 @dataclass
 class BuiltStep:
     calls: list[Callable[[], Any]]
-    outputs: dict[str, Any] = field(default_factory=dict)  # cupy arrays, or numpy arrays in pinned host memory
+    outputs: dict[str, Any] = field(
+        default_factory=dict
+    )  # cupy arrays, or numpy arrays in pinned host memory
     resets: list[tuple[Any, Any]] = field(default_factory=list)
     reset_calls: list[Callable[[], Any]] = field(default_factory=list)  # a python step's own reset
     keep: list[Any] = field(default_factory=list)  # buffers the calls use by raw address only

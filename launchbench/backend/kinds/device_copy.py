@@ -30,4 +30,6 @@ def build(step: CopyStep, context: BuildContext, prefix: str, stream: Any) -> Bu
     return built
 
 
-KIND = KindSpec(model=CopyStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True)
+KIND = KindSpec(
+    model=CopyStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True
+)

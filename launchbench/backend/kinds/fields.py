@@ -28,7 +28,9 @@ _BASE_PREFIX = re.compile(r"^[-+]?0[bBoOxX]?[0-9a-fA-F_]+$")
 def _number(value: Any) -> Any:
     """Numbers must be written as numbers: no booleans (lax mode reads true as 1) and no strings."""
     if isinstance(value, bool):
-        raise PydanticCustomError("number_type", "expected a number, not the boolean {value}", {"value": str(value).lower()})
+        raise PydanticCustomError(
+            "number_type", "expected a number, not the boolean {value}", {"value": str(value).lower()}
+        )
     if isinstance(value, str):
         hint = ""
         if value.startswith("$"):
@@ -47,21 +49,35 @@ def _number(value: Any) -> Any:
                 hint = " (write it without quotes)"
             except ValueError:
                 pass
-        raise PydanticCustomError("number_type", "expected a number, not the string {value}{hint}", {"value": repr(value), "hint": hint})
+        raise PydanticCustomError(
+            "number_type",
+            "expected a number, not the string {value}{hint}",
+            {"value": repr(value), "hint": hint},
+        )
     return value
 
 
 def _boolean(value: Any) -> Any:
     """Booleans must be written as true or false (lax mode would read 'yes', 'on', 1 as true)."""
     if not isinstance(value, bool):
-        hint = " (YAML 1.2 reads yes/no/on/off as text)" if isinstance(value, str) and value.lower() in YAML11_BOOLEANS else ""
-        raise PydanticCustomError("bool_type", "expected true or false, not {value}{hint}", {"value": repr(value), "hint": hint})
+        hint = (
+            " (YAML 1.2 reads yes/no/on/off as text)"
+            if isinstance(value, str) and value.lower() in YAML11_BOOLEANS
+            else ""
+        )
+        raise PydanticCustomError(
+            "bool_type", "expected true or false, not {value}{hint}", {"value": repr(value), "hint": hint}
+        )
     return value
 
 
 def _not_bool(value: Any) -> Any:
     if isinstance(value, bool):
-        raise PydanticCustomError("value_type", "expected a number or a string, not the boolean {value}", {"value": str(value).lower()})
+        raise PydanticCustomError(
+            "value_type",
+            "expected a number or a string, not the boolean {value}",
+            {"value": str(value).lower()},
+        )
     return value
 
 
@@ -79,4 +95,6 @@ class Strict(BaseModel):
 
 
 FloatDType = Literal["float16", "float32", "float64"]
-ScalarDType = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
+ScalarDType = Literal[
+    "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"
+]

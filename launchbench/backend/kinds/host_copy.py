@@ -46,7 +46,9 @@ def h2d_call(dst: Any, host: np.ndarray, nbytes: int, stream: Any) -> Callable[[
     import cupy
 
     _check(dst.nbytes, host, nbytes)
-    return partial(cupy.cuda.runtime.memcpyAsync, dst.data.ptr, host.ctypes.data, nbytes, HOST_TO_DEVICE, stream.ptr)
+    return partial(
+        cupy.cuda.runtime.memcpyAsync, dst.data.ptr, host.ctypes.data, nbytes, HOST_TO_DEVICE, stream.ptr
+    )
 
 
 def d2h_call(host: np.ndarray, src: Any, nbytes: int, stream: Any) -> Callable[[], None]:
@@ -55,12 +57,16 @@ def d2h_call(host: np.ndarray, src: Any, nbytes: int, stream: Any) -> Callable[[
     import cupy
 
     _check(src.nbytes, host, nbytes)
-    return partial(cupy.cuda.runtime.memcpyAsync, host.ctypes.data, src.data.ptr, nbytes, DEVICE_TO_HOST, stream.ptr)
+    return partial(
+        cupy.cuda.runtime.memcpyAsync, host.ctypes.data, src.data.ptr, nbytes, DEVICE_TO_HOST, stream.ptr
+    )
 
 
 def _check(device_nbytes: int, host: np.ndarray, nbytes: int) -> None:
     if nbytes > device_nbytes or nbytes > host.nbytes:
-        raise ValueError(f"copy of {nbytes} bytes exceeds a buffer ({device_nbytes} bytes on device, {host.nbytes} on host)")
+        raise ValueError(
+            f"copy of {nbytes} bytes exceeds a buffer ({device_nbytes} bytes on device, {host.nbytes} on host)"
+        )
     if not host.flags.c_contiguous:
         raise ValueError("the host buffer must be C-contiguous")
 
@@ -82,4 +88,6 @@ def build(step: HostCopyStep, context: BuildContext, prefix: str, stream: Any) -
     return built
 
 
-KIND = KindSpec(model=HostCopyStep, build=build, nbytes=lambda step: step.bytes * 2, nodes_per_launch=1, takes_stream=True)
+KIND = KindSpec(
+    model=HostCopyStep, build=build, nbytes=lambda step: step.bytes * 2, nodes_per_launch=1, takes_stream=True
+)

@@ -28,4 +28,6 @@ def build(step: MemsetStep, context: BuildContext, prefix: str, stream: Any) -> 
     return built
 
 
-KIND = KindSpec(model=MemsetStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True)
+KIND = KindSpec(
+    model=MemsetStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True
+)

@@ -72,16 +72,24 @@ def load_callable(spec: str, source: str) -> Callable[..., Any]:
     except Exception as err:  # noqa: BLE001 - ImportError, SyntaxError, or anything the module raises
         folder = Path(source).resolve().parent if source else None
         searched = f" (searched sys.path and {folder})" if folder else ""
-        raise PythonStepError(f"{where}: cannot import module '{module_name}'{searched}: {type(err).__name__}: {err}") from None
+        raise PythonStepError(
+            f"{where}: cannot import module '{module_name}'{searched}: {type(err).__name__}: {err}"
+        ) from None
     function = getattr(module, function_name, None)
     if function is None:
-        raise PythonStepError(f"{where}: module '{module_name}' ({getattr(module, '__file__', '?')}) has no function '{function_name}'")
+        raise PythonStepError(
+            f"{where}: module '{module_name}' ({getattr(module, '__file__', '?')}) has no function '{function_name}'"
+        )
     if not callable(function):
-        raise PythonStepError(f"{where}: '{function_name}' in module '{module_name}' is a {type(function).__name__}, not a function")
+        raise PythonStepError(
+            f"{where}: '{function_name}' in module '{module_name}' is a {type(function).__name__}, not a function"
+        )
     return function
 
 
-def call_user_function(function: Callable[..., Any], spec: str, source: str, xp: Any, stream: Any, args: Mapping[str, Any]) -> UserWorkload:
+def call_user_function(
+    function: Callable[..., Any], spec: str, source: str, xp: Any, stream: Any, args: Mapping[str, Any]
+) -> UserWorkload:
     """Call the user's function once (it allocates), and check what it returned."""
     where = _where(spec, source)
     try:
@@ -99,7 +107,9 @@ def normalise_result(result: Any, spec: str, source: str, xp: Any = None) -> Use
     if isinstance(result, Mapping):
         unknown = sorted(str(k) for k in result if k not in RESULT_KEYS)
         if unknown:
-            raise PythonStepError(f"{where}: the returned dict has unknown key(s) {', '.join(unknown)}; expected {expected}")
+            raise PythonStepError(
+                f"{where}: the returned dict has unknown key(s) {', '.join(unknown)}; expected {expected}"
+            )
         run, outputs, reset = result.get("run"), result.get("outputs"), result.get("reset")
     elif hasattr(result, "run"):
         run, outputs, reset = result.run, getattr(result, "outputs", None), getattr(result, "reset", None)
@@ -108,19 +118,25 @@ def normalise_result(result: Any, spec: str, source: str, xp: Any = None) -> Use
     else:
         raise PythonStepError(f"{where}: the function returned {type(result).__name__}; expected {expected}")
     if not callable(run):
-        raise PythonStepError(f"{where}: 'run' is a {type(run).__name__}, not a callable; expected {expected}")
+        raise PythonStepError(
+            f"{where}: 'run' is a {type(run).__name__}, not a callable; expected {expected}"
+        )
     if reset is not None and not callable(reset):
         raise PythonStepError(f"{where}: 'reset' is a {type(reset).__name__}, not a callable")
     if outputs is None:
         outputs = {}
     if not isinstance(outputs, Mapping):
-        raise PythonStepError(f"{where}: 'outputs' is a {type(outputs).__name__}; expected a dict of name → array")
+        raise PythonStepError(
+            f"{where}: 'outputs' is a {type(outputs).__name__}; expected a dict of name → array"
+        )
     checked: dict[str, Any] = {}
     for name, array in outputs.items():
         if not isinstance(name, str) or not name:
             raise PythonStepError(f"{where}: output names must be non-empty strings, not {name!r}")
         if not _is_array(array, xp):
-            raise PythonStepError(f"{where}: output '{name}' is a {type(array).__name__}; expected a CuPy or NumPy array")
+            raise PythonStepError(
+                f"{where}: output '{name}' is a {type(array).__name__}; expected a CuPy or NumPy array"
+            )
         checked[name] = array
     return UserWorkload(run=run, outputs=checked, reset=reset)
 

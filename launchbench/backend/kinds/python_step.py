@@ -26,7 +26,11 @@ class PythonStep(StepBase):
     callable: str = Field(..., description="'module:function', e.g. workloads.mlp:training_step")
     args: dict[str, Any] = Field(default_factory=dict, description="keyword arguments for the function")
     launches_per_call: Int = Field(
-        1, alias="launches", ge=1, le=MAX_LAUNCHES_PER_CALL, description="launches one call of the returned run issues"
+        1,
+        alias="launches",
+        ge=1,
+        le=MAX_LAUNCHES_PER_CALL,
+        description="launches one call of the returned run issues",
     )
 
     @field_validator("callable")
@@ -73,4 +77,6 @@ def build(step: PythonStep, context: BuildContext, prefix: str, stream: Any) -> 
 
 
 # a python step allocates what its function allocates
-KIND = KindSpec(model=PythonStep, build=build, nbytes=lambda step: 0, nodes_per_launch=None, takes_stream=False)
+KIND = KindSpec(
+    model=PythonStep, build=build, nbytes=lambda step: 0, nodes_per_launch=None, takes_stream=False
+)

@@ -54,7 +54,7 @@ class RawStep(StepBase):
 
     kind: Literal["raw"]
     source: str = Field(..., min_length=1)
-    function: str = Field(..., min_length=1, description="the extern \"C\" kernel name")
+    function: str = Field(..., min_length=1, description='the extern "C" kernel name')
     grid: tuple[Int, ...]
     block: tuple[Int, ...]
     shared_mem: Int = Field(0, ge=0, le=228 * 1024)
@@ -81,14 +81,18 @@ class RawStep(StepBase):
 
     @field_validator("args")
     @classmethod
-    def _check_args(cls, args: tuple[BufferArg | ScalarArg, ...], info: ValidationInfo) -> tuple[BufferArg | ScalarArg, ...]:
+    def _check_args(
+        cls, args: tuple[BufferArg | ScalarArg, ...], info: ValidationInfo
+    ) -> tuple[BufferArg | ScalarArg, ...]:
         buffers = info.data.get("buffers")
         if buffers is None:  # the buffers themselves are invalid; that error is reported
             return args
         for index, arg in enumerate(args):
             if isinstance(arg, BufferArg) and arg.buffer not in buffers:
                 known = ", ".join(sorted(buffers)) or "none"
-                raise ValueError(f"argument {index} names buffer '{arg.buffer}', which is not declared (buffers: {known})")
+                raise ValueError(
+                    f"argument {index} names buffer '{arg.buffer}', which is not declared (buffers: {known})"
+                )
         return args
 
 
@@ -121,7 +125,8 @@ def build(step: RawStep, context: BuildContext, prefix: str, stream: Any) -> Bui
         buffers[name] = array
         base.with_initial(array, built, f"{prefix}.{name}")
     args = tuple(
-        buffers[arg.buffer] if isinstance(arg, BufferArg) else np.dtype(arg.dtype).type(arg.scalar) for arg in step.args
+        buffers[arg.buffer] if isinstance(arg, BufferArg) else np.dtype(arg.dtype).type(arg.scalar)
+        for arg in step.args
     )
     call = partial(kernel, step.grid, step.block, args, shared_mem=step.shared_mem, stream=stream)
     built.calls = [call] * step.repeat

@@ -65,7 +65,9 @@ def upgrade() -> None:
     op.create_table(
         "pass_results",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
-        sa.Column("row_id", sa.Integer(), sa.ForeignKey("row_results.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "row_id", sa.Integer(), sa.ForeignKey("row_results.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column("pass_index", sa.Integer(), nullable=False),
         sa.Column("n", sa.Integer(), nullable=False),
         *[sa.Column(f"{s}_median", sa.Float(), nullable=True) for s in series],
