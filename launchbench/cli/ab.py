@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from launchbench.analysis.compare import DEFAULT_ALPHA, CompareSettingsError, parse_threshold
-from launchbench.analysis.gate import GateRule, GateRuleError, parse_rule
+from launchbench.analysis.compare import CompareSettingsError
+from launchbench.analysis.gate import GateRule
 from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_INTERRUPTED,
@@ -25,9 +25,8 @@ from launchbench.cli.common import (
     quiet_option,
     short_help,
 )
-from launchbench.cli.compare import FORMATS, _parse_many, _settings
+from launchbench.cli.compare import FORMATS, _settings, comparison_options
 from launchbench.cli.run import _overrides, _terminate_as_interrupt
-from launchbench.results.schema import METRIC_BY_NAME
 
 VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=NAME=VALUE (repeatable), scenario=FILE (repeatable)"
 
@@ -79,47 +78,12 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
 @click.option(
     "--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases."
 )
-@click.option(
-    "-m",
-    "--metric",
-    "metrics",
-    multiple=True,
-    type=click.Choice(list(METRIC_BY_NAME)),
-    help="Metric to compare (repeatable).",
-)
-@click.option(
-    "--threshold",
-    "thresholds",
-    multiple=True,
-    metavar="[METRIC:]N%",
-    callback=_parse_many(parse_threshold, CompareSettingsError),
-    help="Smallest change that counts, per metric or for all. Default 5%.",
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=DEFAULT_ALPHA,
-    show_default=True,
-    help="Significance level of the t test over rounds.",
-)
-@click.option(
-    "--fail-on",
-    "rules",
-    multiple=True,
-    metavar="METRIC:N%|METRIC:Nus",
-    callback=_parse_many(parse_rule, GateRuleError),
-    help="Exit 1 when a row's verdict is slower, by at least this much (repeatable).",
-)
+@comparison_options("rounds")
 @click.option(
     "--allow-missing", is_flag=True, help="Do not fail the gate when a row ok in A is missing or failed in B."
 )
 @click.option(
     "--allow-empty", is_flag=True, help="Do not fail the gate when it evaluated no check (a warning instead)."
-)
-@click.option(
-    "--fail-on-blind",
-    is_flag=True,
-    help="Also exit 1 when a gated row's minimum detectable effect exceeds its rule.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."

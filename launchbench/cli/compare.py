@@ -36,6 +36,7 @@ from launchbench.cli.history import history_baseline_for, history_baseline_optio
 from launchbench.results.schema import METRIC_BY_NAME
 
 FORMATS = ("table", "markdown", "csv", "json")
+F = Callable[..., Any]
 STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
 
 
@@ -63,40 +64,61 @@ def _settings(
     return CompareSettings(metrics=chosen, default_threshold=default, thresholds=per_metric, alpha=alpha)
 
 
+def comparison_options(unit: str) -> Callable[[F], F]:
+    """The options that choose what is compared and what fails the gate, shared by compare and ab
+    (``unit``: what the t test runs over, "passes" or "rounds")."""
+    options = [
+        click.option(
+            "-m",
+            "--metric",
+            "metrics",
+            multiple=True,
+            type=click.Choice(list(METRIC_BY_NAME)),
+            help=f"Metric to compare (repeatable). Default: {', '.join(DEFAULT_METRICS)}.",
+        ),
+        click.option(
+            "--threshold",
+            "thresholds",
+            multiple=True,
+            metavar="[METRIC:]N%",
+            callback=_parse_many(parse_threshold, CompareSettingsError),
+            help="Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.",
+        ),
+        click.option(
+            "--alpha",
+            type=click.FloatRange(0, 1, min_open=True, max_open=True),
+            default=DEFAULT_ALPHA,
+            show_default=True,
+            help=f"Significance level of the t test over {unit}.",
+        ),
+        click.option(
+            "--fail-on",
+            "rules",
+            multiple=True,
+            metavar="METRIC:N%|METRIC:Nus",
+            callback=_parse_many(parse_rule, GateRuleError),
+            help="Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
+            "e.g. wall_us_per_launch:5%.",
+        ),
+        click.option(
+            "--fail-on-blind",
+            is_flag=True,
+            help="Also exit 1 when a gated row's minimum detectable effect exceeds its --fail-on amount "
+            "(it could not have failed).",
+        ),
+    ]
+
+    def apply(func: F) -> F:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
 @click.command("compare", short_help=short_help("compare"))
 @click.argument("runs", nargs=-1, required=True, type=click.Path(), metavar="[BASELINE] CURRENT")
-@click.option(
-    "-m",
-    "--metric",
-    "metrics",
-    multiple=True,
-    type=click.Choice(list(METRIC_BY_NAME)),
-    help=f"Metric to compare (repeatable). Default: {', '.join(DEFAULT_METRICS)}.",
-)
-@click.option(
-    "--threshold",
-    "thresholds",
-    multiple=True,
-    metavar="[METRIC:]N%",
-    callback=_parse_many(parse_threshold, CompareSettingsError),
-    help="Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.",
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=DEFAULT_ALPHA,
-    show_default=True,
-    help="Significance level of the t test over passes (or, in ab, over rounds).",
-)
-@click.option(
-    "--fail-on",
-    "rules",
-    multiple=True,
-    metavar="METRIC:N%|METRIC:Nus",
-    callback=_parse_many(parse_rule, GateRuleError),
-    help="Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
-    "e.g. wall_us_per_launch:5%.",
-)
+@comparison_options("passes")
 @click.option(
     "--fail-on-missing",
     is_flag=True,
@@ -117,11 +139,6 @@ def _settings(
     "--allow-interrupted",
     is_flag=True,
     help="Do not fail the gate when the current run is interrupted, failed or never finished (a warning instead).",
-)
-@click.option(
-    "--fail-on-blind",
-    is_flag=True,
-    help="Also exit 1 when a gated row's minimum detectable effect exceeds its --fail-on amount (it could not have failed).",
 )
 @click.option(
     "--allow-different-gpu",

@@ -103,7 +103,7 @@ def history_baseline(db: HistoryDB, filters: RunFilter) -> tuple[RunRecord, list
             else:
                 result = ModeResult(
                     mode=mode, status=newest_row.status, reason="not measured in any baseline run"
-                )  # type: ignore[arg-type]
+                )
             cases.setdefault((scenario, case_id), {})[mode] = result
             launches[(scenario, case_id)] = newest_row.launches_per_iter
     record = RunRecord(

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
@@ -84,7 +85,7 @@ def _engine(url: str, lock_timeout: float) -> Engine:
         engine = create_engine(parsed, connect_args={"timeout": lock_timeout})
 
         @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()

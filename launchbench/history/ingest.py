@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -168,7 +169,7 @@ def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
     }
     passes = []
     for index, size in enumerate(sizes):
-        medians = {f"{name}_median": None for name in SERIES}
+        medians: dict[str, float | None] = {f"{name}_median": None for name in SERIES}
         medians.update({f"{SERIES[i]}_median": float(pass_medians[index, i]) for i in present})
         passes.append(
             {
@@ -213,7 +214,7 @@ def ingest_loaded(
         if existing is not None:
             return IngestOutcome(existing, loaded.content_hash, False, str(loaded.path))
         run_id = session.execute(insert(Run).values(**run).returning(Run.id)).scalar_one()
-        row_ids = []
+        row_ids: Sequence[int] = []
         if rows:
             row_ids = session.scalars(
                 insert(RowResult).returning(RowResult.id, sort_by_parameter_order=True),

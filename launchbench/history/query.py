@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
+from typing import Any
 
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
@@ -36,7 +37,7 @@ class RunFilter:
     last: int | None = None
     exclude_hash: str | None = None
 
-    def apply(self, query: Select) -> Select:  # type: ignore[type-arg]
+    def apply(self, query: Select[Any]) -> Select[Any]:
         for column in ("gpu_name", "driver", "cupy", "cuda_runtime", "git_branch", "git_commit", "host"):
             value = getattr(self, column)
             if value is not None:

@@ -58,19 +58,25 @@ def _svg(key: RowKey, metric: str, points: list[TrendPoint], changes: list[Chang
     for x, p in zip(xs, points):
         ax.plot([x], [p.median], "o", color="tab:blue", markersize=3.5, gid=f"pt-{plot}-{p.run.id}")
     index = {p.run.id: i for i, p in enumerate(points)}
-    top = max(p.ci_high for p in points) if points else 1.0
+    top: float = max(p.ci_high for p in points) if points else 1.0
     for change in changes:
         if change.after.id not in index:
             continue
-        x = index[change.after.id] - 0.5
-        ax.axvline(x, color="tab:red", linestyle="--", linewidth=1)
+        x_step = index[change.after.id] - 0.5
+        ax.axvline(x_step, color="tab:red", linestyle="--", linewidth=1)
         label = (
             f"{100 * change.step:+.1f}% [{100 * change.step_ci_low:+.1f}, {100 * change.step_ci_high:+.1f}]"
         )
         if change.env_changes:
             label += "\n" + change.explanation
         ax.annotate(
-            label, (x, top), xytext=(3, -2), textcoords="offset points", fontsize=7, color="tab:red", va="top"
+            label,
+            (x_step, top),
+            xytext=(3, -2),
+            textcoords="offset points",
+            fontsize=7,
+            color="tab:red",
+            va="top",
         )
     ticks = xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 12)]
     ax.set_xticks(
