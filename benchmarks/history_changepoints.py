@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 from launchbench.analysis.drift import is_host_bound  # noqa: E402
 from launchbench.analysis.stats import pass_medians  # noqa: E402
 from launchbench.history.changes import candidates, noise, row_changes  # noqa: E402
+from launchbench.history.models import ENV_COLUMNS  # noqa: E402
 from launchbench.history.query import RowSeries, RunInfo  # noqa: E402
 from launchbench.results.store import load_run  # noqa: E402
 
@@ -76,19 +77,7 @@ def launchbench_method(passes: list[list[float]]) -> list[int]:
             "complete",
             datetime.now(timezone.utc),
             "",
-            dict.fromkeys(
-                (
-                    "gpu_name",
-                    "gpu_uuid",
-                    "driver",
-                    "cuda_runtime",
-                    "cupy",
-                    "launchbench_version",
-                    "git_commit",
-                    "git_branch",
-                    "host",
-                )
-            ),
+            dict.fromkeys(ENV_COLUMNS),
         )
         for i in range(len(passes))
     )
