@@ -29,16 +29,26 @@ python3 - >"$out/host_cost.txt" <<'PY'
 import timeit
 import numpy as np
 x = np.ones(1000, dtype=np.float32)
-cost = min(timeit.repeat(lambda: np.asarray(1.0, dtype=x.dtype)[()], number=100_000, repeat=5)) / 100_000
-print(f"examples/ab/pr extra host work per launch (np.asarray(FACTOR, dtype)[()]): {cost * 1e9:.0f} ns")
+alpha = x.dtype.type(1.0)
+cost = min(timeit.repeat(lambda: np.result_type(x.dtype, alpha) != x.dtype, number=100_000, repeat=5)) / 100_000
+print(f"examples/ab/pr extra host work per launch (np.result_type(x.dtype, alpha) != x.dtype): {cost * 1e9:.0f} ns")
+import cupy as cp
+y = cp.ones(1000, dtype=cp.float32)
+a = y.dtype.type(1.0)
+def launches():
+    for _ in range(500):
+        cp.multiply(y, a, out=y)
+    cp.cuda.get_current_stream().synchronize()
+launch = min(timeit.repeat(launches, number=1, repeat=50)) / 500
+print(f"examples/ab/base eager launch (cp.multiply(x, alpha, out=x), 1000 floats), fastest of 50 x 500: {launch * 1e9:.0f} ns")
 PY
 has aa && for n in $(seq 1 "${AA:-3}"); do
   timed "aa-$n" lb ab scenarios/quickstart.yaml --quiet --out "$out/aa-$n" "${aa_options[@]}" \
-    --fail-on wall_us_per_launch:5% --format markdown -o "$out/aa-$n/comparison-gate.md" --junit "$out/aa-$n/junit.xml"
+    --fail-on wall_us_per_launch:5% --format markdown -o "$out/aa-$n-gate.md" --junit "$out/aa-$n-junit.xml"
 done
 has regression && timed regression lb ab scenarios/ab_launch.yaml --a path=examples/ab/base --b path=examples/ab/pr --quiet \
-  --out "$out/regression" --fail-on wall_us_per_launch:5% --format markdown -o "$out/regression/comparison-gate.md" \
-  --junit "$out/regression/junit.xml"
+  --out "$out/regression" --fail-on wall_us_per_launch:5% --format markdown -o "$out/regression-gate.md" \
+  --junit "$out/regression-junit.xml"
 if has separate; then
 timed run-base lb run scenarios/quickstart.yaml --quiet --out "$out/separate/base"
 timed run-longer lb run tests/data/gpu/quickstart_longer.yaml --quiet --out "$out/separate/longer"

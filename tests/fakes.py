@@ -177,6 +177,7 @@ def counting_backend(device: int) -> ScriptedBackend:
 ORDER_FILE_VARIABLE = "LAUNCHBENCH_TEST_ORDER"
 SIDE_VARIABLE = "LAUNCHBENCH_TEST_SIDE"
 SLOWDOWN_VARIABLE = "LAUNCHBENCH_TEST_SLOWDOWN"
+SAMPLES_FILE_VARIABLE = "LAUNCHBENCH_TEST_SAMPLES"  # RecordingBackend logs every eager latency sample here
 
 
 class RecordingBackend(ScriptedBackend):
@@ -185,9 +186,22 @@ class RecordingBackend(ScriptedBackend):
     eager launches cost 1 + SLOWDOWN_VARIABLE times the usual."""
 
     def prepare(self, case: Case) -> ScriptedPreparedCase:
+        side = os.environ.get(SIDE_VARIABLE, "?")
         with open(os.environ[ORDER_FILE_VARIABLE], "a") as order:
-            order.write(f"{os.environ.get(SIDE_VARIABLE, '?')} {case.case_id}\n")
-        return super().prepare(case)
+            order.write(f"{side} {case.case_id}\n")
+        prepared = super().prepare(case)
+        samples_file = os.environ.get(SAMPLES_FILE_VARIABLE)
+        if samples_file:
+            eager = prepared.workloads["eager"]
+            measure_latency = eager.run_latency
+
+            def run_latency() -> float:  # one line per latency sample: the order samples were taken in
+                with open(samples_file, "a") as samples:
+                    samples.write(f"{side} {case.case_id}\n")
+                return measure_latency()
+
+            eager.run_latency = run_latency
+        return prepared
 
 
 def recording_backend(device: int) -> RecordingBackend:

@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from builders import make_run
-from fakes import ORDER_FILE_VARIABLE, SIDE_VARIABLE, SLOWDOWN_VARIABLE, recording_backend
+from fakes import (
+    ORDER_FILE_VARIABLE,
+    SAMPLES_FILE_VARIABLE,
+    SIDE_VARIABLE,
+    SLOWDOWN_VARIABLE,
+    recording_backend,
+)
 
 from launchbench.analysis.compare import CompareSettings, compare_paired, compare_runs
 from launchbench.errors import LaunchbenchError
@@ -135,6 +141,33 @@ def test_run_ab_interleaves_in_worker_programs_with_each_variants_environment(
     assert comparison.paired
     eager = [row.metric("wall_us_per_launch") for row in comparison.rows if row.mode == "eager"]
     assert all(m.ratio == pytest.approx(1.10, rel=0.03) for m in eager)
+
+
+def test_both_sides_sample_a_case_in_alternating_rounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Within one pass of a case the two sides take turns round by round (A B B A …), so their samples
+    come from the same seconds: the log of samples switches side many times per case, not once."""
+    monkeypatch.setenv(ORDER_FILE_VARIABLE, str(tmp_path / "order.txt"))
+    samples = tmp_path / "samples.txt"
+    monkeypatch.setenv(SAMPLES_FILE_VARIABLE, str(samples))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    text = SCENARIO.replace("max_time: 0.2, passes: 2, min_samples: 5", "max_time: 5, passes: 1, min_samples: 20")
+    plan = _plan(tmp_path, text)
+    sides = tuple(
+        Side(name, parse_variant(f"env={SIDE_VARIABLE}={name}"), plan, tmp_path / "out" / name.lower())
+        for name in ("A", "B")
+    )
+    a, b = run_ab(sides, runner.RunOptions(backend_factory=recording_backend))  # type: ignore[arg-type]
+    lines = samples.read_text().split("\n")[:-1]
+    for case_id in ("empty/length=1", "empty/length=10"):
+        turns = [side for side, case in (line.split(" ", 1) for line in lines) if case == case_id]
+        blocks = [side for n, side in enumerate(turns) if n == 0 or turns[n - 1] != side]
+        assert len(turns) >= 40  # 20 samples a side at least
+        assert len(blocks) >= 4 and blocks[:2] in (["A", "B"], ["B", "A"])
+        assert all(blocks[n] != blocks[n + 1] for n in range(len(blocks) - 1))
+    for record in (a, b):
+        assert all(len(case.modes["eager"].passes[0].samples["wall_s_per_iter"]) >= 20 for case in record.cases)
 
 
 # ------------------------------------------------------------------------------- paired statistics

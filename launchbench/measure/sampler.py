@@ -84,41 +84,16 @@ class Sampler:
         )
 
     def run(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingOutcome:
-        start = self.clock.wall()
-        for workload in workloads.values():
-            self._warm_up(workload)
-        settle_s = self._settle_clocks(next(iter(workloads.values())))
-        samples = {mode: ModeSamples(iters_per_sample=self._calibrate(w)) for mode, w in workloads.items()}
-        reasons: set[str] = set()
-        reading = self.monitor.read() if self.monitor else None
-        order = list(workloads)
-        round_index = 0
-        budget_hit = False
-        while True:
-            pending = [m for m in order if not self._done(samples[m])]
-            if not pending:
-                break
-            if self.clock.wall() - start >= self.settings.max_time and round_index > 0:
-                budget_hit = True  # the budget ends sampling, but only after one round of every mode
-                break
-            if round_index % 2:
-                pending.reverse()
-            for mode in pending:
-                taken = self._round(workloads[mode], samples[mode])
-                if self.monitor:
-                    reading = self.monitor.read()
-                    if reading.sm_mhz is not None:
-                        samples[mode].sm_mhz.append(reading.sm_mhz)
-                    if reading.throttled:
-                        samples[mode].throttled += taken
-                        samples[mode].throttle_reasons.update(reading.throttle_reasons)
-                        reasons.update(reading.throttle_reasons)
-            round_index += 1
-            progress(min(1.0, (self.clock.wall() - start) / self.settings.max_time))
-        for mode_samples in samples.values():
-            mode_samples.target_met = self._precise(mode_samples)
-        progress(1.0)
-        return SamplingOutcome(samples, budget_hit, settle_s, reading, tuple(sorted(reasons)))
+        """Sample every mode until each is precise enough or the budget is spent."""
+        session = self.start(workloads, progress)
+        while not session.done:
+            session.round()
+        return session.finish()
+
+    def start(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingSession:
+        """Warm up, settle the clocks and calibrate; the session then samples one round per call, so a
+        caller can interleave the rounds of two processes (``launchbench ab``)."""
+        return SamplingSession(self, workloads, progress)
 
     def _warm_up(self, workload: Workload) -> None:
         """Run the workload until warmup_time has passed (at least once): JIT, caches, clocks."""
@@ -176,3 +151,68 @@ class Sampler:
 
     def _done(self, samples: ModeSamples) -> bool:
         return self._precise(samples) or self.rule.full(samples.wall)
+
+
+class SamplingSession:
+    """One case's sampling, a round at a time. The time budget counts the time spent inside this
+    session's own calls (preparation and rounds), not the time between them, so a session whose rounds
+    alternate with another process's spends its own budget, not the pair's."""
+
+    def __init__(self, sampler: Sampler, workloads: Mapping[str, Workload], progress: Progress = _noop):
+        self.sampler = sampler
+        self.workloads = workloads
+        self.progress = progress
+        clock = sampler.clock
+        begin = clock.wall()
+        for workload in workloads.values():
+            sampler._warm_up(workload)
+        self.settle_s = sampler._settle_clocks(next(iter(workloads.values())))
+        self.samples = {m: ModeSamples(iters_per_sample=sampler._calibrate(w)) for m, w in workloads.items()}
+        self.reasons: set[str] = set()
+        self.reading = sampler.monitor.read() if sampler.monitor else None
+        self.rounds = 0
+        self.budget_hit = False
+        self.spent = clock.wall() - begin
+
+    def _pending(self) -> list[str]:
+        return [m for m in self.workloads if not self.sampler._done(self.samples[m])]
+
+    @property
+    def done(self) -> bool:
+        """Every mode precise enough or full, or the budget spent (after at least one round)."""
+        if not self._pending():
+            return True
+        return self.rounds > 0 and self.spent >= self.sampler.settings.max_time
+
+    def round(self) -> bool:
+        """One round (SAMPLES_PER_ROUND samples of every mode still pending, every mode once when none
+        is); whether the session is done afterwards."""
+        sampler, clock = self.sampler, self.sampler.clock
+        begin = clock.wall()
+        pending = self._pending() or list(self.workloads)
+        if self.rounds % 2:
+            pending.reverse()
+        for mode in pending:
+            taken = sampler._round(self.workloads[mode], self.samples[mode])
+            if sampler.monitor:
+                self.reading = sampler.monitor.read()
+                if self.reading.sm_mhz is not None:
+                    self.samples[mode].sm_mhz.append(self.reading.sm_mhz)
+                if self.reading.throttled:
+                    self.samples[mode].throttled += taken
+                    self.samples[mode].throttle_reasons.update(self.reading.throttle_reasons)
+                    self.reasons.update(self.reading.throttle_reasons)
+        self.rounds += 1
+        self.spent += clock.wall() - begin
+        self.progress(min(1.0, self.spent / sampler.settings.max_time))
+        return self.done
+
+    def finish(self) -> SamplingOutcome:
+        if self._pending() and self.rounds > 0:
+            self.budget_hit = True  # the budget ended sampling
+        for mode_samples in self.samples.values():
+            mode_samples.target_met = self.sampler._precise(mode_samples)
+        self.progress(1.0)
+        return SamplingOutcome(
+            self.samples, self.budget_hit, self.settle_s, self.reading, tuple(sorted(self.reasons))
+        )

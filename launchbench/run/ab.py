@@ -7,9 +7,11 @@ worker processes, started with its interpreter as ``python -m launchbench.run.wo
 launchbench's source directory first on its path (so both sides run the same measurement code), then the
 variant's paths.
 
-Order: pass by pass; in pass k, case i runs A then B when i + k is even, B then A otherwise, so neither
-side always goes first and round k of a case (pass k of both sides) is measured seconds apart. Every pass
-starts fresh workers on both sides. Both sides' workers are pinned to the same CPU (by default): a
+Order: pass by pass, case by case. In pass k, both sides prepare case i in their own workers (A first
+when i + k is even, B first otherwise), then sample it in turns of one sampling round each (a few
+milliseconds of every mode), A B B A …, until both are done: the two sides' samples of a pass come
+from the same seconds, so a host that changes speed within seconds slows both alike. Every pass starts
+fresh workers on both sides. Both sides' workers are pinned to the same CPU (by default): a
 thread that moves between cores of different speed (a VM's vCPUs) otherwise puts one side of a round
 on a fast core and the other on a slow one. Each side's results are an ordinary run directory (results.json
 after every case, the tables after every pass); launchbench.analysis.compare.compare_paired pairs them.
@@ -240,8 +242,15 @@ class _SideState:
     def stop(self) -> None:
         self.executor.close()
 
-    def measure(self, case: Case, pass_index: int, events: RunEvents) -> CaseResult:
-        return self.executor.execute(pass_settings(case), pass_index, events.case_progress)
+    def begin(self, case: Case, pass_index: int, events: RunEvents) -> CaseResult | None:
+        """Prepare the case in this side's worker (None), or its result when it cannot run."""
+        return self.executor.begin(pass_settings(case), pass_index, events.case_progress)
+
+    def round(self) -> bool | CaseResult:
+        return self.executor.round()
+
+    def finish(self) -> CaseResult:
+        return self.executor.finish()
 
     def write(self, tables: bool) -> None:
         """results.json once the run has ended (the journal holds every case-pass before), the tables when asked."""
@@ -250,6 +259,50 @@ class _SideState:
             self.journal.compact(self.record)
         if tables and self.options.write_tables is not None:
             self.options.write_tables(self.side.run_dir, self.record)
+
+
+def _measure_round(
+    states: Sequence[_SideState],
+    cases: tuple[Case, Case],
+    sides_in_order: Sequence[int],
+    pass_index: int,
+    events: RunEvents,
+    started: int,
+    total: int,
+) -> dict[int, CaseResult]:
+    """One round of one case: both sides prepare it in their own workers, then sample it round by
+    round in turn (A B B A …, starting with the side this round's order puts first) until both are
+    done, so that both sides' samples come from the same seconds of the host's life. A side whose case
+    failed earlier in the run is skipped; a side whose case fails now leaves the other to go on alone."""
+    results: dict[int, CaseResult] = {}
+    active: list[int] = []
+    for n, side in enumerate(sides_in_order):
+        state = states[side]
+        assert state.record is not None
+        case = cases[side]
+        previous = state.record.case(case.scenario, case.case_id)
+        if previous is not None and previous.error:
+            continue
+        events.case_started(case, started + n, total)
+        early = state.begin(case, pass_index, events)
+        if early is None:
+            active.append(side)
+        else:
+            results[side] = early
+    done = dict.fromkeys(active, False)
+    turn = 0
+    while active and not all(done[side] for side in active):
+        for side in active if turn % 2 == 0 else active[::-1]:
+            outcome = states[side].round()
+            if isinstance(outcome, CaseResult):
+                results[side] = outcome
+            else:
+                done[side] = outcome
+        active = [side for side in active if side not in results]
+        turn += 1
+    for side in active:
+        results[side] = states[side].finish()
+    return results
 
 
 def run_ab(
@@ -298,25 +351,29 @@ def run_ab(
     schedule = ab_schedule(pairs)
     events.run_started(sides[0].run_dir.parent, [pairs[i][s] for _, i, s in schedule], environments[0])
     current_pass = 0
+    started = 0
     try:
-        for index, (pass_index, case_index, side_index) in enumerate(schedule):
+        for pass_index, case_index in dict.fromkeys((k, i) for k, i, _ in schedule):
             if pass_index != current_pass:
                 for state in states:
                     state.write(tables=True)
                     state.stop()  # every pass in fresh processes
                 current_pass = pass_index
-            state = states[side_index]
-            assert state.record is not None
-            case = pairs[case_index][side_index]
-            previous = state.record.case(case.scenario, case.case_id)
-            if previous is not None and previous.error:
-                continue
-            events.case_started(case, index, len(schedule))
-            result = state.measure(case, pass_index, events)
-            merged = merge_pass(previous, result)
-            state.record = state.record.with_case(merged)
-            state.journal.append(result, pass_index)
-            events.case_finished(merged if pass_index == case.measure.passes - 1 or merged.error else result)
+            sides_here = [s for k, i, s in schedule if (k, i) == (pass_index, case_index)]
+            measured = _measure_round(
+                states, pairs[case_index], sides_here, pass_index, events, started, len(schedule)
+            )
+            started += len(sides_here)
+            for side_index, result in measured.items():
+                state = states[side_index]
+                assert state.record is not None
+                case = pairs[case_index][side_index]
+                merged = merge_pass(state.record.case(case.scenario, case.case_id), result)
+                state.record = state.record.with_case(merged)
+                state.journal.append(result, pass_index)
+                events.case_finished(
+                    merged if pass_index == case.measure.passes - 1 or merged.error else result
+                )
     except BaseException:
         for state in states:
             assert state.record is not None

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from launchbench.backend.base import Backend, CaseRefused, OutputCheck
+from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase
 from launchbench.backend.kinds.registry import spec_of
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
-from launchbench.measure.sampler import ModeSamples, Sampler
+from launchbench.measure.sampler import ModeSamples, Sampler, SamplingOutcome
 from launchbench.results.schema import (
     CPU,
     GPU,
@@ -26,6 +26,8 @@ from launchbench.results.schema import (
     PassClocks,
 )
 from launchbench.scenario.core import Case
+
+Progress = Callable[[float], None]
 
 IDENTITY_FIELDS = ("scenario", "case_id", "chain", "kinds", "params", "launches_per_iter")
 
@@ -94,11 +96,55 @@ def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCh
     return OutputCheck(check.match, f"{check.detail}; {nodes} graph nodes, one per launch")
 
 
-def execute_case(
-    backend: Backend, case: Case, clock: Clock, progress: Callable[[float], None] | None = None
-) -> CaseResult:
+class CaseSession:
+    """One prepared case, sampled a round at a time (``launchbench ab`` alternates the rounds of two
+    processes); ``finish`` checks the outputs and assembles the result, ``close`` frees the case."""
+
+    def __init__(
+        self, backend: Backend, case: Case, clock: Clock, prepared: PreparedCase, progress: Progress
+    ):
+        self.case, self.clock, self.prepared = case, clock, prepared
+        self.start = clock.wall()
+        self.host = host_data()
+        try:
+            self.harness = prepared.harness_cost()
+            self.sampling = Sampler(case.measure, clock, backend.monitor).start(prepared.workloads, progress)
+        except BaseException:
+            prepared.close()
+            raise
+
+    @property
+    def done(self) -> bool:
+        return self.sampling.done
+
+    def round(self) -> bool:
+        """One sampling round; whether sampling is done."""
+        return self.sampling.round()
+
+    def finish(self) -> CaseResult:
+        """The case's result (the case is closed afterwards)."""
+        try:
+            outcome = self.sampling.finish()
+            prepared = self.prepared
+            check = _verify_nodes(
+                self.case, prepared.check_outputs(), prepared.lifecycle.nodes if prepared.lifecycle else None
+            )
+            return _case_result(
+                self.case, outcome, check, prepared, self.host, self.harness, self.clock, self.start
+            )
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.prepared.close()
+
+
+def start_case(
+    backend: Backend, case: Case, clock: Clock, progress: Progress | None = None
+) -> CaseSession | CaseResult:
+    """Prepare the case and calibrate its sampling; a CaseResult instead when it cannot run (refused
+    for resources, or the scenario's own fault)."""
     start = clock.wall()
-    host = host_data()
     try:
         prepared = backend.prepare(case)
     except CaseRefused as err:
@@ -106,18 +152,35 @@ def execute_case(
     except LaunchbenchError as err:  # the scenario's fault: a kernel that does not compile, a bad callable
         where = f"{case.source}: case {case.case_id}: " if case.source else ""
         return failed_case(case, f"{where}{err}", elapsed=clock.wall() - start, kind="input")
+    return CaseSession(backend, case, clock, prepared, progress or (lambda _f: None))
+
+
+def execute_case(backend: Backend, case: Case, clock: Clock, progress: Progress | None = None) -> CaseResult:
+    """Prepare, sample until done, check and assemble: one pass of one case."""
+    session = start_case(backend, case, clock, progress)
+    if isinstance(session, CaseResult):
+        return session
     try:
-        harness = prepared.harness_cost()
-        outcome = Sampler(case.measure, clock, backend.monitor).run(
-            prepared.workloads, progress or (lambda _f: None)
-        )
-        check = _verify_nodes(
-            case, prepared.check_outputs(), prepared.lifecycle.nodes if prepared.lifecycle else None
-        )
-        lifecycle = prepared.lifecycle
-        graph_failure = prepared.graph_failure
-    finally:
-        prepared.close()
+        while not session.done:
+            session.round()
+    except BaseException:
+        session.close()
+        raise
+    return session.finish()
+
+
+def _case_result(
+    case: Case,
+    outcome: SamplingOutcome,
+    check: OutputCheck,
+    prepared: PreparedCase,
+    host: HostData,
+    harness: float,
+    clock: Clock,
+    start: float,
+) -> CaseResult:
+    lifecycle = prepared.lifecycle
+    graph_failure = prepared.graph_failure
     modes: dict[Mode, ModeResult] = {"eager": _mode_result("eager", outcome.modes["eager"], host)}
     if "graph" in outcome.modes:
         graph = _mode_result("graph", outcome.modes["graph"], host, lifecycle=lifecycle)

@@ -73,6 +73,8 @@ class WorkerExecutor:
         self._spawn = spawn or (lambda: WorkerProcess(backend_factory, device))
         self._worker: WorkerProcess | None = None
         self._pass: int | None = None
+        self._case: Case | None = None  # the case begun round by round
+        self._progress: Progress = lambda _f: None
 
     def start(self) -> dict[str, Any]:
         """Start a fresh worker (stopping the one running); the environment it runs on."""
@@ -81,15 +83,53 @@ class WorkerExecutor:
         return self._worker.start()
 
     def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
+        worker = self._worker_for(pass_index)
+        timeout = case_timeout(case)
+        answer = worker.ask(case, progress, timeout)
+        return self._result(case, worker, answer, timeout)
+
+    def begin(self, case: Case, pass_index: int, progress: Progress) -> CaseResult | None:
+        """Prepare a case to be sampled round by round (``round``, then ``finish``); None when it is
+        ready, its result when it cannot run."""
+        worker = self._worker_for(pass_index)
+        self._case, self._progress = case, progress
+        answer = worker.ask(("begin", case), progress, case_timeout(case))
+        if answer is not None and answer[0] == "ready":
+            return None
+        self._case = None
+        return self._result(case, worker, answer, case_timeout(case))
+
+    def round(self) -> bool | CaseResult:
+        """One sampling round of the case begun: whether it is done, or its result when it failed."""
+        case, worker = self._case, self._worker
+        assert case is not None and worker is not None, "round() without begin()"
+        answer = worker.ask(("round", None), self._progress, case_timeout(case))
+        if answer is not None and answer[0] == "round":
+            return bool(answer[1])
+        self._case = None
+        return self._result(case, worker, answer, case_timeout(case))
+
+    def finish(self) -> CaseResult:
+        """The result of the case begun."""
+        case, worker = self._case, self._worker
+        assert case is not None and worker is not None, "finish() without begin()"
+        self._case = None
+        answer = worker.ask(("finish", None), self._progress, case_timeout(case))
+        return self._result(case, worker, answer, case_timeout(case))
+
+    def _worker_for(self, pass_index: int) -> WorkerProcess:
         if self._pass is not None and pass_index != self._pass:
             self.close()  # every pass in a fresh process: process-level state varies between passes
         self._pass = pass_index
         if self._worker is None or not self._worker.alive():
             self.start()
         assert self._worker is not None
-        worker = self._worker
-        timeout = case_timeout(case)
-        answer = worker.run(case, progress, timeout)
+        return self._worker
+
+    def _result(
+        self, case: Case, worker: WorkerProcess, answer: tuple[str, Any] | None, timeout: float
+    ) -> CaseResult:
+        """The case's result from the worker's answer; a failed one when the worker died or timed out."""
         if answer is None:
             self._worker = None
             if worker.timed_out:
@@ -98,7 +138,11 @@ class WorkerExecutor:
                 )
             why = f"the worker process died (exit code {worker.process.exitcode}) while running this case"
             return failed_case(case, why)
-        result, ending = answer
+        kind, payload = answer
+        if kind == "error":
+            self.close()
+            return failed_case(case, payload)
+        result, ending = payload
         if ending:
             self.close()
         return result
@@ -136,9 +180,11 @@ class WorkerProcess:
             raise NoGpuError(payload)
         return payload
 
-    def run(self, case: Case, progress: Progress, timeout: float) -> tuple[CaseResult, bool] | None:
-        """The case's result and whether the worker is ending, or None when it died or timed out."""
-        self.conn.send(case)
+    def ask(self, message: Any, progress: Progress, timeout: float) -> tuple[str, Any] | None:
+        """Send a message (a Case, or a step of a case sampled round by round) and return the answer
+        that is not progress: ("result", (CaseResult, ending)), ("ready", None), ("round", done) or
+        ("error", text); None when the worker died or timed out."""
+        self.conn.send(message)
         self.timed_out = False
         waited = 0.0
         while True:
@@ -157,8 +203,8 @@ class WorkerProcess:
             waited = 0.0
             if kind == "progress":
                 progress(payload)
-            elif kind == "result":
-                return payload
+            else:
+                return kind, payload
 
     def alive(self) -> bool:
         return self.process.is_alive()

@@ -3,7 +3,8 @@
 
 Messages to the parent: ("ready", environment) | ("error", message) once at start, then per case any
 number of ("progress", fraction) and one ("result", (CaseResult, restart)); with restart true the
-worker ends after sending it.
+worker ends after sending it. The parent sends a Case to have it measured whole, or steps of a case
+sampled round by round (see ``_step``), or None to end the worker.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import SystemClock
-from launchbench.run.execute import execute_case, failed_case
+from launchbench.results.schema import CaseResult
+from launchbench.run.execute import CaseSession, execute_case, failed_case, start_case
+from launchbench.scenario.core import Case
 
 PROGRESS_STEP = 0.05
 CPUS_VARIABLE = "LAUNCHBENCH_WORKER_CPUS"  # a worker started as a program pins itself to these CPUs
@@ -66,27 +69,66 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
     except Exception as err:  # noqa: BLE001 - report, never a traceback at the user
         conn.send(("error", f"the GPU backend failed to start: {type(err).__name__}: {err}"))
         return
+    session: CaseSession | None = None
     while True:
         try:
-            case = conn.recv()
+            message = conn.recv()
         except EOFError:
             return
-        if case is None:
+        if message is None:
             return
+        if isinstance(message, tuple):  # a case sampled round by round, as the parent asks
+            session = _step(conn, backend, session, *message)
+            continue
+        case = message
         try:
             result = execute_case(backend, case, backend.clock, _ProgressSender(conn))
         except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
             conn.send(("result", (failed_case(case, f"{type(err).__name__}: {err}"), True)))
             _exit_now()
-        # a failed case may have left the CUDA context unusable: this worker ends, the parent starts afresh
-        restart = (
-            bool(result.error)
-            and any(m.status == "failed" for m in result.modes.values())
-            and result.outputs_match is not False
-        )
-        conn.send(("result", (result, restart)))
-        if restart:
-            _exit_now()
+        _send_result(conn, result)
+
+
+def _send_result(conn: Connection, result: CaseResult) -> None:
+    """Send the result; a failed case may have left the CUDA context unusable: the worker then ends and
+    the parent starts afresh."""
+    restart = (
+        bool(result.error)
+        and any(m.status == "failed" for m in result.modes.values())
+        and result.outputs_match is not False
+    )
+    conn.send(("result", (result, restart)))
+    if restart:
+        _exit_now()
+
+
+def _step(
+    conn: Connection, backend: Any, session: CaseSession | None, verb: str, case: Case | None
+) -> CaseSession | None:
+    """One step of a case sampled round by round: ("begin", case) prepares it and answers ("ready",
+    None), or its result when it cannot run; ("round", None) samples one round and answers ("round",
+    done); ("finish", None) answers its result."""
+    try:
+        if verb == "begin":
+            assert case is not None
+            started = start_case(backend, case, backend.clock, _ProgressSender(conn))
+            if isinstance(started, CaseResult):
+                _send_result(conn, started)
+                return None
+            conn.send(("ready", None))
+            return started
+        assert session is not None, f"{verb} before begin"
+        if verb == "round":
+            conn.send(("round", session.round()))
+            return session
+        _send_result(conn, session.finish())
+        return None
+    except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
+        failing = case if case is not None else session.case if session is not None else None
+        message = f"{type(err).__name__}: {err}"
+        conn.send(("result", (failed_case(failing, message), True)) if failing else ("error", message))
+        _exit_now()
+        raise  # unreachable: _exit_now leaves the process
 
 
 def main(argv: list[str] | None = None) -> None:
