@@ -152,7 +152,9 @@ def test_both_sides_sample_a_case_in_alternating_rounds(
     samples = tmp_path / "samples.txt"
     monkeypatch.setenv(SAMPLES_FILE_VARIABLE, str(samples))
     monkeypatch.setenv("PYTHONPATH", str(TESTS))
-    text = SCENARIO.replace("max_time: 0.2, passes: 2, min_samples: 5", "max_time: 5, passes: 1, min_samples: 20")
+    text = SCENARIO.replace(
+        "max_time: 0.2, passes: 2, min_samples: 5", "max_time: 5, passes: 1, min_samples: 20"
+    )
     plan = _plan(tmp_path, text)
     sides = tuple(
         Side(name, parse_variant(f"env={SIDE_VARIABLE}={name}"), plan, tmp_path / "out" / name.lower())
@@ -167,7 +169,9 @@ def test_both_sides_sample_a_case_in_alternating_rounds(
         assert len(blocks) >= 4 and blocks[:2] in (["A", "B"], ["B", "A"])
         assert all(blocks[n] != blocks[n + 1] for n in range(len(blocks) - 1))
     for record in (a, b):
-        assert all(len(case.modes["eager"].passes[0].samples["wall_s_per_iter"]) >= 20 for case in record.cases)
+        assert all(
+            len(case.modes["eager"].passes[0].samples["wall_s_per_iter"]) >= 20 for case in record.cases
+        )
 
 
 # ------------------------------------------------------------------------------- paired statistics
