@@ -25,8 +25,12 @@ from launchbench.analysis.compare import (
     CompareSettingsError,
     Comparison,
     DifferentGpuError,
+    MetricComparison,
+    RowComparison,
     RowKey,
+    adjust_across_rows,
     bootstrap_medians,
+    compare_paired,
     compare_runs,
     compare_samples,
     decide,
@@ -615,3 +619,63 @@ def test_a_quiet_row_keeps_its_own_interval_among_noisy_ones() -> None:
         and math.isinf(alike.df)
         and math.sqrt(alike.variance) == pytest.approx(0.02, rel=0.2)
     )
+
+
+# ------------------------------------------------- host-bound rows of separate runs moving together
+
+
+def test_a_host_slower_in_the_whole_current_run_is_not_a_regression() -> None:
+    """Quiet passes in both runs, but the current run met the host 25% slower throughout: every
+    host-bound row moves by +25% with a tight pass spread. That common shift is run-to-run host noise
+    (host_shifts): no row is slower, GPU-bound rows stay 'same', and the report names the shift."""
+    base = make_run(seed=0, passes=5, eager_drift=(1.0,))
+    current = make_run(seed=1, passes=5, eager_drift=(1.25,))
+    comparison = compare_runs(base, current)
+    assert directional(comparison) == []
+    assert comparison.host_shifts["wall_us_per_launch"] == pytest.approx(math.log(1.25), abs=0.02)
+    assert "wall_us_per_launch +25" in comparison.host_shift_note
+    host_bound = {(c.case_id, m) for c in base.cases for m in c.modes if is_host_bound(c, m)}
+    gpu_rows = {k: v for k, v in verdicts(comparison, "wall_us_per_iter").items() if k[1:] not in host_bound}
+    assert set(gpu_rows.values()) == {"same"}
+
+
+def test_one_host_bound_row_slower_on_a_quiet_host_is_flagged() -> None:
+    """Quiet host in both runs, one eager row 30% slower: the common shift stays near 0 (a median over
+    the host-bound rows), the row's own pass spread decides, and only that row is slower."""
+    base = make_run(seed=0, passes=5, eager_drift=(1.0,))
+    key = ("quickstart", "scale/length=100", "eager")
+    current = scale_rows(make_run(seed=1, passes=5, eager_drift=(1.0,)), [key], 1.30)
+    comparison = compare_runs(base, current)
+    assert abs(comparison.host_shifts["wall_us_per_launch"]) < 0.02
+    assert comparison.host_shift_note == ""
+    slower = {k for k, v in verdicts(comparison, "wall_us_per_launch").items() if v == "slower"}
+    assert slower == {key}
+
+
+def test_paired_comparisons_have_no_host_shift() -> None:
+    """ab's sides share the host's state round by round: no run-to-run component is added."""
+    comparison = compare_paired(make_run(seed=0, passes=5), make_run(seed=1, passes=5, eager_drift=(1.25,)))
+    assert comparison.host_shifts == {}
+
+
+def test_p_values_are_adjusted_over_the_rows_of_each_metric() -> None:
+    """Benjamini–Hochberg over the rows of a metric: a row significant on its own (p 0.004) among 15
+    unchanged rows is not significant once adjusted; adjusted p values never fall below the raw ones."""
+    threshold = 0.05
+
+    def row(n: int, p: float) -> RowComparison:
+        metric = MetricComparison(
+            "wall_us_per_launch", "slower" if p < 0.01 else "same", 1.0, 1.2 if p < 0.01 else 1.0,
+            1.2 if p < 0.01 else 1.0, 1.1 if p < 0.01 else 0.98, 1.3 if p < 0.01 else 1.02, p, p < 0.01,
+            threshold,
+        )  # fmt: skip
+        return RowComparison("s", f"c{n}", "eager", "ok", "ok", (metric,))
+
+    rows = [row(0, 0.004)] + [row(n, 0.2 + n / 30) for n in range(1, 16)]
+    adjusted = adjust_across_rows(rows, CompareSettings())
+    first = adjusted[0].metrics[0]
+    assert first.p_value == pytest.approx(0.004 * 16) and not first.significant
+    assert first.verdict == "uncertain"
+    assert all(a.metrics[0].p_value >= r.metrics[0].p_value for a, r in zip(adjusted, rows))
+    strong = adjust_across_rows([row(0, 1e-5)] + rows[1:], CompareSettings())
+    assert strong[0].metrics[0].verdict == "slower"

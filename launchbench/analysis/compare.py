@@ -59,6 +59,8 @@ from launchbench.errors import LaunchbenchError
 from launchbench.results.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
 from launchbench.results.schema import (
     CPU,
+    GPU,
+    LATENCY,
     MEASURED_STATUSES,
     METRIC_BY_NAME,
     WALL,
@@ -78,6 +80,8 @@ DEFAULT_METRICS: tuple[str, ...] = (
     "latency_us",
 )
 DEFAULT_THRESHOLD = 0.05
+HOST_SHIFT_MIN_ROWS = 3  # host-bound rows needed to estimate their common shift between separate runs
+HOST_SHIFT_NOTE = 0.02  # a common shift this large (in log units) is named in the report
 DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 4000
@@ -235,6 +239,7 @@ class Comparison:
     settings: CompareSettings
     rows: tuple[RowComparison, ...]
     paired: bool = False  # interleaved rounds of one invocation (launchbench ab), not separate runs
+    host_shifts: Mapping[str, float] = field(default_factory=dict)  # see host_shifts; separate runs only
 
     @property
     def method_note(self) -> str:
@@ -245,6 +250,18 @@ class Comparison:
             " of each metric, Benjamini–Hochberg), |change| ≥ threshold and the"
             " 95% CI of the change on that side of 0; each row's variance is its own, shrunk toward rows of its kind;"
             " MDE: the change detectable with 80% power"
+        ) + self.host_shift_note
+
+    @property
+    def host_shift_note(self) -> str:
+        """For separate runs whose host-bound rows moved together: by how much, and what was done."""
+        moved = {m: v for m, v in self.host_shifts.items() if abs(v) >= HOST_SHIFT_NOTE}
+        if not moved:
+            return ""
+        shifts = ", ".join(f"{m} {math.expm1(v):+.1%}" for m, v in moved.items())
+        return (
+            f". Host-bound rows moved together beyond GPU-bound rows ({shifts}): counted as run-to-run"
+            " host noise in their intervals; `launchbench ab` measures both sides in the same seconds"
         )
 
     @property
@@ -437,6 +454,18 @@ class RowSeries:
         wall, cpu = self.series(WALL)[2], self.series(CPU)[2]
         return wall > 0 and cpu >= HOST_BOUND_SHARE * wall
 
+    def host_paced(self, metric: str) -> bool:
+        """Whether the host's speed sets this metric of this row: every metric of a host-bound row, CPU
+        time always, and the latency (launch, run and synchronize one iteration) when the GPU's own
+        time is less than half of it (the rest is the host's launch and wake-up)."""
+        if self.host_bound:
+            return True
+        if METRIC_BY_NAME[metric].sample_key == LATENCY:
+            latency, gpu = self.series(LATENCY)[2], self.series(GPU)[2]
+            if latency > 0 and gpu > 0:
+                return gpu < 0.5 * latency
+        return stratum(metric, self.host_bound)[1]
+
 
 def infer(
     evidence: LogEvidence | None,
@@ -444,9 +473,11 @@ def infer(
     baseline: np.ndarray,
     current: np.ndarray,
     settings: CompareSettings,
+    run_noise: float = 0.0,
 ) -> Inference:
-    """The t inference on the row's moderated variance; the samples' bootstrap when the row has no
-    between-pass variance and no prior to borrow one from."""
+    """The t inference on the row's moderated variance (plus ``run_noise``², a run-to-run component in
+    log units); the samples' bootstrap when the row has no between-pass variance and no prior to borrow
+    one from."""
     if evidence is not None and (evidence.own.df >= 1 or prior is not None):
         variance, df = (
             prior.moderate(evidence.own) if prior is not None else (evidence.own.variance, evidence.own.df)
@@ -454,7 +485,7 @@ def infer(
         if math.isfinite(variance) and df >= 1:
             return t_inference(
                 evidence.centers,
-                math.sqrt(variance * evidence.scale),
+                math.sqrt(variance * evidence.scale + run_noise**2),
                 df,
                 settings.confidence,
                 settings.alpha,
@@ -473,12 +504,14 @@ def compare_samples(
     paired: bool = False,
     evidence: LogEvidence | None = None,
     medians: tuple[float, float] | None = None,
+    run_noise: float = 0.0,
 ) -> MetricComparison:
     """Compare the raw samples of one metric (in its unit) of one row. ``*_passes``: how many samples
     each pass contributed, in order (None or fewer than two passes: one pass). ``prior``: the noise of
     rows of this row's kind (drift.fit_priors), toward which the row's own variance is shrunk.
     ``paired``: pass k of both sides is one interleaved round. ``evidence``: log_evidence of these
-    samples, and ``medians`` their pooled medians, when the caller has them already."""
+    samples, and ``medians`` their pooled medians, when the caller has them already. ``run_noise``: a
+    run-to-run component of the log change's standard error (see host_shifts)."""
     threshold = settings.threshold(metric)
     nb, nc = len(baseline), len(current)
     b_passes, c_passes = usable_passes(baseline_passes, nb), usable_passes(current_passes, nc)
@@ -494,7 +527,7 @@ def compare_samples(
             metric, "uncertain", b_med, c_med, **counts, detail="a median is not positive; no ratio"
         )
     evidence = evidence or log_evidence(baseline, current, b_passes, c_passes, paired)
-    inference = infer(evidence, prior, baseline, current, settings)
+    inference = infer(evidence, prior, baseline, current, settings, run_noise)
     ratio = math.exp(evidence.centers[0]) if paired and evidence is not None else c_med / b_med
     low, high = inference.ratio_ci
     return MetricComparison(
@@ -542,9 +575,11 @@ def compare_row(
     priors: Priors | None = None,
     paired: bool = False,
     series: tuple[RowSeries, RowSeries] | None = None,
+    shifts: Mapping[str, float] | None = None,
 ) -> RowComparison:
     """One row's metrics; ``priors`` (per drift.stratum) moderate each metric's variance; ``series``:
-    the two sides' RowSeries when the caller made them already."""
+    the two sides' RowSeries when the caller made them already; ``shifts``: per metric, the common
+    shift of host-bound rows (host_shifts), a run-to-run component of a host-bound row's error."""
     scenario, case_id, mode = key
     b_case, b_result = baseline if baseline else (None, None)
     c_case, c_result = current if current else (None, None)
@@ -582,6 +617,7 @@ def compare_row(
                 paired,
                 evidence,
                 (b_median, c_median),
+                abs((shifts or {}).get(m, 0.0)) if b_series.host_paced(m) or c_series.host_paced(m) else 0.0,
             )
         )
     detail = ""
@@ -604,6 +640,36 @@ def noise_priors(
             if evidence is not None and evidence.own.df >= 1:
                 variances.setdefault(stratum(metric, host_bound), []).append(evidence.own)
     return fit_priors(variances)
+
+
+def host_shifts(
+    series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str]
+) -> dict[str, float]:
+    """Per metric, how far the host-bound rows of two separate runs moved together, beyond what the
+    GPU-bound rows moved: the median over host-bound rows of log(current / baseline median) minus the
+    same median over GPU-bound rows (none: 0). Only with at least HOST_SHIFT_MIN_ROWS host-bound rows.
+
+    Host-bound rows time the launching thread, whose speed is a property of the host's state when the
+    run was made; two runs minutes apart can meet states 20% apart, and then every host-bound row moves
+    by about that much together (the rows' own shifts differ by a few percent around it). No spread
+    inside one run shows that. A change of the chain (more launches, larger data) moves the GPU-bound
+    rows too, and a change in one row does not move the median, so what is left is the pair's
+    run-to-run host noise. compare adds it to every host-bound row's standard error, so that a host
+    state change is not called a regression; on a quiet host it is close to 0 and each row's own pass
+    spread decides. A change that slows every launch alike is indistinguishable from a slower host
+    here: ``launchbench ab`` measures both sides in the same seconds."""
+    shifts: dict[str, float] = {}
+    for metric in metrics:
+        moved: dict[bool, list[float]] = {True: [], False: []}
+        for b_series, c_series in series.values():
+            b_median, c_median = b_series.metric(metric)[2], c_series.metric(metric)[2]
+            if b_median > 0 and c_median > 0:
+                host_paced = b_series.host_paced(metric) or c_series.host_paced(metric)
+                moved[host_paced].append(math.log(c_median / b_median))
+        if len(moved[True]) >= HOST_SHIFT_MIN_ROWS:
+            gpu = float(np.median(moved[False])) if moved[False] else 0.0
+            shifts[metric] = float(np.median(moved[True])) - gpu
+    return shifts
 
 
 def align(baseline: Mapping[RowKey, object], current: Mapping[RowKey, object]) -> list[RowKey]:
@@ -676,14 +742,17 @@ def compare_runs(
         and c_rows[key][1].status in COMPARABLE_STATUSES
     }
     priors = noise_priors(series, settings.metrics, paired)
+    shifts = {} if paired else host_shifts(series, settings.metrics)
     rows = adjust_across_rows(
         [
-            compare_row(key, b_rows.get(key), c_rows.get(key), settings, priors, paired, series.get(key))
+            compare_row(
+                key, b_rows.get(key), c_rows.get(key), settings, priors, paired, series.get(key), shifts
+            )
             for key in align(b_rows, c_rows)
         ],
         settings,
     )
-    return Comparison(baseline_label, current_label, b_env, c_env, settings, rows, paired)
+    return Comparison(baseline_label, current_label, b_env, c_env, settings, rows, paired, shifts)
 
 
 def compare_paired(
