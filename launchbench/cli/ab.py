@@ -132,10 +132,10 @@ def ab(
 ) -> None:
     """Measure two variants A (base) and B (change) of the same SCENARIOS interleaved on one GPU.
 
-    Case by case and pass by pass, alternating A-B and B-A, each variant in its own worker processes
-    (its interpreter, paths and environment; this launchbench's code). Each side is an ordinary run
-    directory (OUT/a, OUT/b); the comparison uses each round's B/A ratio, so the host's drift between
-    rounds cancels. Output, JUnit, step summary and exit codes as in compare.
+    Pass by pass and case by case, each variant in its own worker process (its interpreter, paths and
+    environment; this launchbench's code); both sides sample a case in turns of a few milliseconds
+    (A B B A ...), so the host's speed state cancels in each round's B/A ratio. Each side is an
+    ordinary run directory (OUT/a, OUT/b). Output, JUnit, step summary and exit codes as in compare.
 
     Exit 0 when no --fail-on rule finds a regression and every case was measured, 1 when a rule finds
     one or a case failed, 2 on a usage or input error, 130 when interrupted.

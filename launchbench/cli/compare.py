@@ -89,7 +89,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
             type=click.FloatRange(0, 1, min_open=True, max_open=True),
             default=DEFAULT_ALPHA,
             show_default=True,
-            help=f"Significance level of the t test over {unit}.",
+            help=f"Significance level of the t test over {unit} (p adjusted over the rows of each metric).",
         ),
         click.option(
             "--fail-on",
