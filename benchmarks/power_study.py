@@ -3,8 +3,10 @@
     python benchmarks/power_study.py [--out results/power] [--splits 100] [--draws 400] [--raw]
         [--ab-runs results/ab-h200/pinned/aa-1,results/ab-h200/pinned/aa-2 ...]
 
-results/power/power_study.md was made with --out results/power and two --ab-runs: the pinned aa-1,aa-2
-and the unpinned aa-1,aa-2,aa-3 of results/ab-h200.
+results/power/power_study.md was made with --out results/power and --ab-runs
+results/ab-h200/lockstep/aa-1,results/ab-h200/lockstep/aa-2,results/ab-h200/lockstep/aa-3 (three ab A/A
+invocations of the quickstart with --max-time 2 and 5 passes: 0.4 s of a case per side and pass, as
+ab's defaults give: 4 s over 10 rounds). With 15 rounds to draw 10 from, the A/A resamples overlap.
 
 The unit is the pass. Sources: results/quickstart-h200 and -b (two back-to-back runs of the same code,
 5 passes each) and -longer (a third run, same case ids), every pass's raw samples as measured.
@@ -16,12 +18,12 @@ current side.
 
 ab, paired rounds: a round is one pass of one run cut in two halves, its first half one side and its
 second half the other (which side goes first alternates, as ab alternates A B / B A); the 15 passes of
-the three runs give 15 rounds, and a resample draws 5 of them (ab's default passes), the same ones for
+the three runs give 15 rounds, and a resample draws 10 of them (ab's default rounds), the same ones for
 every row. Each side has half a pass's samples, so a round's ratio is noisier than in a real ab round
 (conservative for detection). A slowdown multiplies every sample of side B.
 
 ab, real rounds (``--ab-runs``, repeatable, each a comma-separated list of ab A/A directories): the
-rounds of real interleaved ab invocations (round k = pass k of a/ and b/), 5 drawn per resample; a
+rounds of real interleaved ab invocations (round k = pass k of a/ and b/), 10 drawn per resample; a
 slowdown multiplies side B.
 
 Reported per kind of row (host-bound: eager and the one-launch graph; GPU-bound: the other graph rows):
@@ -44,12 +46,13 @@ from launchbench.analysis.compare import Comparison, compare_paired, compare_run
 from launchbench.analysis.drift import is_host_bound
 from launchbench.results.schema import CaseResult, ModePass, RunRecord
 from launchbench.results.store import load_run
+from launchbench.run.ab import AB_ROUNDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("quickstart-h200", "quickstart-h200-b", "quickstart-h200-longer")
 EFFECTS = (0.02, 0.05, 0.10, 0.20)
 DETECT_METRIC = "wall_us_per_launch"
-ROUNDS = 5
+ROUNDS = AB_ROUNDS  # ab's default; a side's pass then has 0.4 s of a case's 4 s budget
 
 Pass = dict[str, list[float]]  # one pass of one row: series → samples
 RowPasses = dict[tuple[str, str], list[Pass]]  # (case id, mode) → passes in order

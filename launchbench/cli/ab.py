@@ -27,6 +27,7 @@ from launchbench.cli.common import (
 )
 from launchbench.cli.compare import FORMATS, _settings, comparison_options
 from launchbench.cli.run import _overrides, _terminate_as_interrupt
+from launchbench.run.ab import AB_ROUNDS
 
 VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=NAME=VALUE (repeatable), scenario=FILE (repeatable)"
 
@@ -61,7 +62,7 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
 @click.option(
     "--passes",
     type=click.IntRange(min=2, max=100),
-    help="Rounds: passes of each side, interleaved (default: the scenario's, 5).",
+    help=f"Rounds: passes of each side, interleaved; a case's time budget is shared among them (default {AB_ROUNDS}; --quick: 2).",
 )
 @click.option(
     "--max-time",
@@ -161,8 +162,8 @@ def ab(
     cpus = default_cpus() if cpu == "auto" else () if cpu == "none" else (int(cpu),)
     variants = (parse_variant(a_spec), parse_variant(b_spec))
     overrides = _overrides(quick, target_noise, max_time, min_samples)
-    if passes is not None:
-        overrides["passes"] = passes
+    if passes is not None or not quick:
+        overrides["passes"] = passes or AB_ROUNDS
     plans = tuple(runner.plan(v.scenarios or scenarios, overrides, max_cases) for v in variants)
     root = out_dir or runner.default_run_dir(
         results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios]
