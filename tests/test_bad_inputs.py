@@ -148,7 +148,25 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     ),
     "expect-metric-text.yaml": (7, ("expect[0].metric", "'status' is a text column")),
     "expect-case-no-match.yaml": (10, ("expect[0].case", "matches no case", "did you mean 'empty/n=1'?")),
-    "expect-mode-unknown.yaml": (8, ("expect[0].mode", "'eager' or 'graph'", "'both'")),
+    "expect-mode-unknown.yaml": (8, ("expect[0].mode", "'cache' or 'update'", "'both'")),
+    # shape-changing chains (issue 16)
+    "shapes-duplicate.yaml": (8, ("shapes.values", "64 is listed twice", "each shape must be distinct")),
+    "shapes-one-value.yaml": (8, ("shapes.values", "at least two shapes (got 1)")),
+    "shapes-empty.yaml": (8, ("shapes.values", "at least two shapes (got 0)")),
+    "shapes-range-repeats.yaml": (8, ("shapes.values", "4 distinct values for num: 8")),
+    "shapes-too-big.yaml": (8, ("shapes.values", "152.6 GiB", "5 shapes", "batch=5000000", "128 GiB")),
+    "shapes-unknown-key.yaml": (10, ("shapes.cache_limt", "did you mean 'cache_limit'")),
+    "shapes-per-shape-zero.yaml": (9, ("shapes.per_shape", "greater than or equal to 1", "got 0")),
+    "shapes-strategy-typo.yaml": (
+        10,
+        ("shapes.strategies[1]", "'recapture', 'cache' or 'update'", "'updte'"),
+    ),
+    "shapes-update-topology.yaml": (
+        5,
+        ("chains.a[0]", "layers=2", "layers=4", "cudaGraphExecUpdate", "without 'update'"),
+    ),
+    "shapes-param-unused.yaml": (7, ("shapes.param", "no chain uses $batch")),
+    "shapes-param-in-sweep.yaml": (4, ("sweep.batch", "both the shape parameter and in sweep")),
     # what expansion would cost (issue 13, class 1)
     "launches-too-many.yaml": (4, ("chains.a", "1,100,000 launches", "limit of 1,000,000")),
     # YAML features turned against the loader

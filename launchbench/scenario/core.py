@@ -77,6 +77,36 @@ def with_overrides(settings: MeasureSettings, overrides: dict[str, Any]) -> Meas
 
 
 @dataclass(frozen=True)
+class ShapePlan:
+    """How a case's sizes change between iterations (the scenario's ``shapes:``): the chain's steps at each
+    shape, in the order the shapes come; each shape runs ``per_shape`` iterations, then the next, and the
+    sequence repeats. A step that does not use the shape parameter is the same object at every shape (built
+    once, its buffers shared)."""
+
+    param: str
+    values: tuple[float | int, ...]  # in the order they come
+    per_shape: int
+    variants: tuple[tuple[Any, ...], ...]  # the chain's steps at each value
+    strategies: tuple[str, ...]  # graph strategies measured beside eager: recapture, cache, update
+    order: str = "cycle"
+    cache_limit: int | None = None
+
+    @property
+    def distinct(self) -> int:
+        return len(self.values)
+
+    @property
+    def launches(self) -> tuple[int, ...]:
+        """Launches per iteration at each shape."""
+        return tuple(sum(step.launches() for step in steps) for steps in self.variants)
+
+    def label(self, index: int) -> str:
+        value = self.values[index]
+        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        return f"{self.param}={shown}"
+
+
+@dataclass(frozen=True)
 class Case:
     """One chain with every parameter fixed: the unit that is measured."""
 
@@ -88,9 +118,15 @@ class Case:
     measure: MeasureSettings
     source: str = ""
     axes: tuple[str, ...] = field(default=())
+    shapes: ShapePlan | None = None  # sizes that change between iterations; ``steps`` are the first shape's
 
     @property
     def launches_per_iter(self) -> int:
+        """Launches one iteration issues (for a shape-changing case, the mean over its shapes, which every
+        cycle of the sequence visits for the same number of iterations)."""
+        if self.shapes is not None:
+            launches = self.shapes.launches
+            return max(1, round(sum(launches) / len(launches)))
         return sum(step.launches() for step in self.steps)
 
     @property

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import math
+import random
 import re
 from collections import ChainMap
 from collections.abc import Iterator
@@ -18,14 +19,18 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from launchbench.backend.kinds.fields import MAX_BYTES
+from launchbench.backend.kinds.registry import step_bytes
 from launchbench.errors import ScenarioError
 from launchbench.scenario import prescan
-from launchbench.scenario.core import Case
+from launchbench.scenario.core import Case, ShapePlan
 from launchbench.scenario.expr import ExpressionError, evaluate, names_in
 from launchbench.scenario.load import KeyPath, ScenarioFile, format_path, load_scenario_file, validation_error
-from launchbench.scenario.model import STEP_FIELDS, Scenario, Step, SweepRange
+from launchbench.scenario.model import STEP_FIELDS, Scenario, Shapes, Step, SweepRange
 
 _STEP_ADAPTER: TypeAdapter[Any] = TypeAdapter(Step)
+SHAPE_SEED = 1  # `order: shuffle` is the same permutation in every run
+MAX_CASE_BYTES = MAX_BYTES  # a shape-changing case's buffers over all its shapes (more than a GPU holds)
 _REFERENCE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _INLINE = re.compile(r"\$\{([^{}]*)\}")  # ${name} or ${arithmetic over names}, see expr.py
 _WHOLE_EXPRESSION = re.compile(r"^\$\{([^{}]*)\}$")
@@ -134,9 +139,10 @@ class Expansion:
     """What expanding a scenario will build, known before anything is built."""
 
     cases: int
-    steps: int  # over all cases
+    steps: int  # over all cases (one shape of each shape-changing case)
     chain_axes: dict[str, list[str]]
     axes: dict[str, list[float | int]]
+    shape_chains: frozenset[str] = frozenset()  # chains whose steps use the shape parameter
 
     def case_ids(self, scenario: Scenario) -> Iterator[str]:
         for chain_name in scenario.chains:
@@ -155,13 +161,33 @@ def plan_expansion(
     axes = {name: axis_values(name, spec) for name, spec in scenario.sweep.items()}
     single = _single(lines)
     known: dict[str, Any] = {**scenario.params, **axes}
-    _check_references(scenario.defaults, known, file, lines, ("defaults",))
+    shape_param = _shape_param(scenario, file, lines)
+    shape_axes: set[str] = set()
+    in_steps = known
+    if shape_param is not None:
+        assert scenario.shapes is not None
+        _check_references(scenario.shapes, known, file, lines, ("shapes",))
+        shape_axes = _referenced(scenario.shapes) & set(axes)
+        in_steps = {**known, shape_param: 1}
+    _check_references(scenario.defaults, in_steps, file, lines, ("defaults",))
     chain_axes_of: dict[str, list[str]] = {}
+    shape_chains: set[str] = set()
     for chain_name, raw_steps in scenario.chains.items():
-        _check_references(raw_steps, known, file, lines, _chain_base(single, chain_name))
+        _check_references(raw_steps, in_steps, file, lines, _chain_base(single, chain_name))
         taken = [_taken_defaults(raw, scenario.defaults) for raw in raw_steps]
-        used = _referenced([raw_steps, taken]) & set(axes)
+        referenced = _referenced([raw_steps, taken])
+        used = referenced & set(axes)
+        if shape_param is not None and shape_param in referenced:
+            shape_chains.add(chain_name)
+            used |= shape_axes
         chain_axes_of[chain_name] = [a for a in axes if a in used]
+    if shape_param is not None and not shape_chains:
+        raise ScenarioError(
+            file,
+            f"no chain uses ${shape_param}, so no size changes; reference it in a step (e.g. size: ${shape_param})",
+            lines.get(("shapes", "param")),
+            "shapes.param",
+        )
     per_chain = {
         name: math.prod(len(axes[a]) for a in chain_axes) for name, chain_axes in chain_axes_of.items()
     }
@@ -185,7 +211,38 @@ def plan_expansion(
                 lines.get(("sweep", name)),
                 f"sweep.{name}",
             )
-    return Expansion(total, steps, chain_axes_of, axes)
+    return Expansion(total, steps, chain_axes_of, axes, frozenset(shape_chains))
+
+
+def _shape_param(scenario: Scenario, file: str, lines: dict[KeyPath, int]) -> str | None:
+    """The parameter the ``shapes`` block changes (None without one), checked before any case is built."""
+    if scenario.shapes is None:
+        return None
+    param = scenario.shapes.get("param")
+    where = ("shapes", "param")
+    if param is None:
+        raise ScenarioError(
+            file,
+            "missing required key 'param' (the parameter whose value changes)",
+            lines.get(("shapes",)),
+            "shapes",
+        )
+    if not isinstance(param, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", param):
+        raise ScenarioError(
+            file,
+            f"shapes.param must be a plain name (letters, digits, _) that steps reference as $name (got {param!r})",
+            lines.get(where),
+            "shapes.param",
+        )
+    for block, names in (("params", scenario.params), ("sweep", scenario.sweep)):
+        if param in names:
+            raise ScenarioError(
+                file,
+                f"'{param}' is both the shape parameter and in {block}; the shapes give its values (remove it from {block})",
+                lines.get((block, param), lines.get(where)),
+                f"{block}.{param}",
+            )
+    return param
 
 
 def iter_cases(
@@ -195,6 +252,7 @@ def iter_cases(
     sweep axis of its chain is validated once and shared by every case of the chain."""
     expansion = plan_expansion(scenario, file, lines, max_cases)
     single = _single(lines)
+    built_steps = 0  # over all cases, every shape of a shape-changing case counted
     for chain_name, raw_steps in scenario.chains.items():
         chain_axes = expansion.chain_axes[chain_name]
         base = _chain_base(single, chain_name)
@@ -207,9 +265,13 @@ def iter_cases(
             params = dict(scenario.params)
             params.update(zip(chain_axes, combo))
             case_id = _case_id(chain_name, chain_axes, combo)
+            shapes: ShapePlan | None = None
             try:
                 built = []
-                for index, raw in enumerate(raw_steps):
+                if chain_name in expansion.shape_chains:
+                    shapes = _shape_plan(scenario, raw_steps, params, file, lines, base)
+                    built = list(shapes.variants[0])
+                for index, raw in enumerate([] if shapes is not None else raw_steps):
                     if varying[index]:
                         built.append(
                             _build_step(raw, scenario.defaults, params, file, lines, base + (index,))
@@ -227,15 +289,24 @@ def iter_cases(
                 raise ScenarioError(
                     err.file, f"{err.detail} (in case '{case_id}')", err.line, err.key_path
                 ) from None
-            launches = sum(step.launches() for step in steps)
+            where = f" (in case '{case_id}')" if chain_axes else ""
+            launches = max(shapes.launches) if shapes is not None else sum(s.launches() for s in steps)
             if launches > MAX_LAUNCHES_PER_ITER:
-                where = f" (in case '{case_id}')" if chain_axes else ""
                 raise ScenarioError(
                     file,
                     f"one iteration of the chain issues {launches:,} launches{where}, above the limit of "
                     f"{MAX_LAUNCHES_PER_ITER:,}",
                     lines.get(base),
                     format_path(base),
+                )
+            built_steps += _distinct_steps(shapes) if shapes is not None else len(steps)
+            if built_steps > MAX_EXPANDED_STEPS:
+                raise ScenarioError(
+                    file,
+                    f"the cases build more than {MAX_EXPANDED_STEPS:,} steps, each shape of a shape-changing "
+                    f"case its own{where}; use fewer shapes or cases",
+                    lines.get(("shapes", "values"), lines.get(base)),
+                    "shapes.values" if shapes is not None else format_path(base),
                 )
             yield Case(
                 scenario=scenario.name,
@@ -246,7 +317,127 @@ def iter_cases(
                 measure=scenario.measure,
                 source=file,
                 axes=tuple(chain_axes),
+                shapes=shapes,
             )
+
+
+def _distinct_steps(shapes: ShapePlan) -> int:
+    return len({id(step) for steps in shapes.variants for step in steps})
+
+
+def _shape_plan(
+    scenario: Scenario,
+    raw_steps: list[Any],
+    params: dict[str, Any],
+    file: str,
+    lines: dict[KeyPath, int],
+    base: KeyPath,
+) -> ShapePlan:
+    """The chain's steps at each shape of the ``shapes`` block, with what can be refused before running:
+    too few or repeated shapes, buffers beyond any GPU's memory over all shapes, and a change in the
+    launches per iteration where the update strategy is measured (cudaGraphExecUpdate cannot add or
+    remove nodes). What only the GPU knows (CuPy choosing other kernels at another size) is reported by
+    the run: the update is refused, the strategy re-captures, and the result counts it."""
+    assert scenario.shapes is not None
+    where: KeyPath = ("shapes",)
+    resolved = _substitute(scenario.shapes, params, file, lines, where)
+    try:
+        spec = Shapes.model_validate(resolved)
+    except ValidationError as err:
+        raise validation_error(err, file, lines, where, Shapes) from None
+    values_at = ("shapes", "values")
+    values = list(spec.values) if isinstance(spec.values, list) else axis_values("", spec.values)
+    if isinstance(spec.values, SweepRange) and len(values) < spec.values.num:
+        raise ScenarioError(
+            file,
+            f"the range gives {len(values)} distinct values for num: {spec.values.num} (rounded to whole "
+            "numbers); each shape must be distinct: lower num or widen the range",
+            _nearest_line(lines, values_at),
+            "shapes.values",
+        )
+    if spec.order == "shuffle":
+        random.Random(SHAPE_SEED).shuffle(values)
+    uses_shape = [
+        spec.param in _referenced([raw, _taken_defaults(raw, scenario.defaults)]) for raw in raw_steps
+    ]
+    shared: dict[int, Any] = {}
+    variants = []
+    for value in values:
+        at = {**params, spec.param: value}
+        steps = []
+        for index, raw in enumerate(raw_steps):
+            if not uses_shape[index]:
+                if index not in shared:
+                    shared[index] = _build_step(raw, scenario.defaults, params, file, lines, base + (index,))
+                steps.append(shared[index])
+                continue
+            try:
+                steps.append(_build_step(raw, scenario.defaults, at, file, lines, base + (index,)))
+            except ScenarioError as err:
+                raise ScenarioError(
+                    err.file, f"{err.detail} (at {spec.param}={_fmt(value)})", err.line, err.key_path
+                ) from None
+        variants.append(tuple(steps))
+    plan = ShapePlan(
+        param=spec.param,
+        values=tuple(values),
+        per_shape=spec.per_shape,
+        variants=tuple(variants),
+        strategies=tuple(spec.strategies),
+        order=spec.order,
+        cache_limit=spec.cache_limit,
+    )
+    _check_update_topology(plan, file, lines, base)
+    _check_shape_bytes(plan, file, lines)
+    return plan
+
+
+def _topology(step: Any) -> tuple[Any, ...]:
+    """What decides a step's graph nodes, as far as the file says: its kind, stream and launches."""
+    return (step.kind, step.stream, step.launches())
+
+
+def _check_update_topology(plan: ShapePlan, file: str, lines: dict[KeyPath, int], base: KeyPath) -> None:
+    if "update" not in plan.strategies:
+        return
+    first = plan.variants[0]
+    for index, steps in enumerate(plan.variants[1:], start=1):
+        for position, (a, b) in enumerate(zip(first, steps, strict=True)):
+            if _topology(a) != _topology(b):
+                path = base + (position,)
+                raise ScenarioError(
+                    file,
+                    f"at {plan.label(0)} the step launches {a.launches():,} time(s), at {plan.label(index)} "
+                    f"{b.launches():,}: cudaGraphExecUpdate cannot update a graph whose nodes change, so the "
+                    "'update' strategy cannot follow this shape change; keep the launches fixed, or list "
+                    "shapes.strategies without 'update'",
+                    _nearest_line(lines, path),
+                    format_path(path),
+                )
+
+
+def _check_shape_bytes(plan: ShapePlan, file: str, lines: dict[KeyPath, int]) -> None:
+    seen: set[int] = set()
+    total = 0
+    largest = (0, 0)
+    for index, steps in enumerate(plan.variants):
+        own = 0
+        for step in steps:
+            if id(step) not in seen:
+                seen.add(id(step))
+                own += step_bytes(step)
+        total += own
+        largest = max(largest, (own, index))
+    if total > MAX_CASE_BYTES:
+        raise ScenarioError(
+            file,
+            f"the chain's buffers over its {plan.distinct} shapes take {total / 2**30:,.1f} GiB (the most, "
+            f"{largest[0] / 2**30:,.1f} GiB, at {plan.label(largest[1])}), above the "
+            f"{MAX_CASE_BYTES / 2**30:,.0f} GiB launchbench allows one case: every shape keeps its own "
+            "buffers; use fewer or smaller shapes",
+            _nearest_line(lines, ("shapes", "values")),
+            "shapes.values",
+        )
 
 
 def _single(lines: dict[KeyPath, int]) -> bool:

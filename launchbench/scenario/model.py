@@ -57,11 +57,63 @@ class SweepRange(Strict):
         return self
 
 
+ShapeStrategy = Literal["recapture", "cache", "update"]
+SHAPE_STRATEGIES: tuple[ShapeStrategy, ...] = ("recapture", "cache", "update")
+MAX_SHAPES = 10_000  # distinct shapes of one chain (each builds its own buffers)
+MAX_PER_SHAPE = 1_000_000
+
+
+class Shapes(Strict):
+    """Sizes that change between iterations: the parameter ``param`` takes each of ``values`` in turn
+    (in the order given, or a fixed shuffle of it), for ``per_shape`` iterations each, and the sequence
+    repeats, so every shape recurs. Chains whose steps use ``$param`` are measured eagerly and with each
+    graph strategy: re-capture on every change, a cache of one graph per shape (at most ``cache_limit``
+    graphs, least recently used evicted), one executable graph updated in place (cudaGraphExecUpdate).
+    Fields may hold ``$name`` references to parameters and sweep axes, as steps do."""
+
+    param: Identifier
+    values: list[Number] | SweepRange
+    per_shape: Int = Field(
+        ..., ge=1, le=MAX_PER_SHAPE, description="iterations at one shape before it changes"
+    )
+    order: Literal["cycle", "shuffle"] = "cycle"
+    cache_limit: Int | None = Field(
+        None, ge=1, le=MAX_SHAPES, description="graphs the cache strategy keeps (default: one per shape)"
+    )
+    strategies: Annotated[list[ShapeStrategy], Field(min_length=1)] = Field(
+        default_factory=lambda: list(SHAPE_STRATEGIES)
+    )
+
+    @field_validator("values")
+    @classmethod
+    def _distinct_values(cls, values: list[float | int] | SweepRange) -> list[float | int] | SweepRange:
+        count = len(values) if isinstance(values, list) else values.num
+        if count < 2:
+            raise ValueError(f"a shape change needs at least two shapes (got {count})")
+        if count > MAX_SHAPES:
+            raise ValueError(f"{count:,} shapes, above the limit of {MAX_SHAPES:,}")
+        if isinstance(values, list):
+            twice = [v for i, v in enumerate(values) if v in values[:i]]
+            if twice:
+                raise ValueError(
+                    f"{twice[0]:g} is listed twice; each shape must be distinct (per_shape repeats a shape)"
+                )
+        return values
+
+    @field_validator("strategies")
+    @classmethod
+    def _distinct_strategies(cls, strategies: list[str]) -> list[str]:
+        twice = sorted({s for s in strategies if strategies.count(s) > 1})
+        if twice:
+            raise ValueError(f"strategy '{twice[0]}' is listed twice")
+        return strategies
+
+
 class Expectation(Strict):
     """A rule checked on a single run: e.g. graph wall time per launch below 1 µs for a case."""
 
     case: str = Field("*", description="case id or fnmatch pattern")
-    mode: Literal["eager", "graph"] = "graph"
+    mode: Literal["eager", "graph", "recapture", "cache", "update"] = "graph"
     metric: str
     min: Float | None = None
     max: Float | None = None
@@ -105,6 +157,9 @@ class Scenario(Strict):
     measure: MeasureSettings = Field(default_factory=MeasureSettings)
     expect: list[Expectation] = Field(default_factory=list)
     max_cases: Int = Field(1000, ge=1)
+    shapes: dict[str, Any] | None = Field(
+        None, description="sizes that change between iterations (Shapes; checked per case, as steps are)"
+    )
 
     @model_validator(mode="before")
     @classmethod
