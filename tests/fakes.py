@@ -13,7 +13,7 @@ import numpy as np
 from launchbench.backend.base import CaseRefused, OutputCheck
 from launchbench.measure.clock import ClockReading
 from launchbench.measure.sampler import BatchTiming
-from launchbench.results.schema import GraphLifecycle
+from launchbench.results.schema import GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
 
 
@@ -48,6 +48,7 @@ class ScriptedWorkload:
     seed: int = 0
     drift: float = 0.0  # relative change of per_iter per second of clock time (to test interleaving)
     batches: list[int] = field(default_factory=list)
+    iters_multiple: int = 1
 
     def __post_init__(self) -> None:
         self.rng = np.random.default_rng(self.seed)
@@ -117,6 +118,90 @@ class ScriptedPreparedCase:
             return OutputCheck(None, "no graph")
         return OutputCheck(True, "scripted: identical")
 
+    def shape_counts(self) -> dict[str, ShapeCounts]:
+        return {}
+
+    def harness_cost(self) -> float:
+        return 5e-8
+
+    def close(self) -> None:
+        return None
+
+
+# Scripted costs of a shape-changing case (seconds): a graph strategy's time per iteration is the graph's
+# replay plus its cost per change spread over the iterations at one shape; eager pays nothing at a change.
+SHAPE_CHANGE_COST = {"eager": 0.0, "recapture": 8e-6, "cache": 0.2e-6, "update": 3e-6}  # per launch
+SHAPE_REFUSALS = "cudaGraphExecUpdateErrorTopologyChanged"
+
+
+class ScriptedShapeCase:
+    """A shape-changing case on the scripted clock: per mode, replay (or eager) time per iteration plus
+    SHAPE_CHANGE_COST per change (a cache that holds fewer graphs than there are shapes misses every
+    change and pays what recapture pays); counts as a real run would make them. A chain with a step
+    labelled ``refuse`` has every update refused (re-captured, counted)."""
+
+    def __init__(self, case: Case, clock: SteppingClock, eager_per_launch: float, graph_per_launch: float):
+        plan = case.shapes
+        assert plan is not None
+        self.case, self.plan = case, plan
+        n = case.launches_per_iter
+        self.refuse = any(step.label == "refuse" for step in case.steps)
+        self.change_s: dict[str, float] = {}
+        self.workloads: dict[str, Any] = {}
+        for seed, mode in enumerate(("eager", *plan.strategies), start=1):
+            change = self._change_cost(mode) * n
+            steady = eager_per_launch * n if mode == "eager" else graph_per_launch * n + 1.5e-6
+            self.change_s[mode] = change
+            self.workloads[mode] = ScriptedWorkload(
+                clock,
+                n,
+                steady + change / plan.per_shape,
+                0.02 if mode == "eager" else 0.004,
+                cpu_share=1.0 if mode == "eager" else 0.05 + change / (steady * plan.per_shape + change),
+                seed=seed,
+                iters_multiple=plan.per_shape,
+            )
+        self.lifecycle: GraphLifecycle | None = None
+        self.graph_failure: str | None = None
+
+    def _change_cost(self, mode: str) -> float:
+        if mode == "cache" and (self.plan.cache_limit or self.plan.distinct) < self.plan.distinct:
+            return SHAPE_CHANGE_COST["recapture"]
+        if mode == "update" and self.refuse:
+            return SHAPE_CHANGE_COST["recapture"] + SHAPE_CHANGE_COST["update"]
+        return SHAPE_CHANGE_COST[mode]
+
+    def shape_counts(self) -> dict[str, ShapeCounts]:
+        counts = {}
+        for mode, workload in self.workloads.items():
+            iterations = sum(workload.batches)
+            changes = iterations // self.plan.per_shape
+            thrash = mode == "cache" and (self.plan.cache_limit or self.plan.distinct) < self.plan.distinct
+            counts[mode] = ShapeCounts(
+                iterations=iterations,
+                changes=changes,
+                setup_s=changes * self.change_s[mode],
+                updates=changes if mode == "update" and not self.refuse else 0,
+                update_refusals=changes if mode == "update" and self.refuse else 0,
+                recaptures=changes
+                if mode == "recapture" or (mode == "cache" and thrash) or (mode == "update" and self.refuse)
+                else 0,
+                cache_hits=changes if mode == "cache" and not thrash else 0,
+                cache_misses=changes if mode == "cache" and thrash else 0,
+                refusal_reasons={SHAPE_REFUSALS: changes}
+                if mode == "update" and self.refuse and changes
+                else {},
+            )
+        return counts
+
+    def check_outputs(self) -> OutputCheck:
+        modes = [m for m in self.workloads if m != "eager"]
+        if any(step.label == "mismatch" for step in self.case.steps):
+            return OutputCheck(False, "update: graph output differs from eager: scripted", ("update",))
+        return OutputCheck(
+            True, f"{', '.join(modes)} equal eager over every one of {self.plan.distinct} shapes"
+        )
+
     def harness_cost(self) -> float:
         return 5e-8
 
@@ -146,11 +231,13 @@ class ScriptedBackend:
             "cuda_runtime": "0",
         }
 
-    def prepare(self, case: Case) -> ScriptedPreparedCase:
+    def prepare(self, case: Case) -> ScriptedPreparedCase | ScriptedShapeCase:
         if any(getattr(step, "size", 0) > 10**10 for step in case.steps):
             raise CaseRefused(
                 "case needs 4000.00 GiB of GPU memory for its buffers; 140.00 GiB of 140.00 GiB is free"
             )
+        if case.shapes is not None:
+            return ScriptedShapeCase(case, self.clock, self.eager_per_launch, self.graph_per_launch)
         return ScriptedPreparedCase(
             case, self.clock, self.eager_per_launch, self.graph_per_launch, self.noise
         )

@@ -86,12 +86,31 @@ def test_v1_golden_file_migrates_to_passes():
                 assert mode.lifecycle.model_dump() == raw_mode["lifecycle"]
 
 
-def test_v2_golden_file_reads_back_to_the_same_json():
+def test_v2_golden_file_reads_back_as_v3_with_only_the_version_changed():
     text = (GOLDEN / "results-v2.json").read_text()
     run = load_run(GOLDEN / "results-v2.json")
-    assert json.loads(run.model_dump_json()) == json.loads(text)
+    assert json.loads(text)["schema_version"] == 2 and run.schema_version == SCHEMA_VERSION == 3
+    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 3}
     one = run.cases[0].modes["eager"].passes[0]
     assert one.clocks.sm_mhz and one.host.pid is not None and one.host.load_1m is not None
+    assert all(case.shapes is None and all(p.shapes is None for m in case.modes.values() for p in m.passes)
+               for case in run.cases)  # fmt: skip
+
+
+def test_v3_golden_file_reads_back_to_the_same_json_with_its_shape_counts():
+    text = (GOLDEN / "results-v3.json").read_text()
+    run = load_run(GOLDEN / "results-v3.json")
+    assert json.loads(run.model_dump_json()) == json.loads(text)
+    mlp, refused = run.cases
+    assert mlp.shapes is not None and mlp.shapes.values == [8, 16, 32, 64] and mlp.shapes.per_shape == 1
+    assert set(mlp.modes) == {"eager", "recapture", "cache", "update"}
+    update = mlp.modes["update"].shape_counts
+    assert update is not None and update.updates == update.changes > 0 and update.update_refusals == 0
+    assert len(mlp.modes["update"].passes) == 2  # counts summed over both passes
+    assert update.changes == sum(p.shapes.changes for p in mlp.modes["update"].passes)
+    refusals = refused.modes["update"].shape_counts
+    assert refusals.update_refusals == refusals.recaptures == refusals.changes > 0
+    assert refusals.refusal_reasons == {"cudaGraphExecUpdateErrorTopologyChanged": refusals.changes}
 
 
 @pytest.mark.parametrize("run_dir", sorted(p.parent.name for p in (ROOT / "results").glob("*/results.json")))

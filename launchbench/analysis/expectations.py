@@ -17,7 +17,18 @@ from launchbench.scenario.load import ScenarioFile
 
 # results.csv columns that hold text, not a number an expectation can bound
 TEXT_COLUMNS = frozenset(
-    {"scenario", "case", "chain", "kinds", "params", "mode", "status", "reason", "throttle_reasons"}
+    {
+        "scenario",
+        "case",
+        "chain",
+        "kinds",
+        "params",
+        "mode",
+        "status",
+        "reason",
+        "throttle_reasons",
+        "update_refusal_reasons",
+    }
 )
 EXPECTABLE_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in TEXT_COLUMNS)
 

@@ -21,7 +21,7 @@ from scipy import special
 
 from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors, is_host_bound, stratum
 from launchbench.analysis.stats import Summary, log_pass_medians, summarize
-from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, RunRecord
+from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, ModeResult, RunRecord
 
 
 # Column name → (unit, meaning), from columns.csv (id, graph and check columns, each group in order).
@@ -38,6 +38,7 @@ _GROUPS = _column_groups()
 ID_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["id"]
 GRAPH_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["graph"]
 CHECK_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["check"]
+SHAPE_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["shape"]
 
 
 def metric_columns() -> dict[str, tuple[str, str]]:
@@ -50,7 +51,13 @@ def metric_columns() -> dict[str, tuple[str, str]]:
     return out
 
 
-COLUMNS: dict[str, tuple[str, str]] = {**ID_COLUMNS, **metric_columns(), **GRAPH_COLUMNS, **CHECK_COLUMNS}
+COLUMNS: dict[str, tuple[str, str]] = {
+    **ID_COLUMNS,
+    **metric_columns(),
+    **GRAPH_COLUMNS,
+    **CHECK_COLUMNS,
+    **SHAPE_COLUMNS,
+}
 
 
 def _median(values: np.ndarray) -> float:
@@ -121,10 +128,12 @@ def case_rows(
         for column in GRAPH_COLUMNS:
             row[column] = None
         life = result.lifecycle
+        if mode != "eager":
+            mode_wall = _median(case.samples(mode, WALL))
+            if mode_wall > 0 and not math.isnan(eager_wall):
+                row["speedup"] = eager_wall / mode_wall
         if mode == "graph":
             graph_wall = _median(case.samples("graph", WALL))
-            if graph_wall > 0 and not math.isnan(eager_wall):
-                row["speedup"] = eager_wall / graph_wall
             if life is not None:
                 row.update(
                     capture_us=life.capture_s * 1e6,
@@ -151,8 +160,32 @@ def case_rows(
             harness_us_per_iter=None if case.harness_s_per_iter is None else case.harness_s_per_iter * 1e6,
             gpu_name=gpu_name,
         )
+        row.update(_shape_columns(case, result))
         rows.append(row)
     return rows
+
+
+def _shape_columns(case: CaseResult, result: ModeResult) -> dict[str, Any]:
+    """The shape columns of one row: empty for a chain of fixed sizes."""
+    out: dict[str, Any] = dict.fromkeys(SHAPE_COLUMNS)
+    if case.shapes is None:
+        return out
+    out.update(iterations_per_shape=case.shapes.per_shape, distinct_shapes=case.shapes.distinct)
+    counts = result.shape_counts
+    if counts is None:
+        return out
+    per_change = counts.setup_s_per_change
+    out.update(
+        shape_changes=counts.changes,
+        setup_us_per_change=None if per_change is None else per_change * 1e6,
+        graph_updates=counts.updates if result.mode == "update" else None,
+        update_refusals=counts.update_refusals if result.mode == "update" else None,
+        update_refusal_reasons=";".join(f"{k}:{v}" for k, v in sorted(counts.refusal_reasons.items())),
+        recaptures=counts.recaptures if result.mode != "eager" else None,
+        cache_hits=counts.cache_hits if result.mode == "cache" else None,
+        cache_misses=counts.cache_misses if result.mode == "cache" else None,
+    )
+    return out
 
 
 def run_table(run: RunRecord) -> pd.DataFrame:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock, ClockMonitor
 from launchbench.measure.sampler import Workload
-from launchbench.results.schema import GraphLifecycle
+from launchbench.results.schema import GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
 
 
@@ -18,6 +18,7 @@ class OutputCheck:
 
     match: bool | None  # None: the chain writes no buffer, or no graph to compare
     detail: str
+    failed_modes: tuple[str, ...] = ()  # the modes whose outputs differ (a shape-changing case has several)
 
 
 class CaseRefused(LaunchbenchError):
@@ -25,11 +26,14 @@ class CaseRefused(LaunchbenchError):
 
 
 class PreparedCase(Protocol):
-    workloads: dict[str, Workload]
+    workloads: dict[str, Workload]  # by mode; a graph mode that could not be prepared is absent
     lifecycle: GraphLifecycle | None
-    graph_failure: str | None
+    graph_failure: str | None  # why the graph modes absent from workloads are absent
 
     def check_outputs(self) -> OutputCheck: ...
+
+    def shape_counts(self) -> dict[str, ShapeCounts]:
+        """Per mode of a shape-changing case, what it did so far (empty for other cases)."""
 
     def harness_cost(self) -> float:
         """Seconds per iteration that the timing loop itself costs around an empty call."""

@@ -22,7 +22,7 @@ from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.workload import LaunchLoop
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
-from launchbench.results.schema import GraphLifecycle
+from launchbench.results.schema import GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
 
 MEMORY_HEADROOM = 0.9  # refuse a case whose buffers would take more than this share of free memory
@@ -50,6 +50,16 @@ def fork_join(
 
 
 StreamSource = Callable[[int], cupy.cuda.Stream]
+
+
+def harness_cost(stream: cupy.cuda.Stream, clock: Clock, max_in_flight: int) -> float:
+    """Seconds per iteration that the timing loop costs around an empty call (median of 5 batches)."""
+    loop = LaunchLoop([_noop], 1, stream, clock, max_in_flight)
+    costs = []
+    for _ in range(5):
+        timing = loop.run_batch(HARNESS_ITERS)
+        costs.append(timing.wall_s / HARNESS_ITERS)
+    return float(np.median(costs))
 
 
 class CupyPreparedCase:
@@ -130,12 +140,10 @@ class CupyPreparedCase:
         return text.decode() if isinstance(text, bytes) else text
 
     def harness_cost(self) -> float:
-        loop = LaunchLoop([_noop], 1, self.stream, self.clock, self.case.measure.max_in_flight)
-        costs = []
-        for _ in range(5):
-            timing = loop.run_batch(HARNESS_ITERS)
-            costs.append(timing.wall_s / HARNESS_ITERS)
-        return float(np.median(costs))
+        return harness_cost(self.stream, self.clock, self.case.measure.max_in_flight)
+
+    def shape_counts(self) -> dict[str, ShapeCounts]:
+        return {}
 
     def close(self) -> None:
         self.stream.synchronize()
@@ -188,5 +196,9 @@ class CupyBackend:
     def environment(self) -> dict[str, Any]:
         return collect_environment(self.device_index)
 
-    def prepare(self, case: Case) -> CupyPreparedCase:
+    def prepare(self, case: Case) -> CupyPreparedCase | Any:
+        if case.shapes is not None:
+            from launchbench.backend.shapes import ShapePreparedCase
+
+            return ShapePreparedCase(case, self.clock, self.stream)
         return CupyPreparedCase(case, self.clock, self.stream)

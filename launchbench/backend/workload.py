@@ -25,7 +25,7 @@ def _unwrap(call: Callable[[], Any]) -> tuple[Callable[..., Any], tuple[Any, ...
     return call, ()
 
 
-def _poll(query: Callable[[int], int], handle: int, raise_error: Callable[[], Any]) -> None:
+def poll(query: Callable[[int], int], handle: int, raise_error: Callable[[], Any]) -> None:
     """Busy-poll a CUDA query (eventQuery, streamQuery) until the work is done: completion is seen within
     about a microsecond, whatever scheduling policy (spin, yield or blocking) the driver chose for this
     context. CuPy returns cudaErrorNotReady instead of raising it; any other error is raised by
@@ -110,7 +110,7 @@ class LaunchLoop:
             self._launch(iters)
             cpu1 = clock.thread()
             self._end.record(self.stream)
-            _poll(cupy.cuda.runtime.eventQuery, self._end.ptr, self._end.synchronize)
+            poll(cupy.cuda.runtime.eventQuery, self._end.ptr, self._end.synchronize)
             wall1 = clock.wall()
         gpu_s = cupy.cuda.get_elapsed_time(self._start, self._end) * 1e-3
         return BatchTiming(iters, wall1 - wall0, cpu1 - cpu0, gpu_s)
@@ -131,5 +131,5 @@ class LaunchLoop:
                     call()
             else:
                 self._launch(1)
-            _poll(cupy.cuda.runtime.streamQuery, self.stream.ptr, self.stream.synchronize)
+            poll(cupy.cuda.runtime.streamQuery, self.stream.ptr, self.stream.synchronize)
             return clock.wall() - wall0

@@ -124,8 +124,11 @@ class Sampler:
         return self.clock.wall() - begin
 
     def _calibrate(self, workload: Workload) -> int:
-        """Iterations per throughput sample so that one sample lasts at least sample_time."""
-        iters = 1
+        """Iterations per throughput sample so that one sample lasts at least sample_time, a whole multiple
+        of the workload's ``iters_multiple`` where it has one (a shape-changing mode: iterations per shape,
+        so that every sample holds the same number of shape changes)."""
+        multiple = max(1, int(getattr(workload, "iters_multiple", 1)))
+        iters = multiple
         for _ in range(40):
             timing = workload.run_batch(iters)
             if timing.wall_s >= self.settings.sample_time or iters >= MAX_ITERS_PER_SAMPLE:
@@ -133,6 +136,7 @@ class Sampler:
             per_iter = timing.wall_s / iters
             wanted = self.settings.sample_time / per_iter if per_iter > 0 else iters * 10
             iters = min(MAX_ITERS_PER_SAMPLE, max(iters * 2, math.ceil(wanted * 1.1)))
+            iters = max(multiple, iters // multiple * multiple)
         return iters
 
     def _round(self, workload: Workload, samples: ModeSamples) -> int:

@@ -128,7 +128,8 @@ def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
             table.add_column(header, justify="left", no_wrap=True, min_width=18)
         else:
             table.add_column(header, justify="right")
-    for (scenario, case), group in frame.groupby(["scenario", "case"], sort=False):
+    fixed = frame[frame["iterations_per_shape"].isna()] if "iterations_per_shape" in frame else frame
+    for (scenario, case), group in fixed.groupby(["scenario", "case"], sort=False):
         rows = {row["mode"]: row for _, row in group.iterrows()}
         eager = rows.get("eager", pd.Series(dtype=object))
         graph = rows.get("graph", pd.Series(dtype=object))
@@ -151,6 +152,73 @@ def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
             match_text,
         )
     return table
+
+
+def _match_text(match: Any) -> str:
+    if match is None or (isinstance(match, float) and math.isnan(match)):
+        return "—"
+    return "✓" if match else "[red]✗[/]"
+
+
+def shape_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table | None:
+    """The cases whose sizes change: wall time per iteration of each mode, the setup each graph strategy
+    pays per change, refused updates, the fastest mode; None when the run has no such case."""
+    frame = run_table(run) if frame is None else frame
+    shaped = frame[frame["iterations_per_shape"].notna()]
+    if shaped.empty:
+        return None
+    table = Table(title="sizes that change between iterations (µs per iteration; setup µs per change)")
+    headers = ["case", "iters/shape", "shapes", "eager", "recapture", "cache", "update"]
+    headers += ["recapture setup", "cache setup", "update setup", "refused updates", "fastest", "match"]
+    for header in headers:
+        table.add_column(header, justify="left" if header in ("case", "fastest") else "right", no_wrap=True)
+    for (scenario, case), group in shaped.groupby(["scenario", "case"], sort=False):
+        rows = {str(row["mode"]): row for _, row in group.iterrows()}
+        first = group.iloc[0]
+        walls = {m: r["wall_us_per_iter"] for m, r in rows.items() if pd.notna(r["wall_us_per_iter"])}
+        cells = [f"{scenario} {case}" if len(run.scenarios) > 1 else str(case)]
+        cells += [str(int(first["iterations_per_shape"])), str(int(first["distinct_shapes"]))]
+        for mode in ("eager", "recapture", "cache", "update"):
+            row = rows.get(mode)
+            cells.append(_fmt(row["wall_us_per_iter"] if row is not None else None, 1) if row is None or
+                         pd.notna(row["wall_us_per_iter"]) else str(row["status"]).replace("_", " "))  # fmt: skip
+        for mode in ("recapture", "cache", "update"):
+            row = rows.get(mode)
+            cells.append(_fmt(None if row is None else row["setup_us_per_change"], 1))
+        update = rows.get("update")
+        cells.append(_fmt(None if update is None else update["update_refusals"], 0))
+        cells.append(min(walls, key=lambda m: walls[m]) if walls else "—")
+        cells.append(_match_text(first["outputs_match"]))
+        table.add_row(*cells)
+    return table
+
+
+def shape_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list[str]:
+    """One line per chain whose sizes change, where the iterations per shape vary: each mode's fitted
+    cost per iteration and per change, and where each strategy is the fastest."""
+    from launchbench.analysis.costmodel import fit_shape_model
+
+    model = fit_shape_model(run_table(run) if frame is None else frame)
+    lines = []
+    for (scenario, chain, group), rows in model.groupby(["scenario", "chain", "group"], sort=False):
+        where = f"{scenario} {chain}" if len(run.scenarios) > 1 else str(chain)
+        if group != "{}":
+            where += f" {group}"
+        costs = ", ".join(
+            f"{r['mode']} {r['fixed_us']:.1f} + {max(r['per_change_us'], 0.0):.1f}/k"
+            for _, r in rows.iterrows()
+        )
+        wins = []
+        for _, r in rows.sort_values("wins_from_iters_per_shape").iterrows():
+            low, high = r["wins_from_iters_per_shape"], r["wins_to_iters_per_shape"]
+            if pd.isna(low):
+                continue
+            span = f"k ≥ {low:.3g}" if math.isinf(high) else f"{low:.3g} ≤ k < {high:.3g}"
+            wins.append(f"{r['mode']} for {span}")
+        lines.append(
+            f"{where}: µs per iteration, k iterations per shape: {costs}; fastest: {', '.join(wins)}"
+        )
+    return lines
 
 
 def cost_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list[str]:
@@ -185,10 +253,18 @@ def cost_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list[
 def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
     frame = run_table(run)
     console.print(summary_table(run, frame))
+    shapes = shape_table(run, frame)
+    if shapes is not None:
+        console.print(shapes)
     model = cost_model_lines(run, frame)
     if model:
         console.print("[bold]cost model[/] (time per iteration = fixed + per-launch × launches):")
         for line in model:
+            console.print(f"  {line}")
+    shape_model = shape_model_lines(run, frame)
+    if shape_model:
+        console.print("[bold]cost model[/] (time per iteration = fixed + per change / iterations per shape):")
+        for line in shape_model:
             console.print(f"  {line}")
     failed = [c for c in run.cases if c.error]
     budget = [(c.case_id, m) for c in run.cases for m, r in c.modes.items() if r.status == "budget"]

@@ -33,12 +33,12 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from launchbench.analysis.compare import DEFAULT_THRESHOLD  # noqa: E402
-from launchbench.analysis.costmodel import fit_cost_model, length_axes  # noqa: E402
+from launchbench.analysis.costmodel import fit_cost_model, fit_shape_model, length_axes  # noqa: E402
 from launchbench.analysis.stats import OUTLIER_MADS, outlier_mask  # noqa: E402
 from launchbench.analysis.table import run_table  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.results.environment import describe_environment  # noqa: E402
-from launchbench.results.schema import MODES, CaseResult, RunRecord  # noqa: E402
+from launchbench.results.schema import ALL_MODES, MODES, CaseResult, RunRecord  # noqa: E402
 
 FORMATS = ("png", "svg")
 
@@ -47,9 +47,15 @@ BLACK, ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
     "#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
 )  # fmt: skip
 GREY = "#8C8C8C"
-MODE_COLOURS = {"eager": VERMILLION, "graph": BLUE}
-MODE_MARKERS = {"eager": "o", "graph": "s"}
-MODE_LABELS = {"eager": "eager (kernel by kernel)", "graph": "CUDA Graph replay"}
+MODE_COLOURS = {"eager": VERMILLION, "graph": BLUE, "recapture": ORANGE, "cache": GREEN, "update": PURPLE}
+MODE_MARKERS = {"eager": "o", "graph": "s", "recapture": "^", "cache": "D", "update": "v"}
+MODE_LABELS = {
+    "eager": "eager (kernel by kernel)",
+    "graph": "CUDA Graph replay",
+    "recapture": "re-capture at every change",
+    "cache": "cache: one graph per shape",
+    "update": "update one graph (cudaGraphExecUpdate)",
+}
 SERIES_COLOURS = (BLUE, ORANGE, GREEN, PURPLE, SKY_BLUE, VERMILLION, BLACK, YELLOW)
 STAGE_COLOURS = {"capture": ORANGE, "instantiate": SKY_BLUE, "upload": GREEN}
 
@@ -118,7 +124,10 @@ def _variant_text(params: dict, keys: Sequence[str]) -> str:
 
 
 def panels(table: pd.DataFrame) -> list[Panel]:
-    """Group a results table by (scenario, chain), then by the parameters that do not set the length."""
+    """Group a results table by (scenario, chain), then by the parameters that do not set the length.
+    Chains whose sizes change have their own figure (figure_shape_changes) and are left out."""
+    if "iterations_per_shape" in table:
+        table = table[table["iterations_per_shape"].isna()]
     if table.empty:
         return []
     table = table.assign(
@@ -670,7 +679,7 @@ def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
     table = comparison_table(base, cur)
     labels = list(dict.fromkeys(table["label"]))
     positions = {label: len(labels) - 1 - i for i, label in enumerate(labels)}  # first case on top
-    modes = [m for m in MODES if (table["mode"] == m).any()] or ["eager"]
+    modes = [m for m in ALL_MODES if (table["mode"] == m).any()] or ["eager"]
     fig = Figure(figsize=(WIDTH_IN, max(1.8, 0.6 + 0.24 * len(labels))), dpi=DPI)
     axes = list(np.atleast_1d(fig.subplots(1, len(modes), sharey=True, squeeze=False)).ravel())
     for ax, mode in zip(axes, modes, strict=True):
@@ -700,6 +709,127 @@ def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
     return _finish(fig, "Current vs baseline: wall time per launch", subtitle, handles, names, ncol=4)
 
 
+# ------------------------------------------------------------------------------------ 7: shape changes
+
+SHAPE_LABEL = "iterations per shape (iterations before the size changes)"
+
+
+@dataclass(frozen=True)
+class ShapePanel:
+    """The rows of one chain whose sizes change, at one value of the parameters other than the
+    iterations per shape, with the cost model's fits for them (``fits`` rows of fit_shape_model)."""
+
+    title: str
+    rows: pd.DataFrame
+    fits: pd.DataFrame
+
+
+def shape_panels(table: pd.DataFrame) -> list[ShapePanel]:
+    if "iterations_per_shape" not in table:
+        return []
+    shaped = table[table["iterations_per_shape"].notna()]
+    if shaped.empty:
+        return []
+    model = fit_shape_model(table)
+    several = shaped["scenario"].nunique() > 1
+    out = []
+    for (scenario, chain), group in shaped.groupby(["scenario", "chain"], sort=False):
+        params = group["params"].map(lambda s: json.loads(s) if isinstance(s, str) and s else {})
+        axes = length_axes(list(params), [int(v) for v in group["iterations_per_shape"]])
+        keys = params.map(
+            lambda p, a=axes: json.dumps({k: v for k, v in p.items() if k not in a}, sort_keys=True)
+        )
+        for key, rows in group.groupby(keys, sort=False):
+            fits = model[
+                (model["scenario"] == scenario) & (model["chain"] == chain) & (model["group"] == key)
+            ]
+            fixed = json.loads(str(key))
+            distinct = int(rows["distinct_shapes"].iloc[0])
+            title = f"{scenario}: {chain}" if several else str(chain)
+            title += f", {distinct} shapes" + (f", {_variant_text(fixed, sorted(fixed))}" if fixed else "")
+            out.append(ShapePanel(title, rows, fits))
+    return out
+
+
+def _wins_text(fits: pd.DataFrame) -> list[tuple[float, str]]:
+    """Where the fastest strategy changes (iterations per shape above 1), with a label for each."""
+    marks = []
+    for _, fit in fits.sort_values("wins_from_iters_per_shape").iterrows():
+        low = fit["wins_from_iters_per_shape"]
+        if pd.notna(low) and low > 1.0:
+            marks.append((float(low), f"{fit['mode']} fastest above {low:.3g}"))
+    return marks
+
+
+def _shape_panel(ax: Axes, panel: ShapePanel) -> None:
+    """Median wall time per iteration per mode against iterations per shape (the median's 95% CI as bars),
+    the fitted curves fixed + per_change / k, and where the fastest strategy changes."""
+    xs = _num(panel.rows, "iterations_per_shape")
+    for mode in ALL_MODES:
+        rows = panel.rows[panel.rows["mode"] == mode].sort_values("iterations_per_shape")
+        rows = rows[np.isfinite(_num(rows, "wall_us_per_iter"))]
+        if rows.empty:
+            continue
+        x = _num(rows, "iterations_per_shape")
+        y = _num(rows, "wall_us_per_iter")
+        low = np.nan_to_num(y - _num(rows, "wall_us_per_iter_ci_low")).clip(0)
+        high = np.nan_to_num(_num(rows, "wall_us_per_iter_ci_high") - y).clip(0)
+        ax.errorbar(x, y, yerr=np.vstack([low, high]), label=MODE_LABELS[mode], color=MODE_COLOURS[mode],
+                    marker=MODE_MARKERS[mode], markersize=4.5, linestyle="none", capsize=3, elinewidth=1)  # fmt: skip
+        fit = panel.fits[panel.fits["mode"] == mode]
+        if len(fit):
+            grid = np.geomspace(max(1.0, np.nanmin(xs) / 1.5), np.nanmax(xs) * 1.5, 80)
+            curve = float(fit["fixed_us"].iloc[0]) + float(fit["per_change_us"].iloc[0]) / grid
+            ax.plot(grid, curve, color=MODE_COLOURS[mode], linewidth=1.2, label="_fit")
+            beats = float(pd.to_numeric(fit["beats_eager_above_iters_per_shape"], errors="coerce").iloc[0])
+            if math.isfinite(beats) and grid[0] <= beats <= grid[-1]:
+                at = float(fit["fixed_us"].iloc[0]) + float(fit["per_change_us"].iloc[0]) / beats
+                ax.plot([beats], [at], marker="X", markersize=8, color=MODE_COLOURS[mode],
+                        markeredgecolor=BLACK, linestyle="none", label="_beats")  # fmt: skip
+    for k, text in _wins_text(panel.fits):
+        if k <= np.nanmax(xs) * 10:
+            ax.axvline(k, color=GREY, linestyle=":", linewidth=1.2)
+            ax.text(k, 0.97, f" {text}", transform=ax.get_xaxis_transform(), rotation=90, va="top",
+                    ha="left", fontsize=7, color="#444444")  # fmt: skip
+    ax.set_title(panel.title)
+    ax.margins(x=0.08, y=0.12)
+    if np.isfinite(_num(panel.rows, "wall_us_per_iter")).any():
+        _single_x(ax, xs)
+        _log_axis(ax, "x")
+        _log_axis(ax, "y")
+
+
+@_styled
+def figure_shape_changes(run: RunRecord) -> Figure:
+    """Chains whose sizes change: cost per iteration of eager and each graph strategy against the
+    iterations per shape, with the fitted cost model and the crossovers where the fastest one changes."""
+    groups = shape_panels(run_table(run))
+    fig, axes = _grid(len(groups), 3.4)
+    for ax, panel in zip(axes, groups, strict=False):
+        _shape_panel(ax, panel)
+    if not groups:
+        _no_data(axes[0], "no chain whose sizes change in this run")
+    for ax in axes:
+        ax.set_xlabel(SHAPE_LABEL)
+        ax.set_ylabel("wall time per iteration (µs)")
+    handles, labels = _collect_legend(axes)
+    if labels:
+        handles += [Line2D([], [], color=GREY, linewidth=1.2),
+                    Line2D([], [], color=GREY, marker="X", markeredgecolor=BLACK, linestyle="none"),
+                    Line2D([], [], color=GREY, linestyle=":", linewidth=1.2)]  # fmt: skip
+        labels += ["lines: fitted fixed + per change / k", "✕: fitted crossover with eager",
+                   "dotted: the fastest strategy changes"]  # fmt: skip
+    subtitle = (
+        _environment_line(run) + "\nbars: median's 95% CI · setup paid at a change spread over k iterations"
+    )
+    return _finish(fig, "Sizes that change: cost per iteration vs iterations per shape", subtitle, handles,
+                   labels, ncol=3)  # fmt: skip
+
+
+def has_shape_changes(run: RunRecord) -> bool:
+    return any(case.shapes is not None for case in run.cases)
+
+
 # ------------------------------------------------------------------------------------------- writing
 
 FIGURES: dict[str, Callable[[RunRecord], Figure]] = {
@@ -710,6 +840,7 @@ FIGURES: dict[str, Callable[[RunRecord], Figure]] = {
     "sample_distributions": figure_sample_distributions,
 }
 COMPARISON_FIGURE = "comparison_ratio"
+SHAPE_FIGURE = "cost_vs_iterations_per_shape"  # drawn for a run that holds a chain whose sizes change
 
 
 def save_figure(fig: Figure, out_dir: Path, stem: str, fmt: str = "png") -> Path:
@@ -725,8 +856,12 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, fmt: str = "png") -> Path
 
 
 def write_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png") -> list[Path]:
-    """The five single-run figures of ``run`` in ``out_dir``."""
-    return [save_figure(build(run), Path(out_dir), stem, fmt) for stem, build in FIGURES.items()]
+    """The five single-run figures of ``run`` in ``out_dir``, and the shape-change figure when the run
+    holds a chain whose sizes change."""
+    paths = [save_figure(build(run), Path(out_dir), stem, fmt) for stem, build in FIGURES.items()]
+    if has_shape_changes(run):
+        paths.append(save_figure(figure_shape_changes(run), Path(out_dir), SHAPE_FIGURE, fmt))
+    return paths
 
 
 def plot_comparison(base: RunRecord, cur: RunRecord, out_dir: Path, fmt: str = "png") -> Path:

@@ -20,6 +20,11 @@ files forward and refuses newer ones):
       stored. Migrated v1 files: every pass gets the mode's iters_per_sample and target_met, the
       throttled count sits on the first pass, clock readings and host data are empty. The run-level
       ``journal_bytes`` says how much of the run's journal (results.journal.jsonl) the file holds.
+  3 — shape-changing chains: the modes ``recapture``, ``cache`` and ``update`` beside eager and graph;
+      a case's ``shapes`` (the parameter, its values in the order they come, iterations per shape) and a
+      pass's ``shapes`` (iterations, shape changes, setup time at the changes, graph updates, refusals
+      with their cudaGraphExecUpdateResult, re-captures, cache hits and misses). Both are absent (not
+      null) on other cases, so a v2 file reads as v3 with nothing else changed.
 """
 
 from __future__ import annotations
@@ -31,11 +36,13 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TOOL_NAME = "launchbench"
 
-Mode = Literal["eager", "graph"]
-MODES: tuple[Mode, ...] = ("eager", "graph")
+Mode = Literal["eager", "graph", "recapture", "cache", "update"]
+MODES: tuple[Mode, ...] = ("eager", "graph")  # the modes of a chain of fixed sizes
+SHAPE_MODES: tuple[Mode, ...] = ("recapture", "cache", "update")  # graph strategies when sizes change
+ALL_MODES: tuple[Mode, ...] = (*MODES, *SHAPE_MODES)
 
 # Raw sample series kept per mode (seconds).
 WALL = "wall_s_per_iter"  # wall time of one chain iteration, launched back to back (throughput)
@@ -134,6 +141,61 @@ def median_lifecycle(passes: list[GraphLifecycle]) -> GraphLifecycle:
     )
 
 
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+class ShapeCounts(_Frozen):
+    """What a mode of a shape-changing case did in one pass: every iteration it ran after the priming
+    cycle that visits each shape once (warm-up, calibration, samples and latency iterations together)."""
+
+    iterations: Count
+    changes: Count  # shape changes among those iterations
+    setup_s: Seconds  # host wall time spent at the changes: capture, instantiate, upload, update
+    updates: Count = 0  # cudaGraphExecUpdate calls that succeeded
+    update_refusals: Count = 0  # cudaGraphExecUpdate calls refused (each followed by a re-capture)
+    recaptures: Count = 0  # graphs captured and instantiated at a change (cache misses and refusals included)
+    cache_hits: Count = 0
+    cache_misses: Count = 0
+    refusal_reasons: dict[str, Count] = Field(default_factory=dict)  # cudaGraphExecUpdateResult → count
+
+    @property
+    def setup_s_per_change(self) -> float | None:
+        return self.setup_s / self.changes if self.changes else None
+
+    def __add__(self, other: ShapeCounts) -> ShapeCounts:
+        reasons = dict(self.refusal_reasons)
+        for reason, count in other.refusal_reasons.items():
+            reasons[reason] = reasons.get(reason, 0) + count
+        return ShapeCounts(
+            iterations=self.iterations + other.iterations,
+            changes=self.changes + other.changes,
+            setup_s=self.setup_s + other.setup_s,
+            updates=self.updates + other.updates,
+            update_refusals=self.update_refusals + other.update_refusals,
+            recaptures=self.recaptures + other.recaptures,
+            cache_hits=self.cache_hits + other.cache_hits,
+            cache_misses=self.cache_misses + other.cache_misses,
+            refusal_reasons=reasons,
+        )
+
+
+class ShapeInfo(_Frozen):
+    """How a shape-changing case's sizes change: ``param`` takes ``values`` in this order, ``per_shape``
+    iterations each, and the sequence repeats; ``launches`` per iteration at each value."""
+
+    param: str
+    values: list[float | int] = Field(min_length=2)
+    per_shape: Annotated[int, Field(ge=1)]
+    order: Literal["cycle", "shuffle"] = "cycle"
+    cache_limit: Annotated[int, Field(ge=1)] | None = None
+    launches: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+
+    @property
+    def distinct(self) -> int:
+        return len(self.values)
+
+
 class PassClocks(_Frozen):
     """The GPU's clocks while one mode was sampled in one pass."""
 
@@ -161,6 +223,7 @@ class ModePass(_Frozen):
     lifecycle: GraphLifecycle | None = None
     clocks: PassClocks = Field(default_factory=PassClocks)
     host: HostData = Field(default_factory=HostData)
+    shapes: ShapeCounts | None = Field(None, exclude_if=_absent)
 
     @property
     def size(self) -> int:
@@ -251,6 +314,17 @@ class ModeResult(_Frozen):
         return [p.lifecycle for p in self.passes if p.lifecycle is not None]
 
     @property
+    def shape_counts(self) -> ShapeCounts | None:
+        """A shape-changing mode's counts, summed over its passes (None for other modes)."""
+        counts = [p.shapes for p in self.passes if p.shapes is not None]
+        if not counts:
+            return None
+        total = counts[0]
+        for more in counts[1:]:
+            total = total + more
+        return total
+
+    @property
     def lifecycle(self) -> GraphLifecycle | None:
         """The graph's life cycle: the one pass's, or the median over passes."""
         lifecycles = self.lifecycle_passes
@@ -282,6 +356,7 @@ class CaseResult(_Frozen):
     error: str | None = None
     error_kind: Literal["input", "runtime", "mismatch", "resources"] | None = None
     passes_done: Annotated[int, Field(ge=1)] = 1
+    shapes: ShapeInfo | None = Field(None, exclude_if=_absent)
 
     def pass_sizes(self, mode: str) -> list[int] | None:
         result = self.modes.get(mode)  # type: ignore[call-overload]

@@ -298,6 +298,8 @@ def record_from_data(data: Any, where: str) -> RunRecord:
             data, relocate = _migrate_v1(data)
         except ResultsFileError as err:
             raise ResultsFileError(f"{where}: {err}") from None
+    if version < 3:  # v2 → v3 adds optional fields only (shape-changing cases)
+        data = {**data, "schema_version": 3}
     record: RunRecord = _validate(RunRecord, data, where, relocate)
     problems = record_problems(record)
     if problems:

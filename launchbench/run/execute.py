@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import cast
 
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase
 from launchbench.backend.kinds.registry import spec_of
@@ -24,6 +25,8 @@ from launchbench.results.schema import (
     ModePass,
     ModeResult,
     PassClocks,
+    ShapeCounts,
+    ShapeInfo,
 )
 from launchbench.scenario.core import Case
 
@@ -42,7 +45,11 @@ def host_data() -> HostData:
 
 
 def _mode_result(
-    mode: str, samples: ModeSamples, host: HostData, lifecycle: GraphLifecycle | None = None
+    mode: str,
+    samples: ModeSamples,
+    host: HostData,
+    lifecycle: GraphLifecycle | None = None,
+    shapes: ShapeCounts | None = None,
 ) -> ModeResult:
     """One pass of one mode."""
     series = {WALL: samples.wall, CPU: samples.cpu, GPU: samples.gpu, LATENCY: samples.latency}
@@ -54,6 +61,7 @@ def _mode_result(
         lifecycle=lifecycle,
         clocks=PassClocks(sm_mhz=samples.sm_mhz, throttle_reasons=sorted(samples.throttle_reasons)),
         host=host,
+        shapes=shapes,
     )
     return ModeResult(mode=mode, status="ok" if samples.target_met else "budget", passes=[one])
 
@@ -72,16 +80,37 @@ def expected_nodes(case: Case) -> int | None:
     return nodes
 
 
+def shape_info(case: Case) -> ShapeInfo | None:
+    """How a shape-changing case's sizes change, as its results record it."""
+    plan = case.shapes
+    if plan is None:
+        return None
+    return ShapeInfo(
+        param=plan.param,
+        values=list(plan.values),
+        per_shape=plan.per_shape,
+        order=plan.order,
+        cache_limit=plan.cache_limit,
+        launches=list(plan.launches),
+    )
+
+
+def case_modes(case: Case) -> tuple[Mode, ...]:
+    """The modes a case is measured in: eager and graph, or eager and the shape strategies."""
+    modes = ("eager", *case.shapes.strategies) if case.shapes is not None else ("eager", "graph")
+    return cast("tuple[Mode, ...]", modes)
+
+
 def _identity(case: Case) -> dict[str, object]:
     """The fields every CaseResult of this case carries, measured or not."""
-    return {name: getattr(case, name) for name in IDENTITY_FIELDS}
+    return {**{name: getattr(case, name) for name in IDENTITY_FIELDS}, "shapes": shape_info(case)}
 
 
 def failed_case(
     case: Case, message: str, status: str = "failed", elapsed: float = 0.0, kind: str = "runtime"
 ) -> CaseResult:
     """A result that records why a case could not be measured (a runtime fault unless ``kind`` says else)."""
-    modes = {mode: ModeResult(mode=mode, status=status, reason=message) for mode in ("eager", "graph")}
+    modes = {mode: ModeResult(mode=mode, status=status, reason=message) for mode in case_modes(case)}
     return CaseResult(**_identity(case), modes=modes, error=message, error_kind=kind, elapsed_s=elapsed)
 
 
@@ -126,11 +155,14 @@ class CaseSession:
         try:
             outcome = self.sampling.finish()
             prepared = self.prepared
-            check = _verify_nodes(
-                self.case, prepared.check_outputs(), prepared.lifecycle.nodes if prepared.lifecycle else None
-            )
+            counts = prepared.shape_counts()  # before the output check walks the shapes
+            check = prepared.check_outputs()
+            if self.case.shapes is None:
+                check = _verify_nodes(
+                    self.case, check, prepared.lifecycle.nodes if prepared.lifecycle else None
+                )
             return _case_result(
-                self.case, outcome, check, prepared, self.host, self.harness, self.clock, self.start
+                self.case, outcome, check, prepared, self.host, self.harness, self.clock, self.start, counts
             )
         finally:
             self.close()
@@ -178,17 +210,26 @@ def _case_result(
     harness: float,
     clock: Clock,
     start: float,
+    counts: dict[str, ShapeCounts],
 ) -> CaseResult:
     lifecycle = prepared.lifecycle
     graph_failure = prepared.graph_failure
-    modes: dict[Mode, ModeResult] = {"eager": _mode_result("eager", outcome.modes["eager"], host)}
-    if "graph" in outcome.modes:
-        graph = _mode_result("graph", outcome.modes["graph"], host, lifecycle=lifecycle)
-        if check.match is False:
-            graph = graph.model_copy(update={"status": "failed", "reason": check.detail})
-        modes["graph"] = graph
-    else:
-        modes["graph"] = ModeResult(mode="graph", status="not_capturable", reason=graph_failure)
+    failed = set(check.failed_modes) or ({"graph"} if check.match is False else set())
+    modes: dict[Mode, ModeResult] = {}
+    for mode in case_modes(case):
+        if mode not in outcome.modes:  # a graph mode that could not be prepared
+            modes[mode] = ModeResult(mode=mode, status="not_capturable", reason=graph_failure)
+            continue
+        result = _mode_result(
+            mode,
+            outcome.modes[mode],
+            host,
+            lifecycle=lifecycle if mode == "graph" else None,
+            shapes=counts.get(mode),
+        )
+        if mode in failed:
+            result = result.model_copy(update={"status": "failed", "reason": check.detail})
+        modes[mode] = result
     reading = outcome.clocks
     clocks = Clocks(
         sm_mhz=reading.sm_mhz if reading else None,
