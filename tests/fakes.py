@@ -128,17 +128,19 @@ class ScriptedPreparedCase:
         return None
 
 
-# Scripted costs of a shape-changing case (seconds): a graph strategy's time per iteration is the graph's
-# replay plus its cost per change spread over the iterations at one shape; eager pays nothing at a change.
+# Scripted costs of a shape-changing case (seconds): a graph strategy's host pays SHAPE_HOST per iteration
+# and its cost per change; the GPU needs the graph's replay time; the slower of the two paces the iterations.
+# Eager's host pays the eager launches; it pays nothing at a change.
 SHAPE_CHANGE_COST = {"eager": 0.0, "recapture": 8e-6, "cache": 0.2e-6, "update": 3e-6}  # per launch
+SHAPE_HOST = 0.3e-6
 SHAPE_REFUSALS = "cudaGraphExecUpdateErrorTopologyChanged"
 
 
 class ScriptedShapeCase:
-    """A shape-changing case on the scripted clock: per mode, replay (or eager) time per iteration plus
-    SHAPE_CHANGE_COST per change (a cache that holds fewer graphs than there are shapes misses every
-    change and pays what recapture pays); counts as a real run would make them. A chain with a step
-    labelled ``refuse`` has every update refused (re-captured, counted)."""
+    """A shape-changing case on the scripted clock: per mode, time per iteration = max(GPU time, host time
+    + SHAPE_CHANGE_COST per change / iterations per shape) (a cache that holds fewer graphs than there are
+    shapes misses every change and pays what recapture pays); counts as a real run would make them. A
+    chain with a step labelled ``refuse`` has every update refused (re-captured, counted)."""
 
     def __init__(self, case: Case, clock: SteppingClock, eager_per_launch: float, graph_per_launch: float):
         plan = case.shapes
@@ -148,16 +150,18 @@ class ScriptedShapeCase:
         self.refuse = any(step.label == "refuse" for step in case.steps)
         self.change_s: dict[str, float] = {}
         self.workloads: dict[str, Any] = {}
+        gpu = graph_per_launch * n + 1.5e-6
         for seed, mode in enumerate(("eager", *plan.strategies), start=1):
             change = self._change_cost(mode) * n
-            steady = eager_per_launch * n if mode == "eager" else graph_per_launch * n + 1.5e-6
+            host = (eager_per_launch * n if mode == "eager" else SHAPE_HOST) + change / plan.per_shape
+            wall = max(gpu, host)
             self.change_s[mode] = change
             self.workloads[mode] = ScriptedWorkload(
                 clock,
                 n,
-                steady + change / plan.per_shape,
+                wall,
                 0.02 if mode == "eager" else 0.004,
-                cpu_share=1.0 if mode == "eager" else 0.05 + change / (steady * plan.per_shape + change),
+                cpu_share=host / wall,
                 seed=seed,
                 iters_multiple=plan.per_shape,
             )

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from fakes import SHAPE_CHANGE_COST, ScriptedBackend, ScriptedWorkload, SteppingClock
 from matplotlib.figure import Figure
 
-from launchbench.analysis.costmodel import cost_model_table, fit_shape_model, winning_ranges
+from launchbench.analysis.costmodel import ShapeCost, cost_model_table, fit_shape_model, winning_ranges
 from launchbench.analysis.table import COLUMNS, SHAPE_COLUMNS, run_table
 from launchbench.cli import cli
 from launchbench.errors import ScenarioError
@@ -253,52 +253,66 @@ def test_results_csv_rows_of_a_shape_run(shape_run: RunRecord, tmp_path: Path):
 # --- the cost model -------------------------------------------------------------------------------------------
 
 
+def test_a_cost_is_the_slower_of_the_gpu_and_the_host():
+    cost = ShapeCost(gpu_bound=20.0, host=4.0, per_change=160.0)
+    assert list(cost.at(np.array([1.0, 4.0, 10.0, 16.0, 64.0]))) == [164.0, 44.0, 20.0, 20.0, 20.0]
+
+
 def test_winning_ranges_follow_the_lower_envelope():
-    # eager 50 µs flat; update 10 + 60/k; cache 8 + 200/k: update beats eager above 1.5, cache beats update above 70
-    ranges = winning_ranges(
-        {"eager": (50.0, 0.0, 0.1), "update": (10.0, 60.0, 0.1), "cache": (8.0, 200.0, 0.1)}, 64
-    )
-    assert ranges["eager"] == pytest.approx((1.0, 1.5))
-    assert ranges["update"] == pytest.approx((1.5, 70.0))
-    assert ranges["cache"][0] == pytest.approx(70.0) and math.isinf(ranges["cache"][1])
+    # eager 50 µs flat; update 10 + 60/k; cache 8 + 200/k (host-paced): update is 2% cheaper than eager
+    # above 60/39 = 1.54, cache 2% cheaper than update above 141.2/1.8 = 78.4
+    costs = {
+        "eager": ShapeCost(0.0, 50.0, 0.0),
+        "update": ShapeCost(0.0, 10.0, 60.0),
+        "cache": ShapeCost(0.0, 8.0, 200.0),
+    }
+    ranges = winning_ranges(costs, 64)
+    assert ranges["eager"][0] == 1.0 and ranges["eager"][1] == pytest.approx(60 / 39, rel=0.005)
+    assert ranges["update"][0] == ranges["eager"][1] and ranges["update"][1] == pytest.approx(78.4, rel=0.005)
+    assert ranges["cache"][0] == ranges["update"][1] and math.isinf(ranges["cache"][1])
 
 
-def test_equal_replays_do_not_cross_and_far_crossings_are_not_extrapolated():
-    # fixed costs 0.01 µs apart with SEs of 0.1: tied; the cheaper change wins at every k
-    tied = winning_ranges({"cache": (7.50, 2.0, 0.1), "recapture": (7.49, 96.0, 0.1)}, 64)
-    assert list(tied) == ["cache"] and tied["cache"][0] == 1.0 and math.isinf(tied["cache"][1])
-    # a real difference, but crossing at k = 9400, beyond ten times the largest measured 64
-    far = winning_ranges({"cache": (7.5, 2.0, 1e-4), "recapture": (7.49, 96.0, 1e-4)}, 64)
-    assert list(far) == ["cache"]
+def test_equal_replays_do_not_take_over_from_the_fastest():
+    # both GPU-bound at 20 µs, one 0.5% cheaper: not a crossover; the cheaper change wins throughout
+    costs = {"cache": ShapeCost(20.1, 3.0, 1.0), "recapture": ShapeCost(20.0, 3.0, 170.0)}
+    assert winning_ranges(costs, 64) == {"cache": (1.0, math.inf)}
 
 
-def _synthetic(lines: dict[str, tuple[float, float]], ks=(1, 4, 16, 64)) -> pd.DataFrame:
+def _synthetic(costs: dict[str, ShapeCost], ks=(1, 4, 16, 64)) -> pd.DataFrame:
     rows = []
-    for mode, (fixed, per_change) in lines.items():
+    for mode, cost in costs.items():
         for k in ks:
-            rows.append({"scenario": "s", "chain": "c", "params": json.dumps({"k": k}), "mode": mode, "status": "ok",
-                         "iterations_per_shape": k, "wall_us_per_iter": fixed + per_change / k})  # fmt: skip
+            wall = float(cost.at(k))
+            rows.append({"scenario": "s", "chain": "c", "params": json.dumps({"k": k}), "mode": mode,
+                         "status": "ok", "iterations_per_shape": k, "wall_us_per_iter": wall,
+                         "gpu_us_per_iter": wall, "cpu_us_per_iter": cost.host + cost.per_change / k,
+                         "setup_us_per_change": cost.per_change})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def test_the_fit_recovers_fixed_and_per_change_costs_and_the_crossovers():
-    model = fit_shape_model(
-        _synthetic({"eager": (50.0, 0.0), "update": (10.0, 60.0), "recapture": (10.0, 150.0)})
-    )
+def test_the_model_recovers_host_change_and_gpu_costs_and_the_crossovers():
+    truth = {
+        "eager": ShapeCost(0.0, 50.0, 0.0),
+        "update": ShapeCost(20.0, 4.0, 60.0),
+        "recapture": ShapeCost(20.0, 4.0, 150.0),
+    }
+    model = fit_shape_model(_synthetic(truth))
     fits = model.set_index("mode")
-    assert fits.loc["update", "fixed_us"] == pytest.approx(10.0) and fits.loc[
-        "update", "per_change_us"
-    ] == pytest.approx(60.0)
-    assert fits.loc["update", "beats_eager_above_iters_per_shape"] == pytest.approx(1.5)
-    assert fits.loc["recapture", "beats_eager_above_iters_per_shape"] == pytest.approx(3.75)
-    assert fits.loc["eager", "wins_to_iters_per_shape"] == pytest.approx(1.5)
-    assert fits.loc["update", "wins_from_iters_per_shape"] == pytest.approx(1.5)
-    assert pd.isna(fits.loc["recapture", "wins_from_iters_per_shape"])  # never the fastest
+    update = fits.loc["update"]
+    assert update["host_us"] == pytest.approx(4.0) and update["per_change_us"] == pytest.approx(60.0)
+    assert update["gpu_bound_us"] == pytest.approx(20.0) and update["fixed_us"] == pytest.approx(20.0)
+    assert update["rel_rmse"] == pytest.approx(0.0, abs=1e-9)
+    assert update["beats_eager_above_iters_per_shape"] == pytest.approx(60 / 46, rel=0.005)
+    assert fits.loc["recapture", "beats_eager_above_iters_per_shape"] == pytest.approx(150 / 46, rel=0.005)
+    assert fits.loc["eager", "wins_to_iters_per_shape"] == pytest.approx(60 / (50 * 0.98 - 4), rel=0.005)
+    assert fits.loc["update", "wins_from_iters_per_shape"] == fits.loc["eager", "wins_to_iters_per_shape"]
+    assert pd.isna(fits.loc["recapture", "wins_from_iters_per_shape"])  # never the fastest by 2%
     assert set(model["fit"]) == {"iterations_per_shape"} and (model["group"] == "{}").all()
 
 
 def test_a_mode_that_never_beats_eager_has_an_infinite_crossover():
-    fits = fit_shape_model(_synthetic({"eager": (5.0, 0.0), "recapture": (6.0, 100.0)})).set_index("mode")
+    costs = {"eager": ShapeCost(0.0, 5.0, 0.0), "recapture": ShapeCost(0.0, 6.0, 100.0)}
+    fits = fit_shape_model(_synthetic(costs)).set_index("mode")
     assert math.isinf(fits.loc["recapture", "beats_eager_above_iters_per_shape"])
 
 
@@ -319,8 +333,8 @@ def test_costmodel_csv_holds_both_fits_and_keeps_the_chain_length_columns_first(
             for mode in ("eager", "graph")
         ]  # fmt: skip
     )
-    table = pd.concat([length, _synthetic({"eager": (50.0, 0.0), "cache": (8.0, 2.0)})], ignore_index=True)
-    model = cost_model_table(table)
+    shapes = _synthetic({"eager": ShapeCost(0.0, 50.0, 0.0), "cache": ShapeCost(8.0, 3.0, 2.0)})
+    model = cost_model_table(pd.concat([length, shapes], ignore_index=True))
     assert list(model["fit"]) == [
         "chain_length",
         "chain_length",
@@ -351,9 +365,9 @@ def test_the_shape_figure_draws_every_mode_its_fit_and_crossovers(shape_run: Run
     panels = [ax for ax in fig.axes if ax.get_label() == "panel"]
     assert [ax.get_title() for ax in panels] == ["mlp, 4 shapes", "refused, 4 shapes"]
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
-    assert plots.MODE_LABELS["update"] in labels and "lines: fitted fixed + per change / k" in labels
+    assert plots.MODE_LABELS["update"] in labels and "lines: model, max(GPU, host + per change / k)" in labels
     assert "iterations per shape" in panels[0].get_xlabel() and panels[0].get_xscale() == "log"
-    # in `refused`, recapture and update each cross eager between 1 and 16 iterations per shape
+    # in `refused`, recapture and update cross eager between 1 and 16 iterations per shape; cache beats it from 1
     crossings = [line for line in panels[1].get_lines() if line.get_label() == "_beats"]
     assert len(crossings) == 2
 
@@ -370,7 +384,9 @@ def test_the_run_summary_has_the_shape_table_and_the_fitted_crossovers(shape_run
     console.file.close()
     text = (tmp_path / "out.txt").read_text()
     assert "sizes that change between iterations" in text and "refused/per_shape=16" in text
-    assert "fixed + per change / iterations per shape" in text and "fastest: cache for k ≥ 1" in text
+    assert (
+        "max(GPU, host + per change / k iterations per shape)" in text and "fastest: cache for k ≥ 1" in text
+    )
 
 
 def test_compare_gates_a_slower_strategy(shape_run: RunRecord, tmp_path: Path):
@@ -405,3 +421,15 @@ def test_check_bounds_a_strategy_of_a_shape_case(shape_run: RunRecord, tmp_path:
     )
     assert result.exit_code == 1, result.output  # update pays 24 µs per change, above the 1 µs bound
     assert "setup_us_per_change" in result.output
+
+
+def test_compare_and_plot_work_on_the_committed_h200_run(tmp_path: Path):
+    run_dir = str(ROOT / "results" / "shape-changes-h200")
+    args = ["compare", run_dir, run_dir, "--fail-on", "wall_us_per_iter:5%", "--format", "json"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    modes = {r["mode"] for r in json.loads(result.stdout)["rows"]}
+    assert modes == {"eager", "recapture", "cache", "update"}
+    run = load_run(run_dir)
+    assert all(case.outputs_match for case in run.cases) and len(run.cases) == 9
+    assert [p.stem for p in plots.write_run_plots(run, tmp_path)][-1] == plots.SHAPE_FIGURE

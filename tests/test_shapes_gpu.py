@@ -63,7 +63,9 @@ def test_an_update_the_gpu_refuses_falls_back_to_recapture_and_says_why(backend)
     counts = result.modes["update"].shape_counts
     assert counts.update_refusals > 0 and counts.recaptures == counts.update_refusals
     assert counts.updates + counts.update_refusals == counts.changes
-    assert all(reason.startswith("cudaGraphExecUpdateError") for reason in counts.refusal_reasons)
+    reasons = list(counts.refusal_reasons)
+    assert all("GraphExecUpdate" in reason for reason in reasons), reasons
+    assert any("opology" in reason for reason in reasons), reasons  # one kernel against two
     assert sum(counts.refusal_reasons.values()) == counts.update_refusals
 
 

@@ -5,11 +5,11 @@ standard errors come from the fit's covariance.
 - Over chain length: time = fixed + per_launch × launches. From the eager and graph fits follow the
   per-launch saving, the asymptotic speedup and the crossover: the chain length above which the graph is
   faster per iteration.
-- Over iterations per shape, for a chain whose sizes change (modes eager, recapture, cache, update):
-  time = fixed + per_change / iterations_per_shape, where fixed is an iteration without a change and
-  per_change what a change costs. From the fits follow, per strategy, the iterations per shape above
-  which it beats eager, and the range of iterations per shape in which it is the fastest of all (the
-  lower envelope of the fitted curves).
+- Over iterations per shape k, for a chain whose sizes change (modes eager, recapture, cache, update):
+  time = max(gpu_bound, host + per_change / k), built from what each mode's rows measured (ShapeCost):
+  the setup per change, the host's time per iteration and the GPU's. From the curves follow, per
+  strategy, the iterations per shape above which it beats eager, and the range in which it is the
+  fastest of all.
 
 ``cost_model_table`` is costmodel.csv: both kinds of rows, told apart by ``fit``.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -169,70 +170,105 @@ SHAPE_COLUMNS = [
     "fit",
     "per_change_us",
     "per_change_us_se",
+    "host_us",
+    "gpu_bound_us",
     "beats_eager_above_iters_per_shape",
-    "beats_eager_above_iters_per_shape_se",
     "wins_from_iters_per_shape",
     "wins_to_iters_per_shape",
+    "rel_rmse",
 ]
 CSV_COLUMNS = [*COLUMNS, *SHAPE_COLUMNS]
+EXTRAPOLATE = 10.0  # the model is read up to this many times the largest measured iterations per shape
+TIE = 0.02  # a strategy takes over as the fastest only when it is cheaper by more than this share
+GRID = 2000  # points of the log-spaced grid of iterations per shape on which curves are compared
 
 
-def _beats_eager(eager: dict[str, float], mode: dict[str, float]) -> tuple[float, float]:
-    """Iterations per shape above which ``mode`` is faster per iteration than eager, and its standard
-    error (delta method; the two fits independent): k = (per_change − eager per_change) / (eager fixed − fixed)."""
-    gap = eager["fixed"] - mode["fixed"]
-    if gap <= 0:
-        return math.inf, math.nan
-    extra = mode["per"] - eager["per"]
-    k = max(extra / gap, 0.0)
-    var = (
-        (mode["per_se"] ** 2 + eager["per_se"] ** 2)
-        + k**2 * (mode["fixed_se"] ** 2 + eager["fixed_se"] ** 2)
-        + 2 * k * (mode["cov"] + eager["cov"])
-    ) / gap**2
-    return k, math.sqrt(max(var, 0.0))
+@dataclass(frozen=True)
+class ShapeCost:
+    """A mode's cost per iteration at k iterations per shape: max(gpu_bound, host + per_change / k).
+
+    The host pays ``host`` µs per iteration (launches, or a graph replay) and ``per_change`` µs at every
+    change (capture, instantiate, upload, update); the GPU needs ``gpu_bound`` µs per iteration. Whichever
+    is longer paces the iterations: a change's setup costs nothing while the GPU still has replays
+    queued, so the costs add only when the host is the bottleneck."""
+
+    gpu_bound: float
+    host: float
+    per_change: float
+
+    def at(self, k: np.ndarray | float) -> np.ndarray:
+        return np.maximum(self.gpu_bound, self.host + self.per_change / np.asarray(k, dtype=float))
 
 
-EXTRAPOLATE = 10.0  # crossings up to this many times the largest measured iterations per shape count
-TIE_Z = 1.96  # fixed costs closer than this many standard errors of their difference tie
+def shape_cost(rows: pd.DataFrame) -> tuple[ShapeCost, dict[str, float]]:
+    """One mode's ShapeCost from its measured rows (columns of results.csv), and the line fit behind it:
+    host and per_change from a weighted least-squares line of the launching thread's CPU time per
+    iteration against 1 / k (all the host does at a change, setup and the first replay after it alike),
+    gpu_bound the least GPU time per iteration (at the most iterations per shape: the GPU's own work; the
+    wall time where no GPU time was measured)."""
+    k = rows["iterations_per_shape"].to_numpy(dtype=float)
+    cpu = pd.to_numeric(rows["cpu_us_per_iter"], errors="coerce").to_numpy(dtype=float)
+    wall = rows["wall_us_per_iter"].to_numpy(dtype=float)
+    known = np.isfinite(cpu) & (cpu > 0)
+    line = fit_line(1.0 / k[known], cpu[known]) if known.sum() >= 2 else fit_line(1.0 / k, wall)
+    gpu = (
+        pd.to_numeric(rows["gpu_us_per_iter"], errors="coerce").to_numpy(dtype=float)
+        if "gpu_us_per_iter" in rows
+        else np.full(len(rows), math.nan)
+    )
+    gpu_bound = float(np.nanmin(gpu)) if np.isfinite(gpu).any() else float(np.nanmin(wall))
+    cost = ShapeCost(gpu_bound=gpu_bound, host=max(line["fixed"], 0.0), per_change=max(line["per"], 0.0))
+    return cost, line
 
 
-def winning_ranges(
-    lines: Mapping[str, tuple[float, float, float]], largest: float = math.inf
-) -> dict[str, tuple[float, float]]:
-    """For lines time = fixed + per_change × x (x = 1 / iterations per shape; ``lines`` maps a mode to
-    (fixed, per_change, fixed's standard error)), the range of iterations per shape [from, to) in which
-    each mode is the fastest (to = inf: every k from ``from`` on); modes never the fastest are left out.
+def _grid(largest: float) -> np.ndarray:
+    return np.geomspace(1.0, max(EXTRAPOLATE * largest, 2.0), GRID)
 
-    Two lines cross where the iterations per shape are not beyond EXTRAPOLATE × ``largest`` (the largest
-    measured) and their fixed costs differ at 95% confidence; otherwise they do not cross: as the
-    iterations per shape grow, both tend to what an iteration without a change costs, and which of two
+
+def winning_ranges(costs: Mapping[str, ShapeCost], largest: float) -> dict[str, tuple[float, float]]:
+    """The range of iterations per shape [from, to) in which each mode is the fastest (to = inf: from
+    ``from`` on, as far as the model is read: EXTRAPOLATE × ``largest``, the most measured); modes never
+    the fastest are left out. The fastest changes only where another mode is cheaper by more than TIE:
+    as the iterations per shape grow, the graph strategies tend to the same replay, and which of two
     equal replays is cheaper is noise."""
-    cuts = {0.0, 1.0}
-    names = list(lines)
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            (fa, pa, sa), (fb, pb, sb) = lines[a], lines[b]
-            tied = abs(fa - fb) <= TIE_Z * math.sqrt(sa**2 + sb**2) if math.isfinite(sa + sb) else False
-            if pa != pb and not tied:
-                x = (fb - fa) / (pa - pb)
-                if 1 / (EXTRAPOLATE * largest) < x < 1:
-                    cuts.add(x)
-    xs = sorted(cuts)
-    spans: list[tuple[str, float, float]] = []  # (winner, x_low, x_high)
-    for low, high in zip(xs, xs[1:]):
-        mid = (low + high) / 2
-        winner = min(names, key=lambda m: (lines[m][0] + lines[m][1] * mid, m))
-        if spans and spans[-1][0] == winner:
-            spans[-1] = (winner, spans[-1][1], high)
-        else:
-            spans.append((winner, low, high))
-    return {name: (1 / high, math.inf if low == 0 else 1 / low) for name, low, high in spans}
+    grid = _grid(largest)
+    names = list(costs)
+    curves = np.vstack([costs[name].at(grid) for name in names])
+    spans: list[tuple[str, float, float]] = []
+    current = int(np.argmin(curves[:, 0]))
+    start = grid[0]
+    for column in range(1, len(grid)):
+        best = int(np.argmin(curves[:, column]))
+        if best != current and curves[best, column] < curves[current, column] * (1 - TIE):
+            spans.append((names[current], start, grid[column]))
+            current, start = best, grid[column]
+    spans.append((names[current], start, math.inf))
+    out: dict[str, tuple[float, float]] = {}
+    for name, low, high in spans:  # a mode that wins twice keeps its first range
+        out.setdefault(name, (float(low), float(high)))
+    return out
+
+
+def beats_eager(eager: ShapeCost, mode: ShapeCost, largest: float) -> float:
+    """The fewest iterations per shape at which ``mode`` costs less per iteration than eager (1: from
+    the first; inf: not within EXTRAPOLATE × ``largest``), read off the grid."""
+    grid = _grid(largest)
+    cheaper = mode.at(grid) < eager.at(grid)
+    if not cheaper.any():
+        return math.inf
+    first = int(np.argmax(cheaper))
+    return 1.0 if first == 0 else float(grid[first])  # within the grid's step, 0.35%
+
+
+def _relative_rmse(measured: np.ndarray, predicted: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(((predicted - measured) / measured) ** 2)))
 
 
 def fit_shape_model(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (scenario, chain, other sweep values, mode) of a chain whose sizes change, where the
-    iterations per shape take ≥ 2 values: time per iteration = fixed + per_change / iterations per shape."""
+    iterations per shape take ≥ 2 values: the mode's ShapeCost (``fixed_us`` is its cost without a
+    change, max(gpu_bound, host); ``r2`` that of the CPU-time line), how far it is from the measured wall
+    times (``rel_rmse``), where it beats eager and where it is the fastest of all."""
     if "iterations_per_shape" not in table:
         return pd.DataFrame(columns=CSV_COLUMNS)
     usable = table[
@@ -240,55 +276,50 @@ def fit_shape_model(table: pd.DataFrame) -> pd.DataFrame:
         & table["wall_us_per_iter"].notna()
         & table["iterations_per_shape"].notna()
     ]
-    records = usable[
-        ["scenario", "chain", "params", "mode", "iterations_per_shape", "wall_us_per_iter"]
-    ].to_dict("records")
-    chains: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for record in records:
-        chains.setdefault((record["scenario"], record["chain"]), []).append(record)
     rows: list[dict[str, Any]] = []
-    for (scenario, chain), group in chains.items():
-        params = [json.loads(r["params"]) for r in group]
-        axes = length_axes(params, [int(r["iterations_per_shape"]) for r in group])
-        subgroups: dict[str, list[dict[str, Any]]] = {}
-        for record, p in zip(group, params):
-            key = json.dumps({k: v for k, v in p.items() if k not in axes}, sort_keys=True)
-            subgroups.setdefault(key, []).append(record)
-        for key, sub in subgroups.items():
-            fits: dict[str, dict[str, float]] = {}
-            for mode in sorted({str(r["mode"]) for r in sub}):
-                per_shape = np.array(
-                    [r["iterations_per_shape"] for r in sub if r["mode"] == mode], dtype=float
-                )
-                times = np.array([r["wall_us_per_iter"] for r in sub if r["mode"] == mode], dtype=float)
-                if len(set(per_shape.tolist())) < 2:
+    for (scenario, chain), group in usable.groupby(["scenario", "chain"], sort=False):
+        params = [json.loads(p) for p in group["params"]]
+        axes = length_axes(params, [int(k) for k in group["iterations_per_shape"]])
+        keys = [json.dumps({k: v for k, v in p.items() if k not in axes}, sort_keys=True) for p in params]
+        for key, sub in group.groupby(keys, sort=False):
+            costs: dict[str, ShapeCost] = {}
+            fits: dict[str, dict[str, Any]] = {}
+            for mode, mode_rows in sub.groupby("mode", sort=False):
+                if mode_rows["iterations_per_shape"].nunique() < 2:
                     continue
-                fits[mode] = fit_line(1.0 / per_shape, times)
-                fits[mode]["n"] = len(per_shape)
-            largest = max((float(r["iterations_per_shape"]) for r in sub), default=math.inf)
-            ranges = winning_ranges(
-                {m: (f["fixed"], f["per"], f["fixed_se"]) for m, f in fits.items()}, largest
-            )
-            for mode, fit in fits.items():
-                beats = _beats_eager(fits["eager"], fit) if "eager" in fits and mode != "eager" else None
+                cost, line = shape_cost(mode_rows)
+                costs[str(mode)] = cost
+                k = mode_rows["iterations_per_shape"].to_numpy(dtype=float)
+                wall = mode_rows["wall_us_per_iter"].to_numpy(dtype=float)
+                fits[str(mode)] = {**line, "n": len(mode_rows), "rel_rmse": _relative_rmse(wall, cost.at(k))}
+            largest = float(sub["iterations_per_shape"].max())
+            ranges = winning_ranges(costs, largest)
+            for mode, cost in costs.items():
                 wins = ranges.get(mode)
+                beats = (
+                    beats_eager(costs["eager"], cost, largest)
+                    if "eager" in costs and mode != "eager"
+                    else None
+                )
                 rows.append(
                     {
                         "scenario": scenario,
                         "chain": chain,
-                        "group": key,
+                        "group": str(key),
                         "mode": mode,
-                        "n_points": fit["n"],
-                        "fixed_us": fit["fixed"],
-                        "fixed_us_se": fit["fixed_se"],
-                        "r2": fit["r2"],
+                        "n_points": fits[mode]["n"],
+                        "fixed_us": float(cost.at(math.inf)),
+                        "fixed_us_se": fits[mode]["fixed_se"] if cost.host >= cost.gpu_bound else math.nan,
+                        "r2": fits[mode]["r2"],
                         "fit": SHAPE_FIT,
-                        "per_change_us": fit["per"],
-                        "per_change_us_se": fit["per_se"],
-                        "beats_eager_above_iters_per_shape": None if beats is None else beats[0],
-                        "beats_eager_above_iters_per_shape_se": None if beats is None else beats[1],
+                        "per_change_us": cost.per_change,
+                        "per_change_us_se": fits[mode]["per_se"],
+                        "host_us": cost.host,
+                        "gpu_bound_us": cost.gpu_bound,
+                        "beats_eager_above_iters_per_shape": beats,
                         "wins_from_iters_per_shape": None if wins is None else wins[0],
                         "wins_to_iters_per_shape": None if wins is None else wins[1],
+                        "rel_rmse": fits[mode]["rel_rmse"],
                     }
                 )
     return pd.DataFrame(rows, columns=CSV_COLUMNS)

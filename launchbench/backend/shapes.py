@@ -115,10 +115,38 @@ def capture_raw(stream: cupy.cuda.Stream, calls: Calls, pool: cupy.cuda.MemoryPo
         return _check(cudart.cudaStreamEndCapture(stream.ptr), "cudaStreamEndCapture")
 
 
-def update_result_name(info: Any) -> str:
-    """The cudaGraphExecUpdateResult of a refused update, by name (e.g. cudaGraphExecUpdateErrorTopologyChanged)."""
-    result = getattr(info, "result", info)
-    return str(getattr(result, "name", result))
+def node_types(graph: Any) -> list[str]:
+    """The types of a graph's nodes (through cuda-bindings), e.g. ['Kernel', 'Kernel', 'Memset']."""
+    _nodes, count = _check(cudart.cudaGraphGetNodes(graph, numNodes=0), "cudaGraphGetNodes")
+    nodes, _count = _check(cudart.cudaGraphGetNodes(graph, numNodes=count), "cudaGraphGetNodes")
+    types = []
+    for node in list(nodes)[:count]:
+        kind = _check(cudart.cudaGraphNodeGetType(node), "cudaGraphNodeGetType")
+        types.append(str(getattr(kind, "name", kind)).removeprefix("cudaGraphNodeType"))
+    return types
+
+
+def refusal_reason(err: Any, info: Any, old: Any, new: Any) -> str:
+    """Why cudaGraphExecUpdate refused to write graph ``new`` into the executable graph made from ``old``:
+    the cudaGraphExecUpdateResult where cuda-bindings returns one; it returns none with a failed call,
+    so otherwise the error's name and what differs between the two graphs (node count, node types, or
+    neither: a parameter the update cannot change)."""
+    result = getattr(info, "result", None)
+    if result is not None:
+        return str(getattr(result, "name", result))
+    name = cudart.cudaGetErrorName(err)[1]
+    error = name.decode() if isinstance(name, bytes) else str(name)
+    if old is None:
+        return error
+    try:
+        before, after = node_types(old), node_types(new)
+    except CaptureFailed:
+        return error
+    if len(before) != len(after):
+        return f"{error} (topology changed, {len(before)} → {len(after)} nodes)"
+    if sorted(before) != sorted(after):
+        return f"{error} (node types changed)"
+    return f"{error} (same nodes; a parameter an update cannot change)"
 
 
 class Strategy:
@@ -226,33 +254,54 @@ class CacheStrategy(GraphStrategy):
 
 
 class UpdateStrategy(GraphStrategy):
+    """One executable graph; ``template`` is the graph whose topology it has (CuPy's graph after a
+    capture, the last applied capture after an update), kept to say why an update is refused."""
+
     def __init__(self, calls: Sequence[Calls], stream: cupy.cuda.Stream, counter: Counter):
         if cudart is None:
             raise StrategyUnavailable("cuda-bindings is not installed (cudaGraphExecUpdate needs it)")
         super().__init__(calls, stream, counter)
+        self.template: Any = None
+        self._raw: Any = None  # a graph captured through cuda-bindings, destroyed here
+
+    def _recapture(self, index: int) -> None:
+        self.graph = None
+        self.graph = self.capture(index)
+        self._release()
+        self.template = getattr(self.graph, "graph", None)  # CuPy 13 keeps no template graph
+
+    def _release(self) -> None:
+        if self._raw is not None:
+            cudart.cudaGraphDestroy(self._raw)
+            self._raw = None
 
     def enter(self, index: int) -> None:
         if self.graph is None:
-            self.graph = self.capture(index)
+            self._recapture(index)
             self.current = index
             return
         handle = getattr(self.graph, "graphExec", None)
         if handle is None:
             raise StrategyUnavailable("this CuPy's Graph has no graphExec handle to update")
         raw = capture_raw(self.stream, self.calls[index], self.pool)
-        try:
-            err, info = cudart.cudaGraphExecUpdate(handle, raw)
-        finally:
-            cudart.cudaGraphDestroy(raw)
+        err, info = cudart.cudaGraphExecUpdate(handle, raw)
         if int(err) == 0:
             self.counter.updates += 1
+            self._release()
+            self._raw = self.template = raw
         else:
-            reason = update_result_name(info)
+            cudart.cudaGetLastError()  # the refusal is answered here; it must not surface in a later call
+            reason = refusal_reason(err, info, self.template, raw)
+            cudart.cudaGraphDestroy(raw)
             self.counter.update_refusals += 1
             self.counter.reasons[reason] = self.counter.reasons.get(reason, 0) + 1
-            self.graph = None
-            self.graph = self.capture(index)
+            self._recapture(index)
         self.current = index
+
+    def close(self) -> None:
+        self.graph = None
+        self.template = None
+        self._release()
 
 
 class ShapeLoop:

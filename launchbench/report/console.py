@@ -194,8 +194,8 @@ def shape_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table | No
 
 
 def shape_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list[str]:
-    """One line per chain whose sizes change, where the iterations per shape vary: each mode's fitted
-    cost per iteration and per change, and where each strategy is the fastest."""
+    """One line per chain whose sizes change, where the iterations per shape vary: each mode's modelled
+    cost per iteration, max(GPU, host + per change / k), and where each strategy is the fastest."""
     from launchbench.analysis.costmodel import fit_shape_model
 
     model = fit_shape_model(run_table(run) if frame is None else frame)
@@ -205,7 +205,7 @@ def shape_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list
         if group != "{}":
             where += f" {group}"
         costs = ", ".join(
-            f"{r['mode']} {r['fixed_us']:.1f} + {max(r['per_change_us'], 0.0):.1f}/k"
+            f"{r['mode']} max({r['gpu_bound_us']:.1f}, {r['host_us']:.1f} + {r['per_change_us']:.1f}/k)"
             for _, r in rows.iterrows()
         )
         wins = []
@@ -216,7 +216,7 @@ def shape_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list
             span = f"k ≥ {low:.3g}" if math.isinf(high) else f"{low:.3g} ≤ k < {high:.3g}"
             wins.append(f"{r['mode']} for {span}")
         lines.append(
-            f"{where}: µs per iteration, k iterations per shape: {costs}; fastest: {', '.join(wins)}"
+            f"{where}: {costs}; fastest: {', '.join(wins)}"
         )
     return lines
 
@@ -263,7 +263,9 @@ def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
             console.print(f"  {line}")
     shape_model = shape_model_lines(run, frame)
     if shape_model:
-        console.print("[bold]cost model[/] (time per iteration = fixed + per change / iterations per shape):")
+        console.print(
+            "[bold]cost model[/] (µs per iteration = max(GPU, host + per change / k iterations per shape)):"
+        )
         for line in shape_model:
             console.print(f"  {line}")
     failed = [c for c in run.cases if c.error]

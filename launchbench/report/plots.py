@@ -33,7 +33,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from launchbench.analysis.compare import DEFAULT_THRESHOLD  # noqa: E402
-from launchbench.analysis.costmodel import fit_cost_model, fit_shape_model, length_axes  # noqa: E402
+from launchbench.analysis.costmodel import ShapeCost, fit_cost_model, fit_shape_model, length_axes  # noqa: E402
 from launchbench.analysis.stats import OUTLIER_MADS, outlier_mask  # noqa: E402
 from launchbench.analysis.table import run_table  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
@@ -711,7 +711,7 @@ def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
 
 # ------------------------------------------------------------------------------------ 7: shape changes
 
-SHAPE_LABEL = "iterations per shape (iterations before the size changes)"
+SHAPE_LABEL = "iterations per shape (before the size changes)"
 
 
 @dataclass(frozen=True)
@@ -763,7 +763,7 @@ def _wins_text(fits: pd.DataFrame) -> list[tuple[float, str]]:
 
 def _shape_panel(ax: Axes, panel: ShapePanel) -> None:
     """Median wall time per iteration per mode against iterations per shape (the median's 95% CI as bars),
-    the fitted curves fixed + per_change / k, and where the fastest strategy changes."""
+    the cost model's curves max(gpu_bound, host + per_change / k), and where the fastest strategy changes."""
     xs = _num(panel.rows, "iterations_per_shape")
     for mode in ALL_MODES:
         rows = panel.rows[panel.rows["mode"] == mode].sort_values("iterations_per_shape")
@@ -778,13 +778,12 @@ def _shape_panel(ax: Axes, panel: ShapePanel) -> None:
                     marker=MODE_MARKERS[mode], markersize=4.5, linestyle="none", capsize=3, elinewidth=1)  # fmt: skip
         fit = panel.fits[panel.fits["mode"] == mode]
         if len(fit):
-            grid = np.geomspace(max(1.0, np.nanmin(xs) / 1.5), np.nanmax(xs) * 1.5, 80)
-            curve = float(fit["fixed_us"].iloc[0]) + float(fit["per_change_us"].iloc[0]) / grid
-            ax.plot(grid, curve, color=MODE_COLOURS[mode], linewidth=1.2, label="_fit")
+            cost = ShapeCost(*(float(fit[c].iloc[0]) for c in ("gpu_bound_us", "host_us", "per_change_us")))
+            grid = np.geomspace(max(1.0, np.nanmin(xs) / 1.5), np.nanmax(xs) * 1.5, 120)
+            ax.plot(grid, cost.at(grid), color=MODE_COLOURS[mode], linewidth=1.2, label="_fit")
             beats = float(pd.to_numeric(fit["beats_eager_above_iters_per_shape"], errors="coerce").iloc[0])
-            if math.isfinite(beats) and grid[0] <= beats <= grid[-1]:
-                at = float(fit["fixed_us"].iloc[0]) + float(fit["per_change_us"].iloc[0]) / beats
-                ax.plot([beats], [at], marker="X", markersize=8, color=MODE_COLOURS[mode],
+            if math.isfinite(beats) and max(grid[0], 1.0) < beats <= grid[-1]:
+                ax.plot([beats], [float(cost.at(beats))], marker="X", markersize=8, color=MODE_COLOURS[mode],
                         markeredgecolor=BLACK, linestyle="none", label="_beats")  # fmt: skip
     for k, text in _wins_text(panel.fits):
         if k <= np.nanmax(xs) * 10:
@@ -802,7 +801,7 @@ def _shape_panel(ax: Axes, panel: ShapePanel) -> None:
 @_styled
 def figure_shape_changes(run: RunRecord) -> Figure:
     """Chains whose sizes change: cost per iteration of eager and each graph strategy against the
-    iterations per shape, with the fitted cost model and the crossovers where the fastest one changes."""
+    iterations per shape, with the cost model's curves and the crossovers where the fastest one changes."""
     groups = shape_panels(run_table(run))
     fig, axes = _grid(len(groups), 3.4)
     for ax, panel in zip(axes, groups, strict=False):
@@ -817,13 +816,13 @@ def figure_shape_changes(run: RunRecord) -> Figure:
         handles += [Line2D([], [], color=GREY, linewidth=1.2),
                     Line2D([], [], color=GREY, marker="X", markeredgecolor=BLACK, linestyle="none"),
                     Line2D([], [], color=GREY, linestyle=":", linewidth=1.2)]  # fmt: skip
-        labels += ["lines: fitted fixed + per change / k", "✕: fitted crossover with eager",
+        labels += ["lines: model, max(GPU, host + per change / k)", "✕: model crosses eager",
                    "dotted: the fastest strategy changes"]  # fmt: skip
     subtitle = (
         _environment_line(run) + "\nbars: median's 95% CI · setup paid at a change spread over k iterations"
     )
     return _finish(fig, "Sizes that change: cost per iteration vs iterations per shape", subtitle, handles,
-                   labels, ncol=3)  # fmt: skip
+                   labels, ncol=2)  # fmt: skip
 
 
 def has_shape_changes(run: RunRecord) -> bool:

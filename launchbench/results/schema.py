@@ -23,7 +23,7 @@ files forward and refuses newer ones):
   3 — shape-changing chains: the modes ``recapture``, ``cache`` and ``update`` beside eager and graph;
       a case's ``shapes`` (the parameter, its values in the order they come, iterations per shape) and a
       pass's ``shapes`` (iterations, shape changes, setup time at the changes, graph updates, refusals
-      with their cudaGraphExecUpdateResult, re-captures, cache hits and misses). Both are absent (not
+      with why they happened, re-captures, cache hits and misses). Both are absent (not
       null) on other cases, so a v2 file reads as v3 with nothing else changed.
 """
 
@@ -157,7 +157,7 @@ class ShapeCounts(_Frozen):
     recaptures: Count = 0  # graphs captured and instantiated at a change (cache misses and refusals included)
     cache_hits: Count = 0
     cache_misses: Count = 0
-    refusal_reasons: dict[str, Count] = Field(default_factory=dict)  # cudaGraphExecUpdateResult → count
+    refusal_reasons: dict[str, Count] = Field(default_factory=dict)  # why (backend/shapes.py) → count
 
     @property
     def setup_s_per_change(self) -> float | None:
