@@ -215,9 +215,7 @@ def shape_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list
                 continue
             span = f"k ≥ {low:.3g}" if math.isinf(high) else f"{low:.3g} ≤ k < {high:.3g}"
             wins.append(f"{r['mode']} for {span}")
-        lines.append(
-            f"{where}: {costs}; fastest: {', '.join(wins)}"
-        )
+        lines.append(f"{where}: {costs}; fastest: {', '.join(wins)}")
     return lines
 
 
