@@ -278,3 +278,27 @@ def test_ab_command_writes_both_runs_and_the_paired_gate(
     assert "## launchbench ab: ❌" in (tmp_path / "ab.md").read_text()
     assert (out / "comparison.md").is_file() and 'type="regression"' in (tmp_path / "junit.xml").read_text()
     assert load_run(out / "a").status == load_run(out / "b").status == "complete"
+
+
+def test_compare_pairs_the_two_sides_of_one_ab_directory(tmp_path: Path) -> None:
+    """`launchbench compare OUT/a OUT/b` on an ab directory compares round by round, as ab did; the same
+    two runs copied into separate folders are separate runs."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from launchbench.cli import cli
+
+    source = Path(__file__).resolve().parent.parent / "results" / "ab-h200" / "lockstep" / "aa-1"
+    runner_ = CliRunner()
+
+    def paired(a: Path, b: Path) -> bool:
+        done = runner_.invoke(cli, ["compare", str(a), str(b), "--format", "json", "-q"])
+        assert done.exit_code == 0, done.output
+        return json.loads(done.stdout)["settings"]["paired"]
+
+    assert paired(source / "a", source / "b")
+    shutil.copytree(source / "a", tmp_path / "one" / "a")
+    shutil.copytree(source / "b", tmp_path / "two" / "b")
+    assert not paired(tmp_path / "one" / "a", tmp_path / "two" / "b")

@@ -47,6 +47,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -753,6 +754,22 @@ def compare_runs(
         settings,
     )
     return Comparison(baseline_label, current_label, b_env, c_env, settings, rows, paired, shifts)
+
+
+def sides_of_one_ab(a: RunRecord, b: RunRecord, a_path: str, b_path: str) -> bool:
+    """Whether ``a`` and ``b`` are side A and side B of one ``launchbench ab`` invocation: their
+    settings say so and their run directories (or results files' directories) sit in one folder."""
+    sides = [
+        run.settings.get("ab", {}).get("side") if isinstance(run.settings, dict) else None for run in (a, b)
+    ]
+    if sides != ["A", "B"]:
+        return False
+
+    def folder(path: str) -> Path:
+        resolved = Path(path).resolve()
+        return resolved.parent.parent if resolved.is_file() else resolved.parent
+
+    return folder(a_path) == folder(b_path)
 
 
 def compare_paired(

@@ -183,7 +183,8 @@ def compare(
     """Compare two runs (run directories or results files): BASELINE → CURRENT.
 
     With --baseline history, CURRENT is compared against the last N matching runs of the history
-    database instead (docs/history.md).
+    database instead (docs/history.md). Side A and side B of one `launchbench ab` directory (OUT/a
+    OUT/b) are compared as ab compares them: paired, round by round.
 
     Rows are matched on (scenario, case, mode). For each metric: the ratio of medians, a 95% confidence
     interval and a t test over passes (each row's between-pass variance, shrunk toward rows of its
@@ -199,7 +200,7 @@ def compare(
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
-    from launchbench.analysis.compare import compare_runs
+    from launchbench.analysis.compare import compare_runs, sides_of_one_ab
     from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
     from launchbench.analysis.gate import evaluate_rules
     from launchbench.results.store import load_run
@@ -228,6 +229,7 @@ def compare(
         allow_different_gpu=allow_different_gpu,
         baseline_label=baseline,
         current_label=current,
+        paired=baseline_from is None and sides_of_one_ab(baseline_run, current_run, baseline, current),
     )
     report = None
     if rules or fail_on_missing:
