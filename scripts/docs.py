@@ -1,5 +1,5 @@
 """Write the generated reference pages: docs/cli.md (every command's --help) and docs/columns.md (the
-results.csv columns, from launchbench.analysis.table.COLUMNS).
+results.csv columns, from launchbench.analysis.columns.COLUMNS).
 
     python scripts/docs.py          # write both files
     python scripts/docs.py --check  # exit 1 when a file differs from what the code generates
@@ -46,13 +46,13 @@ def cli_markdown() -> str:
 
 
 def columns_markdown() -> str:
-    from launchbench.analysis.table import COLUMNS
+    from launchbench.analysis.columns import COLUMNS
     from launchbench.results.schema import METRICS
 
     lines = [
         "# results.csv columns",
         "",
-        "One row per case and mode. Generated from `launchbench.analysis.table.COLUMNS` by",
+        "One row per case and mode. Generated from `launchbench.analysis.columns.COLUMNS` by",
         "`python scripts/docs.py` (a test keeps this file current). Timing metrics are medians over every",
         "sample of every pass; each is followed by its spread columns.",
         "",

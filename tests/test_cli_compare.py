@@ -27,8 +27,9 @@ from test_compare import (
 
 from launchbench.analysis.compare import DEFAULT_METRICS
 from launchbench.cli import cli
-from launchbench.report.run_files import write_run_files as write_run
+from launchbench.report.run_files import write_run_files
 from launchbench.results.schema import RunRecord
+from launchbench.results.store import write_run
 
 baseline_run = test_compare.baseline_run
 GATE = ["--fail-on", "wall_us_per_launch:5%"]
@@ -44,6 +45,7 @@ def invoke(*args: str) -> Result:
 
 
 def save(tmp_path: Path, name: str, run: RunRecord) -> str:
+    """A run directory holding results.json, all that compare and check read."""
     write_run(tmp_path / name, run)
     return str(tmp_path / name)
 
@@ -106,7 +108,9 @@ def test_ten_percent_faster_rows_pass_and_are_reported(baseline_run: RunRecord, 
 
 
 def test_results_files_are_accepted(baseline_run: RunRecord, tmp_path: Path) -> None:
-    base, cur = pair(tmp_path, baseline_run, baseline_run)
+    base, cur = str(tmp_path / "baseline"), str(tmp_path / "current")
+    write_run_files(Path(base), baseline_run)
+    write_run_files(Path(cur), baseline_run)
     assert invoke("compare", f"{base}/results.json", f"{cur}/results.csv").exit_code == 0
 
 

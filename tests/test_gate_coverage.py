@@ -11,8 +11,8 @@ from builders import expectation_scenario, first_graph_row
 from click.testing import CliRunner, Result
 
 from launchbench.cli import cli
-from launchbench.report.run_files import write_run_files
 from launchbench.results.schema import RunRecord
+from launchbench.results.store import write_run
 
 baseline_run = test_compare.baseline_run
 GATE = ["--fail-on", "wall_us_per_launch:5%"]
@@ -28,7 +28,8 @@ def invoke(*args: str) -> Result:
 
 
 def save(tmp_path: Path, name: str, run: RunRecord) -> str:
-    write_run_files(tmp_path / name, run)
+    """A run directory holding results.json, all that compare, check and run --resume read."""
+    write_run(tmp_path / name, run)
     return str(tmp_path / name)
 
 

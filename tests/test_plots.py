@@ -43,10 +43,23 @@ def synthetic() -> RunRecord:
     return make_run()
 
 
+@pytest.fixture(scope="module")
+def real_figures() -> dict[str, Figure]:
+    """Every single-run figure of the real run (or the synthetic one), built once for the tests that
+    read what a figure shows."""
+    run = load_run(H200_RUN) if H200_RUN.exists() else make_run()
+    return {name: build(run) for name, build in plots.FIGURES.items()}
+
+
 def small(run: RunRecord) -> RunRecord:
     """The run's first two cases (one chain at two lengths): every figure, drawn quickly, for tests of
     where files go rather than what they show."""
     return run.model_copy(update={"cases": run.cases[:2]})
+
+
+def caseless(run: RunRecord) -> RunRecord:
+    """The run with no case: every figure says so, drawn in a tenth of the time (for tests of folders)."""
+    return run.model_copy(update={"cases": []})
 
 
 def panel_axes(fig: Figure) -> list[Axes]:
@@ -97,7 +110,8 @@ def check_image(path: Path) -> None:
 
 @pytest.mark.parametrize("fmt", ["png", "svg"])
 def test_every_figure_renders(run: RunRecord, tmp_path: Path, fmt: str) -> None:
-    paths = plots.write_all_plots([run], tmp_path, fmt)
+    """PNG from the whole run; SVG (the same figures through another backend) from two of its cases."""
+    paths = plots.write_all_plots([run if fmt == "png" else small(run)], tmp_path, fmt)
     assert {p.stem for p in paths} == SINGLE_RUN_FILES
     assert all(p.parent == tmp_path and p.suffix == f".{fmt}" for p in paths)
     for path in paths:
@@ -106,7 +120,7 @@ def test_every_figure_renders(run: RunRecord, tmp_path: Path, fmt: str) -> None:
 
 def test_two_runs_get_subfolders_and_a_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
     paths = plots.write_all_plots(
-        [small(synthetic), small(make_run(seed=1))], tmp_path, labels=["base", "cur"]
+        [caseless(synthetic), caseless(make_run(seed=1))], tmp_path, labels=["base", "cur"]
     )
     assert {p.relative_to(tmp_path).parts[0] for p in paths} == {"base", "cur", "comparison_ratio.png"}
     assert len(paths) == 2 * len(SINGLE_RUN_FILES) + 1
@@ -115,7 +129,7 @@ def test_two_runs_get_subfolders_and_a_comparison(synthetic: RunRecord, tmp_path
 
 
 def test_three_runs_have_no_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
-    paths = plots.write_all_plots([small(synthetic)] * 3, tmp_path)
+    paths = plots.write_all_plots([caseless(synthetic)] * 3, tmp_path)
     assert {p.parent.name for p in paths} == {"run1", "run2", "run3"}
 
 
@@ -125,30 +139,34 @@ def test_unknown_format_is_refused(synthetic: RunRecord, tmp_path: Path) -> None
 
 
 def test_svg_is_reproducible(synthetic: RunRecord, tmp_path: Path) -> None:
-    first = plots.save_figure(plots.figure_speedup(synthetic), tmp_path / "a", "s", "svg")
-    second = plots.save_figure(plots.figure_speedup(synthetic), tmp_path / "b", "s", "svg")
+    first = plots.save_figure(plots.figure_speedup(small(synthetic)), tmp_path / "a", "s", "svg")
+    second = plots.save_figure(plots.figure_speedup(small(synthetic)), tmp_path / "b", "s", "svg")
     assert first.read_bytes() == second.read_bytes()
 
 
 # ------------------------------------------------------------------------------------------ content
 
 
-def test_every_figure_has_title_environment_and_legend(run: RunRecord) -> None:
+def test_every_figure_has_title_environment_and_legend(
+    run: RunRecord, real_figures: dict[str, Figure]
+) -> None:
     env = run.environment
-    for build in plots.FIGURES.values():
-        fig = build(run)
+    assert set(real_figures) == SINGLE_RUN_FILES
+    for name, fig in real_figures.items():
         text = figure_text(fig)
         assert run.gpu_name in text
         for key in ("driver", "cupy", "cuda_runtime"):
             if env.get(key):
                 assert str(env[key]) in text
-        assert fig.legends, build.__name__
+        assert fig.legends, name
         assert all(ax.get_ylabel() for ax in panel_axes(fig))
 
 
-@pytest.mark.parametrize("build", [plots.figure_wall_per_launch, plots.figure_cpu_per_launch])
-def test_mode_figures_have_a_panel_per_chain_with_eager_and_graph(run: RunRecord, build) -> None:
-    fig = build(run)
+@pytest.mark.parametrize("name", ["wall_per_launch_vs_chain_length", "cpu_per_launch"])
+def test_mode_figures_have_a_panel_per_chain_with_eager_and_graph(
+    run: RunRecord, real_figures: dict[str, Figure], name: str
+) -> None:
+    fig = real_figures[name]
     chains = list(dict.fromkeys(c.chain for c in run.cases))
     axes = panel_axes(fig)
     assert [ax.get_title() for ax in axes] == chains
@@ -223,15 +241,16 @@ def test_a_run_without_graphs_for_some_cases_renders(synthetic: RunRecord, tmp_p
         for c in synthetic.cases
     ]
     run = synthetic.model_copy(update={"cases": cases})
-    for path in plots.write_all_plots([run], tmp_path):
-        check_image(path)
-    empty_ax, scale_ax = panel_axes(plots.figure_wall_per_launch(run))
+    figures = {name: build(run) for name, build in plots.FIGURES.items()}
+    for name, fig in figures.items():  # each figure drawn to a file, then read for what it shows
+        check_image(plots.save_figure(fig, tmp_path, name))
+    empty_ax, scale_ax = panel_axes(figures["wall_per_launch_vs_chain_length"])
     assert len(empty_ax.containers) == 2 and len(scale_ax.containers) == 1
     assert len(empty_ax.containers[1].lines[0].get_xdata()) == len(LENGTHS) - 1
     assert any("not capturable" in t.get_text() for t in scale_ax.texts)
-    lifecycle = panel_axes(plots.figure_graph_lifecycle(run))
+    lifecycle = panel_axes(figures["graph_lifecycle"])
     assert any("cuBLAS" in t.get_text() for t in lifecycle[1].texts)
-    (speedup_ax,) = panel_axes(plots.figure_speedup(run))
+    (speedup_ax,) = panel_axes(figures["speedup_vs_chain_length"])
     assert any("no graph result: scale" in t.get_text() for t in speedup_ax.texts)
 
 
@@ -373,7 +392,7 @@ def test_comparison_colours_regressions_and_improvements(synthetic: RunRecord, t
 
 
 def test_cli_plot_writes_into_the_run_directory(synthetic: RunRecord, tmp_path: Path) -> None:
-    write_run(tmp_path / "run", small(synthetic))
+    write_run(tmp_path / "run", caseless(synthetic))
     result = CliRunner().invoke(cli, ["plot", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     printed = [Path(line) for line in result.output.splitlines()]

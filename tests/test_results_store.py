@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 from builders import make_run
 
-from launchbench.analysis.table import COLUMNS, run_table
+from launchbench.analysis.columns import COLUMNS
+from launchbench.analysis.table import run_table
 from launchbench.errors import ResultsFileError
 from launchbench.report.run_files import write_run_files as write_run
 from launchbench.results.schema import SCHEMA_VERSION

@@ -9,6 +9,7 @@ from fakes import STARTS_FILE_VARIABLE, counting_backend, scripted_backend
 
 from launchbench.errors import ResultsFileError
 from launchbench.report.run_files import write_tables
+from launchbench.results.schema import RunRecord
 from launchbench.results.store import load_run
 from launchbench.run import runner
 
@@ -62,9 +63,26 @@ def test_a_directory_holding_only_a_results_csv_is_refused_before_a_worker_start
     assert not starts.exists()  # no worker (no GPU context) was started for a run that cannot be written
 
 
-def test_worker_isolation_fails_only_the_faulting_cases(tmp_path):
-    plan = runner.plan([DATA / "faults.yaml"])
-    record = runner.run(plan, tmp_path / "run", options(isolate=True))
+@pytest.fixture(scope="module")
+def faults_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunRecord, int]:
+    """faults.yaml in worker processes, 3 passes: its run directory, record and how many workers started.
+    One case kills its worker and one faults it (each costs a fresh worker), in pass 1 only; passes 2
+    and 3 measure the healthy cases in one worker each. Shared by the tests that read it."""
+    tmp = tmp_path_factory.mktemp("faults")
+    starts = tmp / "starts.txt"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(STARTS_FILE_VARIABLE, str(starts))
+        plan = runner.plan([DATA / "faults.yaml"], overrides={"passes": 3})
+        record = runner.run(
+            plan,
+            tmp / "run",
+            runner.RunOptions(isolate=True, backend_factory=counting_backend, write_tables=write_tables),
+        )
+    return tmp / "run", record, len(starts.read_text().split())
+
+
+def test_worker_isolation_fails_only_the_faulting_cases(faults_run):
+    run_dir, record, _ = faults_run
     by_chain = {c.chain: c for c in record.cases}
     assert list(by_chain) == ["a_first", "b_crash", "c_oob", "d_last", "e_huge"]
     assert by_chain["a_first"].error is None and by_chain["d_last"].error is None
@@ -72,7 +90,7 @@ def test_worker_isolation_fails_only_the_faulting_cases(tmp_path):
     assert "illegal memory access" in by_chain["c_oob"].error
     assert by_chain["e_huge"].modes["eager"].status == "skipped"
     assert "GiB" in by_chain["e_huge"].error
-    assert load_run(tmp_path / "run").status == "complete"
+    assert load_run(run_dir).status == "complete"
 
 
 def test_every_pass_runs_in_a_fresh_worker_process(tmp_path, monkeypatch):
@@ -87,16 +105,9 @@ def test_every_pass_runs_in_a_fresh_worker_process(tmp_path, monkeypatch):
     assert all(c.passes_done == 3 for c in record.cases)
 
 
-def test_a_case_that_failed_is_not_run_again_in_later_passes(tmp_path, monkeypatch):
-    """faults.yaml: one case kills its worker and one faults it (each costs a fresh worker), in pass 1
-    only; passes 2 and 3 measure the healthy cases in one worker each."""
-    starts = tmp_path / "starts.txt"
-    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
-    plan = runner.plan([DATA / "faults.yaml"], overrides={"passes": 3})
-    record = runner.run(
-        plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend)
-    )
-    assert len(starts.read_text().split()) == 3 + 2
+def test_a_case_that_failed_is_not_run_again_in_later_passes(faults_run):
+    _, record, workers = faults_run
+    assert workers == 3 + 2
     by_chain = {c.chain: c for c in record.cases}
     assert by_chain["a_first"].passes_done == 3 and by_chain["b_crash"].passes_done == 1
 

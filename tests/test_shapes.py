@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from fakes import SHAPE_CHANGE_COST, ScriptedBackend, ScriptedWorkload, SteppingClock
 from matplotlib.figure import Figure
 
+from launchbench.analysis.columns import COLUMNS, SHAPE_COLUMNS
 from launchbench.analysis.costmodel import ShapeCost, cost_model_table, fit_shape_model, winning_ranges
-from launchbench.analysis.table import COLUMNS, SHAPE_COLUMNS, run_table
+from launchbench.analysis.table import run_table
 from launchbench.cli import cli
 from launchbench.errors import ScenarioError
 from launchbench.measure.sampler import Sampler

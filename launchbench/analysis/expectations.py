@@ -9,7 +9,7 @@ import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
 
-from launchbench.analysis.table import COLUMNS
+from launchbench.analysis.columns import COLUMNS
 from launchbench.errors import ScenarioError
 from launchbench.results.schema import RunRecord
 from launchbench.scenario.expand import Expansion, load_bounded, plan_expansion

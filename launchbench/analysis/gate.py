@@ -33,10 +33,11 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from launchbench.analysis.columns import COLUMNS
 from launchbench.analysis.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
 from launchbench.analysis.expectations import load_checked, stale_scenarios
 from launchbench.analysis.formatting import format_change_summary
-from launchbench.analysis.table import COLUMNS, run_table
+from launchbench.analysis.table import run_table
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.scenario.model import Expectation, Scenario

@@ -1,63 +1,22 @@
-"""results.csv: one row per case and mode, summarising the raw samples in the units the columns name.
-
-COLUMNS documents every column (columns.csv, and the metric columns built here); the README's column
-table is checked against it by a test.
-"""
+"""results.csv: one row per case and mode, summarising the raw samples in the units the columns name
+(COLUMNS, from launchbench.analysis.columns)."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import json
 import math
 from collections.abc import Mapping
-from importlib import resources
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import special
 
+from launchbench.analysis.columns import COLUMNS, GRAPH_COLUMNS, SHAPE_COLUMNS
 from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors, is_host_bound, stratum
 from launchbench.analysis.stats import Summary, log_pass_medians, summarize
-from launchbench.results.schema import METRICS, SPREAD_SUFFIXES, WALL, CaseResult, ModeResult, RunRecord
-
-
-# Column name → (unit, meaning), from columns.csv (id, graph and check columns, each group in order).
-# Timing metrics are followed by their spread columns (SPREAD_SUFFIXES).
-def _column_groups() -> dict[str, dict[str, tuple[str, str]]]:
-    groups: dict[str, dict[str, tuple[str, str]]] = {}
-    text = resources.files("launchbench.analysis").joinpath("columns.csv").read_text(encoding="utf-8")
-    for row in csv.DictReader(io.StringIO(text)):
-        groups.setdefault(row["group"], {})[row["column"]] = (row["unit"], row["meaning"])
-    return groups
-
-
-_GROUPS = _column_groups()
-ID_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["id"]
-GRAPH_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["graph"]
-CHECK_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["check"]
-SHAPE_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["shape"]
-
-
-def metric_columns() -> dict[str, tuple[str, str]]:
-    out: dict[str, tuple[str, str]] = {}
-    for metric in METRICS:
-        out[metric.name] = ("µs", f"median {metric.doc}")
-        for suffix, meaning in SPREAD_SUFFIXES.items():
-            unit = "—" if suffix in ("n", "outliers", "rel_ci", "rel_noise") else "µs"
-            out[f"{metric.name}_{suffix}"] = (unit, meaning)
-    return out
-
-
-COLUMNS: dict[str, tuple[str, str]] = {
-    **ID_COLUMNS,
-    **metric_columns(),
-    **GRAPH_COLUMNS,
-    **CHECK_COLUMNS,
-    **SHAPE_COLUMNS,
-}
+from launchbench.results.schema import METRICS, WALL, CaseResult, ModeResult, RunRecord
 
 
 def _median(values: np.ndarray) -> float:

@@ -8,21 +8,8 @@ from pathlib import Path
 
 import click
 
-from launchbench.cli.common import (
-    EXIT_FAIL,
-    EXIT_OK,
-    REPLACED,
-    append_step_summary,
-    check_outputs,
-    emit,
-    handle_errors,
-    output_option,
-    quiet_option,
-    short_help,
-    write_output,
-)
-
-FORMATS = ("table", "markdown", "csv", "json")
+from launchbench.cli.common import EXIT_FAIL, EXIT_OK, allow_options, check_outputs, handle_errors, short_help
+from launchbench.cli.output import Report, publish, report_options
 
 
 @click.command("check", short_help=short_help("check"))
@@ -35,33 +22,20 @@ FORMATS = ("table", "markdown", "csv", "json")
     type=click.Path(dir_okay=False),
     help="Scenario file whose 'expect:' entries to check (repeatable). Default: the files recorded in the run.",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
+@allow_options(
+    empty="Do not fail when no expectation was evaluated on a row with a value.",
+    interrupted="Do not fail when the run is interrupted, failed or never finished.",
 )
-@output_option()
-@click.option(
-    "--junit",
-    type=click.Path(path_type=Path),
-    help="Also write JUnit XML: one testcase per expectation and row (" + REPLACED + ").",
-)
-@click.option(
-    "--allow-empty", is_flag=True, help="Do not fail when no expectation was evaluated on a row with a value."
-)
-@click.option(
-    "--allow-interrupted",
-    is_flag=True,
-    help="Do not fail when the run is interrupted, failed or never finished.",
-)
-@quiet_option("Print the one-line outcome instead of the table.")
+@report_options("one testcase per expectation and row")
 @handle_errors
 def check(
     run: str,
     scenarios: tuple[str, ...],
+    allow_empty: bool,
+    allow_interrupted: bool,
     fmt: str,
     output: Path | None,
     junit: Path | None,
-    allow_empty: bool,
-    allow_interrupted: bool,
     quiet: bool,
 ) -> None:
     """Check a run against the expectations of its scenario files (no baseline needed).
@@ -77,36 +51,35 @@ def check(
     Exit 0 when every expectation holds, 1 when one fails or matches no row or the check covered
     nothing, 2 on a usage or input error.
     """
+    from launchbench.results.store import load_run
+
+    check_outputs([("-o", output), ("--junit", junit)], inputs=[run, *scenarios])
+    record = load_run(run)  # a bad run is refused before the statistics and tables are imported
+
     from launchbench.analysis.coverage import CoveragePolicy, check_coverage
     from launchbench.analysis.gate import check_against_scenarios
     from launchbench.report.compare_console import outcome_line, render_checks
     from launchbench.report.junit import report_junit
     from launchbench.report.markdown import check_markdown
     from launchbench.report.tables import report_csv, report_json
-    from launchbench.results.store import load_run
 
-    check_outputs([("-o", output), ("--junit", junit)], inputs=[run, *scenarios])
-    record = load_run(run)
     report = check_against_scenarios(record, scenarios)
     report = check_coverage(
         report, record, CoveragePolicy(allow_empty=allow_empty, allow_interrupted=allow_interrupted)
     )
-    renderers: dict[str, Callable[[], str]] = {
+    formats: dict[str, Callable[[], str]] = {
         "markdown": lambda: check_markdown(report),
         "csv": lambda: report_csv(report),
         "json": lambda: report_json(report),
     }
-    emit(
-        fmt,
-        renderers,
+    rendered = Report(
+        formats,
         lambda console: render_checks(console, report),
-        output,
         outcome_line(report, "failed expectation"),
-        quiet,
+        lambda: report_junit(report),
+        lambda: check_markdown(report),
     )
-    if junit:
-        write_output(junit, report_junit(report), "--junit")
-    append_step_summary(check_markdown(report))
+    publish(rendered, fmt, output, junit, quiet)
     sys.exit(EXIT_OK if report.passed else EXIT_FAIL)
 
 

@@ -6,7 +6,6 @@ Exit codes: 0 success; 1 a regression, a failed expectation or a failed case; 2 
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -22,8 +21,6 @@ EXIT_OK = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-
-SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -84,31 +81,26 @@ def output_option(
     help: str = OUTPUT_HELP, old: Sequence[str] = ("--out",), **kwargs: Any
 ) -> Callable[[F], F]:
     """``-o/--output FILE``: the one spelling of an output file (the ``old`` spellings still accepted)."""
-    return click.option(
-        "-o",
-        "--output",
-        *old,
-        "output",
-        cls=AliasedOption,
-        hidden_aliases=tuple(old),
-        type=click.Path(path_type=Path),
-        metavar="FILE",
-        help=help,
-        **kwargs,
-    )
+    return _path_option("-o", "--output", "FILE", help, old, **kwargs)
 
 
 def out_dir_option(help: str, old: Sequence[str] = ("--out",), **kwargs: Any) -> Callable[[F], F]:
     """``-d/--out-dir DIR``: the one spelling of an output folder (the ``old`` spellings still accepted)."""
+    return _path_option("-d", "--out-dir", "DIR", help, old, **kwargs)
+
+
+def _path_option(
+    short: str, name: str, metavar: str, help: str, old: Sequence[str], **kwargs: Any
+) -> Callable[[F], F]:
     return click.option(
-        "-d",
-        "--out-dir",
+        short,
+        name,
         *old,
-        "out_dir",
+        name.lstrip("-").replace("-", "_"),
         cls=AliasedOption,
         hidden_aliases=tuple(old),
         type=click.Path(path_type=Path),
-        metavar="DIR",
+        metavar=metavar,
         help=help,
         **kwargs,
     )
@@ -119,14 +111,29 @@ def quiet_option(help: str = "Print only errors and the one-line outcome.") -> C
     return click.option("-q", "--quiet", is_flag=True, help=help)
 
 
+def stack(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """Several options as one decorator, in --help in the order given."""
+
+    def apply(func: F) -> F:
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return apply
+
+
+def allow_options(**helps: str) -> Callable[[F], F]:
+    """``--allow-NAME`` flags, each relaxing one rule of what fails a gate or a check, with the help
+    ``helps[NAME]`` (an underscore in NAME is a dash in the flag)."""
+    return stack(
+        *(
+            click.option(f"--allow-{name.replace('_', '-')}", is_flag=True, help=text)
+            for name, text in helps.items()
+        )
+    )
+
+
 # ------------------------------------------------------------------------------------------- outputs
-
-
-def write_output(path: Path, text: str, option: str) -> None:
-    """Write ``text`` to ``path`` atomically; a write error names ``option`` (one line, exit 2)."""
-    from launchbench.files import atomic_write_text
-
-    atomic_write_text(Path(path), text, option)
 
 
 def check_outputs(options: list[tuple[str, Path | str | None]], inputs: list[str]) -> dict[str, Path]:
@@ -159,41 +166,3 @@ def _same_file_key(path: Path) -> str:
         return str(path.resolve())
     except (OSError, RuntimeError):
         return str(path)
-
-
-def append_step_summary(markdown: str) -> None:
-    """Append to $GITHUB_STEP_SUMMARY when it is set (GitHub Actions shows it on the run's page)."""
-    target = os.environ.get(SUMMARY_ENV)
-    if not target:
-        return
-    try:
-        with open(target, "a", encoding="utf-8") as handle:
-            handle.write(markdown + "\n")
-    except OSError as err:
-        click.echo(f"launchbench: warning: cannot append to ${SUMMARY_ENV} ({err})", err=True)
-
-
-def emit(
-    fmt: str,
-    renderers: dict[str, Callable[[], str]],
-    draw: Callable[[Any], None],
-    output: Path | None,
-    outcome: str,
-    quiet: bool,
-) -> None:
-    """Print or write a report. ``renderers`` give each data format's text; ``draw`` prints the table format on
-    a rich console. The one-line ``outcome`` goes to stdout after the table or the file, to stderr after data
-    on stdout; with ``quiet`` the table is left out."""
-    from launchbench.report.compare_console import render_text
-    from launchbench.report.console import make_console
-
-    if output is not None:
-        write_output(output, render_text(draw) if fmt == "table" else renderers[fmt](), "-o")
-        click.echo(outcome if quiet else f"wrote {output}; {outcome}")
-    elif fmt != "table":
-        click.echo(renderers[fmt](), nl=False)
-        click.echo(outcome, err=True)
-    elif quiet:
-        click.echo(outcome)
-    else:
-        draw(make_console())

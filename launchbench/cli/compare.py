@@ -22,20 +22,17 @@ from launchbench.analysis.gate import GateReport, GateRule, GateRuleError, parse
 from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
-    REPLACED,
-    append_step_summary,
+    allow_options,
     check_outputs,
-    emit,
     handle_errors,
-    output_option,
-    quiet_option,
     short_help,
-    write_output,
+    stack,
 )
 from launchbench.cli.history import history_baseline_for, history_baseline_options
+from launchbench.cli.output import REPORT_FORMATS, Report, publish, report_options
 from launchbench.results.schema import METRIC_BY_NAME
 
-FORMATS = ("table", "markdown", "csv", "json")
+FORMATS = REPORT_FORMATS  # ab writes the same formats
 F = Callable[..., Any]
 STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
 
@@ -107,13 +104,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
             "(it could not have failed).",
         ),
     ]
-
-    def apply(func: F) -> F:
-        for option in reversed(options):
-            func = option(func)
-        return func
-
-    return apply
+    return stack(*options)
 
 
 @click.command("compare", short_help=short_help("compare"))
@@ -125,36 +116,13 @@ def comparison_options(unit: str) -> Callable[[F], F]:
     hidden=True,
     help="Kept for old scripts: a gate fails on missing rows by default.",
 )
-@click.option(
-    "--allow-missing",
-    is_flag=True,
-    help="Do not fail the gate when a row that was ok in the baseline is missing or failed in the current run.",
+@allow_options(
+    missing="Do not fail the gate when a row that was ok in the baseline is missing or failed in the current run.",
+    empty="Do not fail the gate when it evaluated no check or the runs have no rows in common (a warning instead).",
+    interrupted="Do not fail the gate when the current run is interrupted, failed or never finished (a warning instead).",
+    different_gpu="Compare runs taken on different GPU models (refused otherwise).",
 )
-@click.option(
-    "--allow-empty",
-    is_flag=True,
-    help="Do not fail the gate when it evaluated no check or the runs have no rows in common (a warning instead).",
-)
-@click.option(
-    "--allow-interrupted",
-    is_flag=True,
-    help="Do not fail the gate when the current run is interrupted, failed or never finished (a warning instead).",
-)
-@click.option(
-    "--allow-different-gpu",
-    is_flag=True,
-    help="Compare runs taken on different GPU models (refused otherwise).",
-)
-@click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
-)
-@output_option()
-@click.option(
-    "--junit",
-    type=click.Path(path_type=Path),
-    help="Also write JUnit XML: one testcase per row and metric (" + REPLACED + ").",
-)
-@quiet_option("Print the one-line outcome instead of the table.")
+@report_options("one testcase per row and metric")
 @history_baseline_options
 @handle_errors
 def compare(
@@ -273,16 +241,19 @@ def emit_comparison(
     from launchbench.report.markdown import comparison_markdown
     from launchbench.report.tables import comparison_csv, comparison_json
 
-    renderers: dict[str, Callable[[], str]] = {
+    formats: dict[str, Callable[[], str]] = {
         "markdown": lambda: comparison_markdown(comparison, report),
         "csv": lambda: comparison_csv(comparison, report),
         "json": lambda: comparison_json(comparison, report),
     }
-    draw = lambda console: render_comparison(console, comparison, report)  # noqa: E731
-    emit(fmt, renderers, draw, output, outcome_line(report, "regression"), quiet)
-    if junit:
-        write_output(Path(junit), comparison_junit(comparison, report), "--junit")
-    append_step_summary(comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS))
+    rendered = Report(
+        formats,
+        lambda console: render_comparison(console, comparison, report),
+        outcome_line(report, "regression"),
+        lambda: comparison_junit(comparison, report),
+        lambda: comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS),
+    )
+    publish(rendered, fmt, output, junit, quiet)
 
 
 command = compare

@@ -1,8 +1,4 @@
-"""Scenario files: YAML → validated models → expanded cases."""
+"""Scenario files: YAML (load.py) → validated models (model.py) → expanded cases (expand.py, core.Case).
 
-from launchbench.scenario.core import Case
-from launchbench.scenario.expand import expand_scenario
-from launchbench.scenario.load import ScenarioFile, load_scenario, load_scenario_file
-from launchbench.scenario.model import Scenario
-
-__all__ = ["Case", "Scenario", "ScenarioFile", "expand_scenario", "load_scenario", "load_scenario_file"]
+The package imports nothing itself, so a worker process that needs only core.Case does not load the
+YAML reader and the scenario models."""
