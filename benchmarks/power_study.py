@@ -29,7 +29,8 @@ slowdown multiplies side B.
 Reported per kind of row (host-bound: eager and the one-launch graph; GPU-bound: the other graph rows):
 the false-positive rate per row-metric (slower or faster in an A/A resample, every default metric),
 the worst single row-metric, the rate per run (any row-metric of the resample slower or faster), and
-the detection rate of wall_us_per_launch (slower) at slowdowns of 2, 5, 10, 20%.
+the detection rate of wall_us_per_launch (slower) at slowdowns of 2, 5, 10, 20%; per row in
+power_study_rows.md.
 """
 
 from __future__ import annotations
@@ -207,6 +208,20 @@ def summarize(frame: pd.DataFrame, method: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def per_row(frame: pd.DataFrame, method: str) -> pd.DataFrame:
+    """Per row: the detection rate of wall_us_per_launch (slower) at each slowdown, and its median MDE."""
+    detect = frame[(frame["metric"] == DETECT_METRIC) & (frame["effect"] > 0)]
+    rates = detect.assign(hit=detect["verdict"] == "slower").groupby(["row", "kind", "effect"])["hit"].mean()
+    table = (100 * rates).unstack("effect").rename(columns=lambda e: f"detects +{e * 100:.0f}% %")
+    aa = frame[(frame["metric"] == DETECT_METRIC) & (frame["effect"] == 0.0)]
+    table["median MDE %"] = 100 * aa.groupby(["row", "kind"])["mde"].median()
+    return (
+        table.reset_index()
+        .sort_values(["kind", "row"])
+        .assign(method=method)[["method", "kind", "row", *[c for c in table.columns]]]
+    )
+
+
 def markdown(table: pd.DataFrame) -> str:
     def cell(value: object) -> str:
         return f"{value:.1f}" if isinstance(value, float) else str(value)
@@ -239,12 +254,14 @@ def main() -> None:
     separate = compare_study(runs[:2], host_bound, args.splits, rng)
     paired = ab_study(runs, host_bound, args.draws, rng)
     parts = [summarize(separate, "compare (separate runs)"), summarize(paired, "ab (half passes as rounds)")]
+    rows = [per_row(separate, "compare (separate runs)"), per_row(paired, "ab (half passes as rounds)")]
     frames = [separate.assign(method="compare"), paired.assign(method="ab-halves")]
     for spec in args.ab_runs:
         dirs = [ROOT / d if not Path(d).is_absolute() else Path(d) for d in spec.split(",")]
         real = real_ab_study(dirs, host_bound, args.draws, rng)
         label = f"ab (real rounds: {', '.join(str(d.relative_to(ROOT)) if d.is_relative_to(ROOT) else str(d) for d in dirs)})"
         parts.append(summarize(real, label))
+        rows.append(per_row(real, label))
         frames.append(real.assign(method=label))
     table = pd.concat(parts, ignore_index=True)
     text = markdown(table)
@@ -252,6 +269,7 @@ def main() -> None:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "power_study.md").write_text(text + "\n")
+        (args.out / "power_study_rows.md").write_text(markdown(pd.concat(rows, ignore_index=True)) + "\n")
         if args.raw:
             pd.concat(frames).to_csv(args.out / "power_study_raw.csv.gz", index=False)
 
