@@ -1,7 +1,7 @@
 """Power study of compare (separate runs) and ab (paired rounds) on the committed H200 passes.
 
     python benchmarks/power_study.py [--out results/power] [--splits 100] [--draws 400] [--raw]
-        [--ab-runs results/ab-h200/pinned/aa-1,results/ab-h200/pinned/aa-2 ...]
+        [--ab-runs results/ab-h200/lockstep/aa-1,results/ab-h200/lockstep/aa-2 ...]
 
 results/power/power_study.md was made with --out results/power and --ab-runs
 results/ab-h200/lockstep/aa-1,results/ab-h200/lockstep/aa-2,results/ab-h200/lockstep/aa-3 (three ab A/A
