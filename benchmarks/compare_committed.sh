@@ -14,5 +14,5 @@ pair() {  # NAME BASELINE CURRENT
 }
 pair quickstart-a-vs-b results/quickstart-h200 results/quickstart-h200-b
 pair quickstart-vs-longer results/quickstart-h200 results/quickstart-h200-longer
-pair separate-base-vs-base-2 results/ab-h200/unpinned/separate/base results/ab-h200/unpinned/separate/base-2
-pair separate-base-vs-longer results/ab-h200/unpinned/separate/base results/ab-h200/unpinned/separate/longer
+pair separate-base-vs-base-2 results/separate-h200/base results/separate-h200/base-2
+pair separate-base-vs-longer results/separate-h200/base results/separate-h200/longer
