@@ -26,6 +26,7 @@ from launchbench.cli.common import (
     short_help,
 )
 from launchbench.cli.compare import FORMATS, _settings, comparison_options
+from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
 from launchbench.cli.run import _overrides, _terminate_as_interrupt
 from launchbench.run.ab import AB_ROUNDS
 
@@ -104,6 +105,7 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
     help="CPU to pin both sides' workers to: a number, auto (the highest this process may use) or none.",
 )
 @quiet_option("No progress lines.")
+@ingest_options("both sides (OUT/a, OUT/b) once they are compared, also when the gate fails,")
 @handle_errors
 def ab(
     scenarios: tuple[str, ...],
@@ -130,6 +132,8 @@ def ab(
     junit: Path | None,
     cpu: str,
     quiet: bool,
+    history: bool | None,
+    db: str | None,
 ) -> None:
     """Measure two variants A (base) and B (change) of the same SCENARIOS interleaved on one GPU.
 
@@ -137,6 +141,8 @@ def ab(
     environment; this launchbench's code); both sides sample a case in turns of a few milliseconds
     (A B B A ...), so the host's speed state cancels in each round's B/A ratio. Each side is an
     ordinary run directory (OUT/a, OUT/b). Output, JUnit, step summary and exit codes as in compare.
+    With --history both sides go into the history database, each marked with the invocation's id and
+    its side (history list --ab).
 
     Exit 0 when no --fail-on rule finds a regression and every case was measured, 1 when a rule finds
     one or a case failed, 2 on a usage or input error, 130 when interrupted.
@@ -197,7 +203,10 @@ def ab(
     for case in failed:
         click.echo(f"launchbench: error: {case.scenario}/{case.case_id}: {case.error}", err=True)
     regressed = report is not None and not report.passed
-    sys.exit(EXIT_FAIL if regressed or failed else EXIT_OK)
+    code = EXIT_FAIL if regressed or failed else EXIT_OK
+    if wants_history(history, db):
+        code = max(code, ingest_after_run(db, root / "a", root / "b", err=fmt != "table" and not output))
+    sys.exit(code)
 
 
 command = ab

@@ -7,6 +7,7 @@ database that is locked, of a newer schema or whose server does not answer).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,20 +21,50 @@ from launchbench.history import ENV_VAR  # not history.db: compare and ab load t
 from launchbench.results.schema import METRIC_BY_NAME
 
 F = Callable[..., Any]
-HISTORY_ENV = ENV_VAR
 
 
-def ingest_after_run(run_dir: Path, db: str | None) -> int:
-    """``run --history``: ingest the finished run; an error is one line and exit 2 (the run stays on disk)."""
+def ingest_options(what: str) -> Callable[[F], F]:
+    """run's and ab's --history/--no-history and --db; ``what`` says what is ingested and when."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--db",
+            "db",
+            metavar="URL",
+            help=f"History database for --history (default ${ENV_VAR}, else results/history.sqlite).",
+        )(func)
+        return click.option(
+            "--history/--no-history",
+            "history",
+            default=None,
+            help=f"Ingest {what} into the history database (default: when ${ENV_VAR} is set).",
+        )(func)
+
+    return decorate
+
+
+def wants_history(history: bool | None, db: str | None) -> bool:
+    """--history, else --no-history, else whether --db or $LAUNCHBENCH_HISTORY_DB names a database."""
+    return history if history is not None else bool(db or os.environ.get(ENV_VAR))
+
+
+def ingest_after_run(db: str | None, *run_dirs: Path, err: bool = False) -> int:
+    """``run --history``, ``ab --history``: ingest the finished run directories (every one is read before
+    the database is opened; each goes in within its own transaction). An error is one line and exit 2
+    (the run directories stay on disk). ``err``: the outcome lines go to stderr."""
     from launchbench.errors import LaunchbenchError
-    from launchbench.history.ingest import ingest_run_dir
+    from launchbench.history.ingest import ingest_loaded, read_run_dir
 
     try:
-        outcome = ingest_run_dir(db, run_dir)
-    except LaunchbenchError as err:
-        click.echo(f"launchbench: error: history: {err}", err=True)
+        loaded = [read_run_dir(d) for d in run_dirs]
+        with _open(db) as opened:
+            outcomes = [ingest_loaded(opened, run) for run in loaded]
+    except LaunchbenchError as error:
+        click.echo(f"launchbench: error: history: {error}", err=True)
         return EXIT_USAGE
-    click.echo(f"history: run {outcome.run_id} {'added' if outcome.created else 'already there'}")
+    for run_dir, outcome in zip(run_dirs, outcomes):
+        what = "added" if outcome.created else "already there"
+        click.echo(f"history: {run_dir}: run {outcome.run_id} {what}", err=err)
     return EXIT_OK
 
 
@@ -60,6 +91,13 @@ def filter_options(func: F) -> F:
             click.option("--branch", "git_branch", metavar="NAME", help="Only runs of this git branch."),
             click.option("--commit", "git_commit", metavar="SHA", help="Only runs of this git commit."),
             click.option("--host", metavar="NAME", help="Only runs on this host."),
+            click.option("--ab", "ab_id", metavar="ID", help="Only the two sides of this `ab` invocation."),
+            click.option(
+                "--ab-side",
+                type=click.Choice(("A", "B"), case_sensitive=False),
+                callback=lambda _ctx, _param, value: value.upper() if value else None,
+                help="Only runs that were this side of an `ab` invocation.",
+            ),
             click.option("--scenario", metavar="NAME", help="Only runs that measured this scenario."),
             click.option(
                 "--last", type=click.IntRange(min=1), metavar="N", help="Only the newest N matching runs."

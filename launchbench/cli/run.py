@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from launchbench.cli.common import (
     quiet_option,
     short_help,
 )
-from launchbench.cli.history import HISTORY_ENV, ingest_after_run
+from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
 from launchbench.errors import LaunchbenchError
 
 if TYPE_CHECKING:
@@ -116,18 +115,7 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 )
 @click.option("--plot", "plot", is_flag=True, help="Write the plots into <run dir>/plots afterwards.")
 @quiet_option("Print only the summary table and errors.")
-@click.option(
-    "--history/--no-history",
-    "history",
-    default=None,
-    help="Ingest the finished run into the history database (default: when $LAUNCHBENCH_HISTORY_DB is set).",
-)
-@click.option(
-    "--db",
-    "db",
-    metavar="URL",
-    help="History database for --history (default $LAUNCHBENCH_HISTORY_DB, else results/history.sqlite).",
-)
+@ingest_options("the finished run")
 @handle_errors
 def run(
     scenarios: tuple[str, ...],
@@ -211,8 +199,8 @@ def run(
         code = max(code, _check_expectations(record, console))
     if plot:
         _write_plots(record, run_dir, console)
-    if history or (history is None and (db or os.environ.get(HISTORY_ENV))):
-        code = max(code, ingest_after_run(run_dir, db))
+    if wants_history(history, db):
+        code = max(code, ingest_after_run(db, run_dir))
     sys.exit(code)
 
 

@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import numpy as np
@@ -81,6 +81,21 @@ def _get(env: dict[str, Any], *path: str) -> str | None:
             return None
         value = value.get(key)
     return None if value is None else str(value)
+
+
+def ab_fields(record: RunRecord) -> dict[str, str | None]:
+    """A side of `launchbench ab`: the invocation's id and the side (A or B); None for other runs. A side
+    whose settings carry no id gets one from the ab directory (the parent of both sides' directories), so
+    its two sides still share it."""
+    ab = record.settings.get("ab")
+    if not isinstance(ab, dict):
+        return {"ab_id": None, "ab_side": None}
+    ab_id = ab.get("id")
+    if not ab_id and ab.get("paired_with"):
+        parent = str(PurePath(str(ab["paired_with"])).parent)
+        ab_id = hashlib.sha256(parent.encode()).hexdigest()[:12]
+    side = ab.get("side")
+    return {"ab_id": str(ab_id) if ab_id else None, "ab_side": str(side) if side else None}
 
 
 def run_environment(
@@ -199,6 +214,7 @@ def build_run(
         "scenarios": ",".join(s.name for s in record.scenarios)
         or ",".join(dict.fromkeys(c.scenario for c in record.cases)),
         **run_environment(record, git_commit, git_branch),
+        **ab_fields(record),
     }
     return run, [_row(case, mode, result) for case in record.cases for mode, result in case.modes.items()]
 

@@ -84,6 +84,9 @@ class Run(Base):
     git_commit: Mapped[str | None] = mapped_column(String(64), nullable=True)
     git_branch: Mapped[str | None] = mapped_column(String(255), nullable=True, index=True)
     host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    # a side of `launchbench ab`: the invocation's id (both sides share it) and the side, A or B
+    ab_id: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    ab_side: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
     rows: Mapped[list[RowResult]] = relationship(back_populates="run", cascade="all, delete-orphan")
 

@@ -1,7 +1,7 @@
 """Reading the history: runs (filtered), one row's metric over runs, and per-pass medians by row.
 
 Filters match the environment columns exactly (GPU name, driver, CuPy, CUDA runtime, branch, commit,
-host), the scenario by name; ``last`` keeps the newest N runs. Runs come oldest first.
+host) and an `ab` invocation's id and side, the scenario by name; ``last`` keeps the newest N runs. Runs come oldest first.
 """
 
 from __future__ import annotations
@@ -20,6 +20,18 @@ from launchbench.history.models import SERIES, PassResult, RowResult, Run
 from launchbench.results.schema import METRIC_BY_NAME, SAMPLE_KEYS
 
 RowKey = tuple[str, str, str]  # (scenario, case, mode)
+# the runs columns a filter matches exactly
+COLUMN_FILTERS = (
+    "gpu_name",
+    "driver",
+    "cupy",
+    "cuda_runtime",
+    "git_branch",
+    "git_commit",
+    "host",
+    "ab_id",
+    "ab_side",
+)
 
 
 @dataclass(frozen=True)
@@ -33,12 +45,14 @@ class RunFilter:
     git_branch: str | None = None
     git_commit: str | None = None
     host: str | None = None
+    ab_id: str | None = None
+    ab_side: str | None = None
     scenario: str | None = None
     last: int | None = None
     exclude_hash: str | None = None
 
     def apply(self, query: Select[Any]) -> Select[Any]:
-        for column in ("gpu_name", "driver", "cupy", "cuda_runtime", "git_branch", "git_commit", "host"):
+        for column in COLUMN_FILTERS:
             value = getattr(self, column)
             if value is not None:
                 query = query.where(getattr(Run, column) == value)
@@ -71,6 +85,8 @@ class RunInfo:
     started: datetime
     scenarios: str
     env: dict[str, str | None]
+    ab_id: str | None = None  # a side of `launchbench ab`: the invocation's id and the side (A or B)
+    ab_side: str | None = None
 
 
 @dataclass(frozen=True)
@@ -91,7 +107,9 @@ def _info(run: Run) -> RunInfo:
     started = (
         run.started if run.started.tzinfo else run.started.replace(tzinfo=timezone.utc)
     )  # SQLite drops the zone
-    return RunInfo(run.id, run.name, run.run_dir, run.status, started, run.scenarios, run.env())
+    return RunInfo(
+        run.id, run.name, run.run_dir, run.status, started, run.scenarios, run.env(), run.ab_id, run.ab_side
+    )
 
 
 def _runs(session: Session, filters: RunFilter) -> list[Run]:

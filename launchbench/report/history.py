@@ -29,6 +29,8 @@ def run_records(runs: Sequence[RunInfo]) -> list[dict[str, Any]]:
             "status": r.status,
             "scenarios": r.scenarios,
             **r.env,
+            "ab_id": r.ab_id,
+            "ab_side": r.ab_side,
             "run_dir": r.run_dir,
         }
         for r in runs
@@ -129,6 +131,8 @@ LIST_COLUMNS = (
     "git_commit",
     "git_branch",
     "host",
+    "ab_id",
+    "ab_side",
 )
 TREND_COLUMNS = (
     "run_id",

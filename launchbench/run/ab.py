@@ -14,7 +14,9 @@ from the same seconds, so a host that changes speed within seconds slows both al
 fresh workers on both sides. Both sides' workers are pinned to the same CPU (by default): a
 thread that moves between cores of different speed (a VM's vCPUs) otherwise puts one side of a round
 on a fast core and the other on a slow one. Each side's results are an ordinary run directory (results.json
-after every case, the tables after every pass); launchbench.analysis.compare.compare_paired pairs them.
+after every case, the tables after every pass) whose settings' ``ab`` entry names its side, its variant,
+the other side's directory and the invocation's id (the same on both sides: the history pairs them by it);
+launchbench.analysis.compare.compare_paired pairs them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -330,6 +333,7 @@ def run_ab(
             state.stop()
         raise
     other = {0: sides[1].run_dir, 1: sides[0].run_dir}
+    ab_id = uuid.uuid4().hex[:12]  # both sides carry it: the history pairs them by it
     for n, (state, side, environment) in enumerate(zip(states, sides, environments)):
         state.record = RunRecord(
             launchbench_version=__version__,
@@ -342,6 +346,7 @@ def run_ab(
                 "isolate": True,
                 "device": options.device,
                 "ab": {
+                    "id": ab_id,
                     "side": side.name,
                     "variant": side.variant.describe(),
                     "paired_with": str(other[n]),

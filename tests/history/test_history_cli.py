@@ -131,9 +131,9 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_run_history_ingests_the_finished_run(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'h.sqlite'}"
-    assert ingest_after_run(QUICKSTART, db) == 0
-    assert ingest_after_run(QUICKSTART, db) == 0
-    assert ingest_after_run(tmp_path, db) == 2
+    assert ingest_after_run(db, QUICKSTART) == 0
+    assert ingest_after_run(db, QUICKSTART) == 0
+    assert ingest_after_run(db, tmp_path) == 2
     assert "--history" in invoke("run", "--help").output
     listed = json.loads(invoke("history", "list", "--db", db, "--format", "json").output)
     assert [r["name"] for r in listed] == ["quickstart-h200"]

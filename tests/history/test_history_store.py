@@ -153,3 +153,45 @@ def test_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_url("x/h.sqlite") == "sqlite:///x/h.sqlite"
     with pytest.raises(LaunchbenchError, match="cannot use this database"):
         HistoryDB("nosuchdb://x/y")
+
+
+def test_migrations_build_the_schema_the_models_declare(db_url: str) -> None:
+    """The database the migrations build has every table, column and index of models.py (Alembic's
+    autogenerate comparison finds nothing to add, drop or change)."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    from launchbench.history.models import Base
+
+    HistoryDB(db_url).close()
+    engine = create_engine(db_url)
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert compare_metadata(context, Base.metadata) == []
+    engine.dispose()
+
+
+def test_a_database_of_the_first_revision_is_upgraded_keeping_its_runs(db_url: str) -> None:
+    """A database at revision 0001 with a run in it: opening it migrates to the newest revision, the run
+    stays, and new runs go in with every column."""
+    from alembic import command
+    from alembic.config import Config
+
+    from launchbench.history.db import MIGRATIONS
+
+    engine = create_engine(db_url)
+    with engine.begin() as connection:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+        connection.execute(
+            text(
+                "INSERT INTO runs (content_hash, run_dir, name, status, started, ingested, scenarios) "
+                "VALUES ('x', '/r', 'old', 'complete', '2026-01-01 00:00:00', '2026-01-01 00:00:00', 'q')"
+            )
+        )
+    engine.dispose()
+    ingest_run_dir(db_url, QUICKSTART)
+    with HistoryDB(db_url) as db, db.session() as s:
+        assert [r.name for r in s.scalars(select(Run).order_by(Run.id))] == ["old", "quickstart-h200"]
