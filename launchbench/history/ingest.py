@@ -4,7 +4,9 @@ A run is keyed by the sha256 of its results.json bytes: ingesting the same run a
 directory) adds nothing. Only finished runs are ingested: a run still being written (status
 ``running``) or interrupted (finish it with ``run --resume``) is refused, before the database is opened.
 Per row it stores the pooled median and CI of each raw series (as results.csv reports them) and, per
-pass, the median of each series and the pass's raw samples.
+pass, what schema v2 holds per pass: the pass's raw samples with the median of each series, iterations
+per sample, throttled samples, target met, the graph life cycle, the SM clock readings and throttle
+reasons, and the host data.
 """
 
 from __future__ import annotations
@@ -21,11 +23,17 @@ import numpy as np
 from sqlalchemy import insert, select
 
 from launchbench.analysis.drift import HOST_BOUND_SHARE
-from launchbench.analysis.stats import usable_passes
 from launchbench.history.db import HistoryDB, HistoryError
 from launchbench.history.models import SERIES, PassResult, RowResult, Run
 from launchbench.measure.precision import median_ci
-from launchbench.results.schema import MEASURED_STATUSES, SAMPLE_KEYS, CaseResult, ModeResult, RunRecord
+from launchbench.results.schema import (
+    MEASURED_STATUSES,
+    SAMPLE_KEYS,
+    CaseResult,
+    ModePass,
+    ModeResult,
+    RunRecord,
+)
 from launchbench.results.store import RESULTS_JSON, load_run
 
 
@@ -137,26 +145,49 @@ class RowValues:
     passes: list[dict[str, Any]]
 
 
+def _pass_fields(one: ModePass) -> dict[str, Any]:
+    """What a schema-v2 pass holds besides its samples."""
+    readings = list(one.clocks.sm_mhz)
+    return {
+        "iters_per_sample": one.iters_per_sample,
+        "throttled_samples": one.throttled_samples,
+        "target_met": one.target_met,
+        "lifecycle": one.lifecycle.model_dump() if one.lifecycle is not None else None,
+        "sm_mhz": readings or None,
+        "sm_mhz_median": float(np.median(readings)) if readings else None,
+        "throttle_reasons": list(one.clocks.throttle_reasons) or None,
+        "host_pid": one.host.pid,
+        "host_load_1m": one.host.load_1m,
+    }
+
+
 def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
-    """One row with its passes. The row's CI of each series is results.csv's (stats.summarize): the
-    order-statistic CI of the pooled median, widened to cover every pass's median."""
+    """One row with its passes (those that took samples). The row's CI of each series is results.csv's
+    (stats.summarize): the order-statistic CI of the pooled median, widened to cover every pass's
+    median. A series goes in where every pass recorded it."""
     measured = result.status in MEASURED_STATUSES
-    wall = case.samples(mode, SAMPLE_KEYS[0])
-    sizes = (usable_passes(result.pass_sizes, len(wall)) or [len(wall)]) if measured and len(wall) else []
-    present = [i for i, key in enumerate(SAMPLE_KEYS) if sizes and len(case.samples(mode, key)) == len(wall)]
-    block = np.full((len(SERIES), len(wall) if sizes else 0), np.nan)
-    for i in present:
-        block[i] = case.samples(mode, SAMPLE_KEYS[i])
-    blocks = np.split(block, np.cumsum(sizes)[:-1], axis=1) if sizes else []
+    kept = [(index, one) for index, one in enumerate(result.passes) if one.size > 0] if measured else []
+    present = [
+        i
+        for i, key in enumerate(SAMPLE_KEYS)
+        if kept and all(len(one.samples.get(key, ())) == one.size for _, one in kept)
+    ]
+    blocks = []
+    for _, one in kept:
+        block = np.full((len(SERIES), one.size), np.nan)
+        for i in present:
+            block[i] = one.samples[SAMPLE_KEYS[i]]
+        blocks.append(block)
     pass_medians = np.array([np.median(b, axis=1) for b in blocks])  # (passes, series)
     columns: dict[str, Any] = {
         f"{name}_{part}": None for name in SERIES for part in ("median", "ci_low", "ci_high")
     }
-    if sizes:
-        pooled = np.median(block, axis=1)
+    if blocks:
+        pooled_block = np.concatenate(blocks, axis=1)
+        pooled = np.median(pooled_block, axis=1)
         for i in present:
-            low, high = _median_ci(block[i])
-            if len(sizes) > 1:
+            low, high = _median_ci(pooled_block[i])
+            if len(blocks) > 1:
                 low, high = (
                     min(low, float(pass_medians[:, i].min())),
                     max(high, float(pass_medians[:, i].max())),
@@ -178,20 +209,21 @@ def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
         "status": result.status,
         "launches_per_iter": case.launches_per_iter,
         "host_bound": bool(host_bound),
-        "passes": len(sizes),
-        "n": int(len(wall)) if sizes else 0,
+        "passes": len(blocks),
+        "n": int(sum(b.shape[1] for b in blocks)),
         **columns,
     }
     passes = []
-    for index, size in enumerate(sizes):
+    for (index, one), block, medians_of_pass in zip(kept, blocks, pass_medians):
         medians: dict[str, float | None] = {f"{name}_median": None for name in SERIES}
-        medians.update({f"{SERIES[i]}_median": float(pass_medians[index, i]) for i in present})
+        medians.update({f"{SERIES[i]}_median": float(medians_of_pass[i]) for i in present})
         passes.append(
             {
                 "pass_index": index,
-                "n": size,
-                "samples": np.ascontiguousarray(blocks[index], dtype="<f8").tobytes(),
+                "n": one.size,
+                "samples": np.ascontiguousarray(block, dtype="<f8").tobytes(),
                 **medians,
+                **_pass_fields(one),
             }
         )
     return RowValues(row, passes)

@@ -10,8 +10,10 @@ Times are seconds per chain iteration, as in results.json; a metric's value is a
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
+    JSON,
     Boolean,
     DateTime,
     Float,
@@ -134,9 +136,12 @@ class RowResult(Base):
 
 
 class PassResult(Base):
-    """One pass of one row: the median of each raw series (what change points and trends use) and the
-    pass's raw samples (float64, series after series, ``n`` each; what a baseline drawn from history
-    resamples)."""
+    """One pass of one row, as results.json's schema v2 holds it: the median of each raw series (what
+    change points and trends use), the pass's raw samples (float64, series after series, ``n`` each;
+    what a baseline drawn from history resamples), iterations per sample, throttled samples, whether
+    the noise target was met, the graph life cycle, the SM clock readings (MHz, one after each sampling
+    round, with their median) and throttle reasons, and the host data (worker pid, 1-minute load average
+    as the pass began). Passes ingested into a database older than revision 0003 have these last columns empty."""
 
     __tablename__ = "pass_results"
     __table_args__ = (UniqueConstraint("row_id", "pass_index"),)
@@ -150,5 +155,14 @@ class PassResult(Base):
     gpu_median: Mapped[float | None] = mapped_column(Float, nullable=True)
     latency_median: Mapped[float | None] = mapped_column(Float, nullable=True)
     samples: Mapped[bytes] = mapped_column(LargeBinary)
+    iters_per_sample: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    throttled_samples: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    target_met: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    lifecycle: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # GraphLifecycle's fields
+    sm_mhz: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
+    sm_mhz_median: Mapped[float | None] = mapped_column(Float, nullable=True)
+    throttle_reasons: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    host_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    host_load_1m: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     row: Mapped[RowResult] = relationship(back_populates="passes_")

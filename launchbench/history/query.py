@@ -7,6 +7,7 @@ host) and an `ab` invocation's id and side, the scenario by name; ``last`` keeps
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
@@ -101,6 +102,8 @@ class TrendPoint:
     passes: int
     n: int
     host_bound: bool
+    sm_mhz: float | None = None  # median over the row's passes of each pass's median SM clock reading
+    load_1m: float | None = None  # median over the row's passes of the host's 1-minute load average
 
 
 def _info(run: Run) -> RunInfo:
@@ -151,21 +154,40 @@ def parse_row(text: str, mode: str) -> RowKey:
     return (scenario, case, mode)
 
 
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
 def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS) -> list[TrendPoint]:
-    """One row's metric in each matching run that measured it, oldest first."""
+    """One row's metric in each matching run that measured it, oldest first, with the SM clock and the
+    host's load average its passes recorded."""
     series = series_of(metric)
     m = METRIC_BY_NAME[metric]
     scenario, case, mode = key
     with db.session() as session:
         runs = {run.id: run for run in _runs(session, filters)}
-        query = select(RowResult).where(
-            RowResult.scenario == scenario,
-            RowResult.case_id == case,
-            RowResult.mode == mode,
-            RowResult.run_id.in_(list(runs)),
+        rows = list(
+            session.scalars(
+                select(RowResult).where(
+                    RowResult.scenario == scenario,
+                    RowResult.case_id == case,
+                    RowResult.mode == mode,
+                    RowResult.run_id.in_(list(runs)),
+                )
+            )
         )
+        clocks: dict[int, list[float]] = {}
+        loads: dict[int, list[float]] = {}
+        conditions = select(PassResult.row_id, PassResult.sm_mhz_median, PassResult.host_load_1m).where(
+            PassResult.row_id.in_([row.id for row in rows])
+        )
+        for row_id, sm_mhz, load in session.execute(conditions):
+            if sm_mhz is not None:
+                clocks.setdefault(row_id, []).append(sm_mhz)
+            if load is not None:
+                loads.setdefault(row_id, []).append(load)
         points = []
-        for row in session.scalars(query):
+        for row in rows:
             median = getattr(row, f"{series}_median")
             if median is None:
                 continue
@@ -180,10 +202,49 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
                     row.passes,
                     row.n,
                     row.host_bound,
+                    _median(clocks.get(row.id, [])),
+                    _median(loads.get(row.id, [])),
                 )
             )
     order = {run_id: i for i, run_id in enumerate(runs)}
     return sorted(points, key=lambda p: order[p.run.id])
+
+
+@dataclass(frozen=True)
+class RunConditions:
+    """What a run's passes recorded of the GPU and host, over all its rows: medians of the passes' median
+    SM clock and 1-minute load average (None where not recorded), and the throttled samples in all."""
+
+    sm_mhz: float | None
+    load_1m: float | None
+    throttled_samples: int
+
+
+def run_conditions(db: HistoryDB, run_ids: Sequence[int]) -> dict[int, RunConditions]:
+    """Per run id, the conditions its passes recorded."""
+    clocks: dict[int, list[float]] = {}
+    loads: dict[int, list[float]] = {}
+    throttled: dict[int, int] = {}
+    query = (
+        select(
+            RowResult.run_id, PassResult.sm_mhz_median, PassResult.host_load_1m, PassResult.throttled_samples
+        )
+        .join(PassResult, PassResult.row_id == RowResult.id)
+        .where(RowResult.run_id.in_(list(run_ids)))
+    )
+    with db.session() as session:
+        for run_id, sm_mhz, load, throttled_samples in session.execute(query):
+            if sm_mhz is not None:
+                clocks.setdefault(run_id, []).append(sm_mhz)
+            if load is not None:
+                loads.setdefault(run_id, []).append(load)
+            throttled[run_id] = throttled.get(run_id, 0) + (throttled_samples or 0)
+    return {
+        run_id: RunConditions(
+            _median(clocks.get(run_id, [])), _median(loads.get(run_id, [])), throttled.get(run_id, 0)
+        )
+        for run_id in run_ids
+    }
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The history as one static HTML page: a trend plot per scenario/case/mode (the run medians with their
 95% CI as a band), change points marked and labelled with the step and what changed in the environment,
-filters on the environment (plain JavaScript, no server, no network), and links to the run directories.
+filters on the environment (plain JavaScript, no server, no network), and links to the run directories
+with each run's SM clock, host load and throttled samples as its passes recorded them.
 
 Plots are inline SVG drawn by matplotlib; each run's marker is an SVG group whose id names the run, so
 the filters can hide a run's points. The page opens from the filesystem and works as a CI artifact.
@@ -27,11 +28,13 @@ from launchbench.history.models import ENV_COLUMN_LABELS  # noqa: E402
 from launchbench.history.query import (  # noqa: E402
     ALL_RUNS,
     RowKey,
+    RunConditions,
     RunFilter,
     RunInfo,
     TrendPoint,
     list_runs,
     row_keys,
+    run_conditions,
     trend,
 )
 from launchbench.results.schema import METRIC_BY_NAME  # noqa: E402
@@ -156,8 +159,22 @@ def render_page(
     plots: list[str],
     changes: list[ChangePoint],
     out_dir: Path,
+    conditions: dict[int, RunConditions] | None = None,
 ) -> str:
     e = html.escape
+    conditions = conditions or {}
+
+    def measured(run_id: int) -> str:
+        c = conditions.get(run_id)
+        if c is None:
+            return "<td>—</td><td>—</td><td>—</td>"
+        cells = (
+            f"{c.sm_mhz:.0f}" if c.sm_mhz is not None else "—",
+            f"{c.load_1m:.2f}" if c.load_1m is not None else "—",
+            str(c.throttled_samples),
+        )
+        return "".join(f"<td>{cell}</td>" for cell in cells)
+
     options = []
     for column in FILTER_COLUMNS:
         values = sorted({str(r.env[column]) for r in runs})
@@ -169,6 +186,7 @@ def render_page(
         f'<tr data-run="{r.id}"><td>{r.id}</td><td><a href="{e(_rel(r.run_dir, out_dir))}">{e(r.name)}</a></td>'
         f"<td>{e(r.started.isoformat())}</td>"
         + "".join(f"<td>{e(str(r.env[c]))}</td>" for c in (*FILTER_COLUMNS, "git_commit"))
+        + measured(r.id)
         + "</tr>"
         for r in runs
     )
@@ -181,6 +199,7 @@ def render_page(
         [{"run_id": r.id, **{c: str(r.env[c]) for c in FILTER_COLUMNS}} for r in runs]
     ).replace("</", "<\\/")
     header = "".join(f"<th>{e(ENV_COLUMN_LABELS[c])}</th>" for c in (*FILTER_COLUMNS, "git_commit"))
+    header += "<th>SM clock (MHz)</th><th>load (1 min)</th><th>throttled samples</th>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>launchbench history</title>
 <link rel="icon" href="data:,"><style>{_STYLE}</style></head>
@@ -217,5 +236,7 @@ def write_report(
             row_changes = [c for c in changes if (c.scenario, c.case, c.mode) == key]
             plots.append(_svg(key, metric, points, row_changes, i))
     path = out_dir / INDEX
-    atomic_write_text(path, render_page(db.label, metric, runs, plots, changes, out_dir), "--out-dir")
+    conditions = run_conditions(db, [r.id for r in runs])
+    page = render_page(db.label, metric, runs, plots, changes, out_dir, conditions)
+    atomic_write_text(path, page, "--out-dir")
     return path

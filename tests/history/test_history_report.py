@@ -79,3 +79,19 @@ def test_report_loads_without_errors_and_shows_plots(tmp_path: Path, stepped: li
     assert plots == 16
     assert f'data-plots-visible="{plots}"' in dom
     assert "12 of 12 runs shown" in dom
+
+
+def test_report_shows_each_runs_clock_load_and_throttling(tmp_path: Path) -> None:
+    """The runs table gives what the passes recorded: the H200 v2 run's SM clock (1980 MHz in every
+    reading) and its host load; a run without clock readings shows a dash."""
+    repo = Path(__file__).resolve().parents[2]
+    with HistoryDB(f"sqlite:///{tmp_path / 'h.sqlite'}") as db:
+        ingest_run_dir(db, repo / "results" / "quickstart-h200-v2")
+        ingest_run_dir(db, repo / "results" / "quickstart-h200")
+        text = write_report(db, tmp_path / "report").read_text()
+    rows = re.findall(r'<tr data-run="\d+">.*?</tr>', text)
+    assert len(rows) == 2
+    v2 = next(r for r in rows if "quickstart-h200-v2" in r)
+    v1 = next(r for r in rows if "quickstart-h200<" in r)
+    assert re.search(r"<td>1980</td><td>\d\.\d\d</td><td>0</td></tr>", v2), v2
+    assert v1.endswith("<td>—</td><td>—</td><td>0</td></tr>"), v1

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.orm import selectinload
 
 from launchbench.errors import LaunchbenchError, ResultsFileError
 from launchbench.history.db import HistoryDB, HistoryError, resolve_url
@@ -19,6 +20,7 @@ from launchbench.results.store import load_run
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "results" / "quickstart-h200"
+V2 = REPO / "results" / "quickstart-h200-v2"
 
 
 def _counts(url: str) -> tuple[int, int, int]:
@@ -56,6 +58,54 @@ def test_ingest_stores_rows_passes_and_environment(db_url: str) -> None:
         assert first.wall_median == pytest.approx(float(np.median(wall[: sizes[0]])))
         block = np.frombuffer(first.samples, dtype="<f8").reshape(4, first.n)
         assert np.array_equal(block[0], wall[: sizes[0]])
+
+
+def test_ingest_stores_every_pass_with_its_v2_data(db_url: str) -> None:
+    """A schema-v2 run (the committed H200 quickstart): every pass of every row goes in with its samples
+    and medians, iterations per sample, throttled samples, target met, graph life cycle, SM clock
+    readings and host data; the trend shows each run's clock and load."""
+    from launchbench.history.query import trend
+
+    record = load_run(V2)
+    ingest_run_dir(db_url, V2)
+    with HistoryDB(db_url) as db, db.session() as s:
+        stored = {
+            (row.case_id, row.mode): row
+            for row in s.scalars(select(RowResult).options(selectinload(RowResult.passes_)))
+        }
+        checked = 0
+        for case in record.cases:
+            for mode, result in case.modes.items():
+                row = stored[(case.case_id, mode)]
+                assert [p.pass_index for p in row.passes_] == list(range(len(result.passes)))
+                assert row.n == sum(p.size for p in result.passes)
+                for got, one in zip(row.passes_, result.passes):
+                    block = np.frombuffer(got.samples, dtype="<f8").reshape(4, got.n)
+                    assert np.array_equal(block[0], one.samples["wall_s_per_iter"])
+                    assert got.wall_median == pytest.approx(float(np.median(one.samples["wall_s_per_iter"])))
+                    assert (got.iters_per_sample, got.throttled_samples, got.target_met) == (
+                        one.iters_per_sample,
+                        one.throttled_samples,
+                        one.target_met,
+                    )
+                    assert got.sm_mhz == one.clocks.sm_mhz and len(got.sm_mhz) > 0
+                    assert got.sm_mhz_median == pytest.approx(float(np.median(one.clocks.sm_mhz)))
+                    assert (got.host_pid, got.host_load_1m) == (one.host.pid, one.host.load_1m)
+                    assert got.throttle_reasons == (one.clocks.throttle_reasons or None)
+                    expected = one.lifecycle.model_dump() if one.lifecycle is not None else None
+                    assert got.lifecycle == expected
+                    checked += 1
+        assert checked == sum(len(m.passes) for c in record.cases for m in c.modes.values())
+        assert any(p.lifecycle is not None for row in stored.values() for p in row.passes_)
+        assert len({p.iters_per_sample for row in stored.values() for p in row.passes_}) > 1
+        points = trend(db, ("quickstart", "scale/length=100", "graph"), "wall_us_per_launch")
+    case = record.case("quickstart", "scale/length=100")
+    assert case is not None
+    loads = [p.host.load_1m for p in case.modes["graph"].passes]
+    assert len(points) == 1 and points[0].load_1m == pytest.approx(float(np.median(loads)))
+    assert points[0].sm_mhz == pytest.approx(
+        float(np.median([np.median(p.clocks.sm_mhz) for p in case.modes["graph"].passes]))
+    )
 
 
 def test_ingest_is_idempotent_by_content(db_url: str, tmp_path: Path) -> None:
