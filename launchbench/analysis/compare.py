@@ -54,6 +54,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
+from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.analysis.drift import HOST_BOUND_SHARE, NoisePrior, RowVariance, fit_priors, stratum
 from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
 from launchbench.errors import LaunchbenchError
@@ -73,14 +74,6 @@ from launchbench.results.schema import (
 Verdict = Literal["faster", "slower", "same", "uncertain", "missing", "failed"]
 VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "uncertain", "same", "missing", "failed")
 
-DEFAULT_METRICS: tuple[str, ...] = (
-    "wall_us_per_launch",
-    "wall_us_per_iter",
-    "cpu_us_per_launch",
-    "gpu_us_per_iter",
-    "latency_us",
-)
-DEFAULT_THRESHOLD = 0.05
 HOST_SHIFT_MIN_ROWS = 3  # host-bound rows needed to estimate their common shift between separate runs
 HOST_SHIFT_NOTE = 0.02  # a common shift this large (in log units) is named in the report
 DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons

@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from launchbench.analysis.compare import DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, quiet_option, short_help
 from launchbench.history import ENV_VAR  # not history.db: compare and ab load this module
-from launchbench.results.schema import METRIC_BY_NAME
+from launchbench.results.metrics import METRIC_BY_NAME
 
 F = Callable[..., Any]
 

@@ -31,7 +31,7 @@ import numpy as np
 import ruptures as rpt
 from scipy import stats as sps
 
-from launchbench.analysis.compare import DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.history.db import HistoryDB
 from launchbench.history.models import ENV_COLUMN_LABELS, ENV_COLUMNS
 from launchbench.history.query import ALL_RUNS, RowKey, RowSeries, RunFilter, RunInfo, pass_series

@@ -12,18 +12,18 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event, exc
+from sqlalchemy import Connection, Engine, create_engine, event, exc, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from launchbench.errors import LaunchbenchError
 from launchbench.history import ENV_VAR
+from launchbench.history.migrations import HEAD
+
+if TYPE_CHECKING:
+    from alembic.script import ScriptDirectory
 
 DEFAULT_PATH = Path("results") / "history.sqlite"
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -51,14 +51,14 @@ def describe_url(url: str) -> str:
         return url
 
 
-def explain(err: exc.SQLAlchemyError, url: str) -> HistoryError:
+def explain(err: exc.SQLAlchemyError, url: str, lock_timeout: float = LOCK_TIMEOUT_S) -> HistoryError:
     """One line for a database error: what failed, and on which database."""
     text = str(getattr(err, "orig", None) or err).strip().splitlines()
     first = text[0] if text else type(err).__name__
     where = describe_url(url)
     if "database is locked" in first:
         return HistoryError(
-            f"{where}: the database is locked by another process (tried for {LOCK_TIMEOUT_S:g} s); try again"
+            f"{where}: the database is locked by another process (tried for {lock_timeout:g} s); try again"
         )
     if isinstance(err, exc.OperationalError) and not url.startswith("sqlite"):
         return HistoryError(f"{where}: the database server does not answer ({first})")
@@ -66,6 +66,9 @@ def explain(err: exc.SQLAlchemyError, url: str) -> HistoryError:
 
 
 def _script() -> ScriptDirectory:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     return ScriptDirectory.from_config(config)
@@ -99,13 +102,28 @@ def _engine(url: str, lock_timeout: float) -> Engine:
         raise HistoryError(f"{describe_url(url)}: cannot use this database ({err})") from None
 
 
+def current_revision(connection: Connection) -> str | None:
+    """The database's schema revision (Alembic's version table, read with one query), None when it has
+    none (an empty database)."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
 def upgrade(engine: Engine, url: str) -> str:
     """Bring the schema to the newest revision (one transaction); refuse a database of an unknown,
-    newer revision. Returns the revision."""
+    newer revision. Returns the revision. A database at the newest revision costs one query (Alembic is
+    loaded only to migrate or refuse)."""
+    with engine.connect() as connection:
+        if current_revision(connection) == HEAD:
+            return HEAD
+    from alembic import command
+    from alembic.config import Config
+
     script = _script()
     head = script.get_current_head()
     with engine.begin() as connection:
-        current = MigrationContext.configure(connection).get_current_revision()
+        current = current_revision(connection)
         if current is not None and current not in {r.revision for r in script.walk_revisions()}:
             raise HistoryError(
                 f"{describe_url(url)}: the history database has schema revision {current!r}, newer than this "
@@ -123,14 +141,15 @@ def upgrade(engine: Engine, url: str) -> str:
 class HistoryDB:
     """An open history database: an engine with its schema up to date and a session factory."""
 
-    def __init__(self, db: str | None = None, *, lock_timeout: float = LOCK_TIMEOUT_S):
+    def __init__(self, db: str | None = None, *, lock_timeout: float | None = None):
         self.url = resolve_url(db)
-        self.engine = _engine(self.url, lock_timeout)
+        self.lock_timeout = LOCK_TIMEOUT_S if lock_timeout is None else lock_timeout
+        self.engine = _engine(self.url, self.lock_timeout)
         try:
             self.revision = upgrade(self.engine, self.url)
         except exc.SQLAlchemyError as err:
             self.engine.dispose()
-            raise explain(err, self.url) from None
+            raise explain(err, self.url, self.lock_timeout) from None
         except HistoryError:
             self.engine.dispose()
             raise
@@ -147,7 +166,7 @@ class HistoryDB:
             with self._sessions.begin() as session:
                 yield session
         except exc.SQLAlchemyError as err:
-            raise explain(err, self.url) from None
+            raise explain(err, self.url, self.lock_timeout) from None
 
     def close(self) -> None:
         self.engine.dispose()

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from launchbench.history.db import HistoryDB, HistoryError
 from launchbench.history.models import SERIES, PassResult, RowResult, Run
-from launchbench.results.schema import METRIC_BY_NAME, SAMPLE_KEYS
+from launchbench.results.metrics import METRIC_BY_NAME, SAMPLE_KEYS
 
 RowKey = tuple[str, str, str]  # (scenario, case, mode)
 # the runs columns a filter matches exactly

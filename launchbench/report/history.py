@@ -1,21 +1,20 @@
-"""History queries as records, and those records as a rich table, CSV or JSON."""
+"""History queries as records, and those records as a rich table, CSV (the standard library's writer) or
+JSON. Loads only what the format needs: ``history trend --format csv`` is a short process."""
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
-from launchbench.history.changes import ChangePoint
 from launchbench.history.models import ENV_COLUMNS
-from launchbench.history.query import RunInfo, TrendPoint
+
+if TYPE_CHECKING:  # loaded by the command that asked for them (changes: ruptures and scipy)
+    from launchbench.history.changes import ChangePoint
+    from launchbench.history.query import RunInfo, TrendPoint
 
 FORMATS = ("table", "csv", "json")
 
@@ -105,12 +104,31 @@ def _json_value(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
+def _csv_value(value: Any) -> Any:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _csv(records: list[dict[str, Any]]) -> str:
+    """Records as CSV: a header of every key, an empty cell for None and nan."""
+    if not records:
+        return ""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(records[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows({k: _csv_value(v) for k, v in r.items()} for r in records)
+    return buffer.getvalue()
+
+
 def render(records: list[dict[str, Any]], fmt: str, title: str, columns: Sequence[str] | None = None) -> str:
     """Records as text in one of FORMATS. ``columns`` limits the table format (CSV and JSON keep all)."""
     if fmt == "json":
         return json.dumps([{k: _json_value(v) for k, v in r.items()} for r in records], indent=2) + "\n"
     if fmt == "csv":
-        return pd.DataFrame.from_records(records).to_csv(index=False) if records else ""
+        return _csv(records)
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     shown = list(columns or (records[0].keys() if records else []))
     table = Table(title=escape(title), title_justify="left")
     for name in shown:

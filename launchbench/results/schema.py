@@ -30,11 +30,22 @@ files forward and refuses newer ones):
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from launchbench.results.metrics import (  # noqa: F401  (re-exported: the series and metrics belong to the schema)
+    CPU,
+    GPU,
+    LATENCY,
+    MEASURED_STATUSES,
+    METRIC_BY_NAME,
+    METRICS,
+    SAMPLE_KEYS,
+    WALL,
+    Metric,
+)
 
 SCHEMA_VERSION = 3
 TOOL_NAME = "launchbench"
@@ -44,39 +55,6 @@ MODES: tuple[Mode, ...] = ("eager", "graph")  # the modes of a chain of fixed si
 SHAPE_MODES: tuple[Mode, ...] = ("recapture", "cache", "update")  # graph strategies when sizes change
 ALL_MODES: tuple[Mode, ...] = (*MODES, *SHAPE_MODES)
 
-# Raw sample series kept per mode (seconds).
-WALL = "wall_s_per_iter"  # wall time of one chain iteration, launched back to back (throughput)
-CPU = "cpu_s_per_iter"  # launching thread's CPU time (thread_time) per iteration
-GPU = "gpu_s_per_iter"  # CUDA-event time on the working stream per iteration
-LATENCY = "latency_s"  # one iteration launched and synchronized: launch to completion
-SAMPLE_KEYS = (WALL, CPU, GPU, LATENCY)
-MEASURED_STATUSES = frozenset({"ok", "budget"})  # a mode with samples: sampled to its target or to its budget
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A timing column of results.csv: which raw series it summarises and how it is scaled."""
-
-    name: str
-    sample_key: str
-    per_launch: bool
-    doc: str
-
-    def scale(self, launches_per_iter: int) -> float:
-        """Factor from the raw series (seconds per iteration) to this metric's unit (µs, per launch or not)."""
-        return 1e6 / launches_per_iter if self.per_launch else 1e6
-
-
-METRICS: tuple[Metric, ...] = (
-    Metric("wall_us_per_launch", WALL, True, "wall time per launch, chain run back to back (throughput)"),
-    Metric("wall_us_per_iter", WALL, False, "wall time per chain iteration, run back to back"),
-    Metric("cpu_us_per_launch", CPU, True, "launching thread's CPU time per launch"),
-    Metric("cpu_us_per_iter", CPU, False, "launching thread's CPU time per chain iteration"),
-    Metric("gpu_us_per_iter", GPU, False, "GPU time per iteration, CUDA events on the working stream"),
-    Metric("gpu_us_per_launch", GPU, True, "GPU time per launch, CUDA events on the working stream"),
-    Metric("latency_us", LATENCY, False, "one iteration launched and synchronized: launch to completion"),
-)
-METRIC_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 
 SPREAD_SUFFIXES: dict[str, str] = {
     "ci_low": "lower bound of the median's 95% confidence interval",

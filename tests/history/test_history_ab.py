@@ -102,13 +102,11 @@ def test_ab_ingests_both_sides_when_the_gate_fails(
 
 
 def test_ab_ingests_nothing_without_history_or_when_interrupted(
-    scripted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_url: str, scripted: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _use_backend(monkeypatch, recording_backend)
-    db = tmp_path / "h.sqlite"
-    monkeypatch.setenv(ENV_VAR, str(db))
+    monkeypatch.setenv(ENV_VAR, db_url)
     assert _ab(scripted, tmp_path / "off", "--no-history").exit_code == 0
-    assert not db.exists()
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
@@ -116,7 +114,7 @@ def test_ab_ingests_nothing_without_history_or_when_interrupted(
     monkeypatch.setattr("launchbench.run.ab.run_ab", interrupted)
     result = _ab(scripted, tmp_path / "stopped", "--history")
     assert result.exit_code == 130, result.output
-    assert not db.exists()
+    assert _listed(db_url) == []
 
 
 def test_run_history_ingests_the_finished_run(

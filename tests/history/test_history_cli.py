@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from sqlalchemy import create_engine, text
 
@@ -14,6 +17,7 @@ from launchbench.cli.history import ingest_after_run
 
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "results" / "quickstart-h200"
+QUICKSTART_B = REPO / "results" / "quickstart-h200-b"
 
 
 def invoke(*args: str):  # type: ignore[no-untyped-def]
@@ -96,8 +100,8 @@ def test_compare_baseline_history(db_url: str, stepped: list[Path]) -> None:
     assert all(",graph," in line for line in step.output.splitlines() if ",slower," in line)
 
 
-def test_compare_baseline_history_usage(tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+def test_compare_baseline_history_usage(db_url: str) -> None:
+    db = db_url
     assert invoke("compare", "--baseline", "history", "--db", db, QUICKSTART, QUICKSTART).exit_code == 2
     empty = invoke("compare", "--baseline", "history", "--db", db, QUICKSTART)
     assert empty.exit_code == 2 and "no run in" in _error_line(empty)
@@ -129,6 +133,37 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "SCENARIO/CASE" in _error_line(result)
 
 
+def test_truncated_run_and_locked_database_are_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    import launchbench.history.db as history_db
+
+    db = tmp_path / "h.sqlite"
+    truncated = tmp_path / "truncated"
+    truncated.mkdir()
+    (truncated / "results.json").write_bytes((QUICKSTART / "results.json").read_bytes()[:5000])
+    result = invoke("history", "ingest", "--db", db, truncated)
+    assert result.exit_code == 2 and "not valid JSON" in _error_line(result)
+    assert not db.exists()
+    assert invoke("history", "ingest", "--db", db, QUICKSTART).exit_code == 0
+    monkeypatch.setattr(history_db, "LOCK_TIMEOUT_S", 0.1)
+    holder = sqlite3.connect(db)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        for args in (("history", "list"), ("history", "ingest", QUICKSTART_B)):
+            result = invoke(*args, "--db", db)
+            assert result.exit_code == 2, result.output
+            assert "locked by another process (tried for 0.1 s)" in _error_line(result)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert [
+        r["name"] for r in json.loads(invoke("history", "list", "--db", db, "--format", "json").output)
+    ] == ["quickstart-h200"]
+
+
 def test_run_history_ingests_the_finished_run(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'h.sqlite'}"
     assert ingest_after_run(db, QUICKSTART) == 0
@@ -137,3 +172,28 @@ def test_run_history_ingests_the_finished_run(tmp_path: Path) -> None:
     assert "--history" in invoke("run", "--help").output
     listed = json.loads(invoke("history", "list", "--db", db, "--format", "json").output)
     assert [r["name"] for r in listed] == ["quickstart-h200"]
+
+
+def test_trend_loads_only_what_it_needs(db_url: str) -> None:
+    """`history trend` on an up-to-date database loads neither Alembic (the revision is read with one query)
+    nor the statistics, tables or models of the other commands."""
+    db = db_url
+    assert invoke("history", "ingest", "--db", db, QUICKSTART).exit_code == 0
+    heavy = ("alembic", "scipy", "pandas", "numpy", "pydantic", "rich", "ruptures", "matplotlib")
+    code = (
+        "import sys\n"
+        "from launchbench.cli import main\n"
+        f"sys.argv = ['launchbench', 'history', 'trend', 'quickstart/scale/length=100', '--db', {db!r}, "
+        "'--format', 'csv']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        f"print('loaded:', sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("run_id,name,started") and "quickstart-h200" in proc.stdout
+    assert "loaded: []" in proc.stdout

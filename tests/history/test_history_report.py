@@ -81,11 +81,11 @@ def test_report_loads_without_errors_and_shows_plots(tmp_path: Path, stepped: li
     assert "12 of 12 runs shown" in dom
 
 
-def test_report_shows_each_runs_clock_load_and_throttling(tmp_path: Path) -> None:
+def test_report_shows_each_runs_clock_load_and_throttling(db_url: str, tmp_path: Path) -> None:
     """The runs table gives what the passes recorded: the H200 v2 run's SM clock (1980 MHz in every
     reading) and its host load; a run without clock readings shows a dash."""
     repo = Path(__file__).resolve().parents[2]
-    with HistoryDB(f"sqlite:///{tmp_path / 'h.sqlite'}") as db:
+    with HistoryDB(db_url) as db:
         ingest_run_dir(db, repo / "results" / "quickstart-h200-v2")
         ingest_run_dir(db, repo / "results" / "quickstart-h200")
         text = write_report(db, tmp_path / "report").read_text()

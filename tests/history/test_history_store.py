@@ -245,3 +245,11 @@ def test_a_database_of_the_first_revision_is_upgraded_keeping_its_runs(db_url: s
     ingest_run_dir(db_url, QUICKSTART)
     with HistoryDB(db_url) as db, db.session() as s:
         assert [r.name for r in s.scalars(select(Run).order_by(Run.id))] == ["old", "quickstart-h200"]
+
+
+def test_head_is_alembics_newest_revision() -> None:
+    """Opening a database at migrations.HEAD skips Alembic: HEAD must be the newest revision there is."""
+    from launchbench.history.db import _script
+    from launchbench.history.migrations import HEAD
+
+    assert _script().get_current_head() == HEAD

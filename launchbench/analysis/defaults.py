@@ -1,0 +1,13 @@
+"""Defaults that compare, the gate and the history share, in a module that loads nothing else: a command
+line shows them in its options without loading the statistics (numpy, scipy)."""
+
+from __future__ import annotations
+
+DEFAULT_METRICS: tuple[str, ...] = (
+    "wall_us_per_launch",
+    "wall_us_per_iter",
+    "cpu_us_per_launch",
+    "gpu_us_per_iter",
+    "latency_us",
+)
+DEFAULT_THRESHOLD = 0.05  # the smallest relative change that counts
