@@ -18,7 +18,7 @@ import click
 from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, quiet_option, short_help
 from launchbench.history import ENV_VAR  # not history.db: compare and ab load this module
-from launchbench.results.metrics import METRIC_BY_NAME
+from launchbench.results.metrics import ALL_MODES, METRIC_BY_NAME
 
 F = Callable[..., Any]
 
@@ -214,7 +214,7 @@ def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -
 @click.argument("row")
 @click.option(
     "--mode",
-    type=click.Choice(("eager", "graph")),
+    type=click.Choice(ALL_MODES),
     default="graph",
     show_default=True,
     help="Which mode of the row.",

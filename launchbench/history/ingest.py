@@ -4,9 +4,9 @@ A run is keyed by the sha256 of its results.json bytes: ingesting the same run a
 directory) adds nothing. Only finished runs are ingested: a run still being written (status
 ``running``) or interrupted (finish it with ``run --resume``) is refused, before the database is opened.
 Per row it stores the pooled median and CI of each raw series (as results.csv reports them) and, per
-pass, what schema v2 holds per pass: the pass's raw samples with the median of each series, iterations
+pass, what results.json holds per pass: the pass's raw samples with the median of each series, iterations
 per sample, throttled samples, target met, the graph life cycle, the SM clock readings and throttle
-reasons, and the host data.
+reasons, the host data, and a shape-changing case's counts at its shape changes.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class RowValues:
 
 
 def _pass_fields(one: ModePass) -> dict[str, Any]:
-    """What a schema-v2 pass holds besides its samples."""
+    """What a pass holds besides its samples."""
     readings = list(one.clocks.sm_mhz)
     return {
         "iters_per_sample": one.iters_per_sample,
@@ -158,6 +158,7 @@ def _pass_fields(one: ModePass) -> dict[str, Any]:
         "throttle_reasons": list(one.clocks.throttle_reasons) or None,
         "host_pid": one.host.pid,
         "host_load_1m": one.host.load_1m,
+        "shapes": one.shapes.model_dump() if one.shapes is not None else None,
     }
 
 

@@ -136,12 +136,13 @@ class RowResult(Base):
 
 
 class PassResult(Base):
-    """One pass of one row, as results.json's schema v2 holds it: the median of each raw series (what
-    change points and trends use), the pass's raw samples (float64, series after series, ``n`` each;
-    what a baseline drawn from history resamples), iterations per sample, throttled samples, whether
-    the noise target was met, the graph life cycle, the SM clock readings (MHz, one after each sampling
-    round, with their median) and throttle reasons, and the host data (worker pid, 1-minute load average
-    as the pass began). Passes ingested into a database older than revision 0003 have these last columns empty."""
+    """One pass of one row, as results.json holds it: the median of each raw series (what change points
+    and trends use), the pass's raw samples (float64, series after series, ``n`` each; what a baseline
+    drawn from history resamples), iterations per sample, throttled samples, whether the noise target
+    was met, the graph life cycle, the SM clock readings (MHz, one after each sampling round, with their
+    median) and throttle reasons, the host data (worker pid, 1-minute load average as the pass began)
+    and, for a shape-changing case, what the pass did at its shape changes. Passes ingested into a
+    database older than revision 0003 have these last columns empty."""
 
     __tablename__ = "pass_results"
     __table_args__ = (UniqueConstraint("row_id", "pass_index"),)
@@ -164,5 +165,6 @@ class PassResult(Base):
     throttle_reasons: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     host_pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
     host_load_1m: Mapped[float | None] = mapped_column(Float, nullable=True)
+    shapes: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)  # ShapeCounts' fields
 
     row: Mapped[RowResult] = relationship(back_populates="passes_")

@@ -17,7 +17,7 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from launchbench.history.db import HistoryDB, HistoryError
-from launchbench.history.models import SERIES, PassResult, RowResult, Run
+from launchbench.history.models import ENV_COLUMNS, SERIES, PassResult, RowResult, Run
 from launchbench.results.metrics import METRIC_BY_NAME, SAMPLE_KEYS
 
 RowKey = tuple[str, str, str]  # (scenario, case, mode)
@@ -106,20 +106,39 @@ class TrendPoint:
     load_1m: float | None = None  # median over the row's passes of the host's 1-minute load average
 
 
-def _info(run: Run) -> RunInfo:
+RUN_COLUMNS = (
+    Run.id,
+    Run.name,
+    Run.run_dir,
+    Run.status,
+    Run.started,
+    Run.scenarios,
+    *[getattr(Run, column) for column in ENV_COLUMNS],
+    Run.ab_id,
+    Run.ab_side,
+)  # what a RunInfo holds, read as plain rows (no ORM objects: a query over many runs stays fast)
+
+
+def _info(run: Any) -> RunInfo:
+    """A RunInfo from a row of RUN_COLUMNS (or a Run)."""
     started = (
         run.started if run.started.tzinfo else run.started.replace(tzinfo=timezone.utc)
     )  # SQLite drops the zone
+    env = {column: getattr(run, column) for column in ENV_COLUMNS}
     return RunInfo(
-        run.id, run.name, run.run_dir, run.status, started, run.scenarios, run.env(), run.ab_id, run.ab_side
+        run.id, run.name, run.run_dir, run.status, started, run.scenarios, env, run.ab_id, run.ab_side
     )
 
 
-def _runs(session: Session, filters: RunFilter) -> list[Run]:
-    query = filters.apply(select(Run)).order_by(Run.started.desc(), Run.id.desc())
-    if filters.last is not None:
-        query = query.limit(filters.last)
-    return list(reversed(session.scalars(query).all()))
+def _matching(filters: RunFilter, *columns: Any) -> Select[Any]:
+    """A query of ``columns`` of the matching runs, newest first (the newest N with ``last``)."""
+    query = filters.apply(select(*columns)).order_by(Run.started.desc(), Run.id.desc())
+    return query.limit(filters.last) if filters.last is not None else query
+
+
+def _runs(session: Session, filters: RunFilter) -> list[Any]:
+    """The matching runs as rows of RUN_COLUMNS, oldest first."""
+    return list(reversed(session.execute(_matching(filters, *RUN_COLUMNS)).all()))
 
 
 def list_runs(db: HistoryDB, filters: RunFilter = ALL_RUNS) -> list[RunInfo]:
@@ -166,20 +185,29 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
     scenario, case, mode = key
     with db.session() as session:
         runs = {run.id: run for run in _runs(session, filters)}
-        rows = list(
-            session.scalars(
-                select(RowResult).where(
-                    RowResult.scenario == scenario,
-                    RowResult.case_id == case,
-                    RowResult.mode == mode,
-                    RowResult.run_id.in_(list(runs)),
-                )
-            )
+        of_row = select(RowResult.id).where(
+            RowResult.scenario == scenario,
+            RowResult.case_id == case,
+            RowResult.mode == mode,
+            RowResult.run_id.in_(_matching(filters, Run.id)),
         )
+        rows = session.execute(
+            select(
+                RowResult.id,
+                RowResult.run_id,
+                RowResult.launches_per_iter,
+                RowResult.passes,
+                RowResult.n,
+                RowResult.host_bound,
+                getattr(RowResult, f"{series}_median").label("median"),
+                getattr(RowResult, f"{series}_ci_low").label("ci_low"),
+                getattr(RowResult, f"{series}_ci_high").label("ci_high"),
+            ).where(RowResult.id.in_(of_row))
+        ).all()
         clocks: dict[int, list[float]] = {}
         loads: dict[int, list[float]] = {}
         conditions = select(PassResult.row_id, PassResult.sm_mhz_median, PassResult.host_load_1m).where(
-            PassResult.row_id.in_([row.id for row in rows])
+            PassResult.row_id.in_(of_row)
         )
         for row_id, sm_mhz, load in session.execute(conditions):
             if sm_mhz is not None:
@@ -188,11 +216,10 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
                 loads.setdefault(row_id, []).append(load)
         points = []
         for row in rows:
-            median = getattr(row, f"{series}_median")
+            median, low, high = row.median, row.ci_low, row.ci_high
             if median is None:
                 continue
             scale = m.scale(row.launches_per_iter)
-            low, high = getattr(row, f"{series}_ci_low"), getattr(row, f"{series}_ci_high")
             points.append(
                 TrendPoint(
                     _info(runs[row.run_id]),

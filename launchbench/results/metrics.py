@@ -1,4 +1,5 @@
-"""The raw sample series results.json keeps per mode and the timing metrics results.csv derives from them.
+"""The modes a case is measured in, the raw sample series results.json keeps per mode, and the timing
+metrics results.csv derives from them.
 
 Plain constants and one frozen dataclass (no numpy, no pydantic), so a command that only names metrics
 (``history trend``, its option lists) loads nothing heavier; results.schema re-exports every name.
@@ -7,6 +8,12 @@ Plain constants and one frozen dataclass (no numpy, no pydantic), so a command t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
+
+Mode = Literal["eager", "graph", "recapture", "cache", "update"]
+MODES: tuple[Mode, ...] = ("eager", "graph")  # the modes of a chain of fixed sizes
+SHAPE_MODES: tuple[Mode, ...] = ("recapture", "cache", "update")  # graph strategies when sizes change
+ALL_MODES: tuple[Mode, ...] = (*MODES, *SHAPE_MODES)
 
 # Raw sample series kept per mode (seconds).
 WALL = "wall_s_per_iter"  # wall time of one chain iteration, launched back to back (throughput)

@@ -35,25 +35,24 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from launchbench.results.metrics import (  # noqa: F401  (re-exported: the series and metrics belong to the schema)
+from launchbench.results.metrics import (  # noqa: F401  (re-exported: the modes, series and metrics belong to the schema)
+    ALL_MODES,
     CPU,
     GPU,
     LATENCY,
     MEASURED_STATUSES,
     METRIC_BY_NAME,
     METRICS,
+    MODES,
     SAMPLE_KEYS,
+    SHAPE_MODES,
     WALL,
     Metric,
+    Mode,
 )
 
 SCHEMA_VERSION = 3
 TOOL_NAME = "launchbench"
-
-Mode = Literal["eager", "graph", "recapture", "cache", "update"]
-MODES: tuple[Mode, ...] = ("eager", "graph")  # the modes of a chain of fixed sizes
-SHAPE_MODES: tuple[Mode, ...] = ("recapture", "cache", "update")  # graph strategies when sizes change
-ALL_MODES: tuple[Mode, ...] = (*MODES, *SHAPE_MODES)
 
 
 SPREAD_SUFFIXES: dict[str, str] = {

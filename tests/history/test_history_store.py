@@ -21,6 +21,7 @@ from launchbench.results.store import load_run
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "results" / "quickstart-h200"
 V2 = REPO / "results" / "quickstart-h200-v2"
+SHAPES = REPO / "results" / "shape-changes-h200"
 
 
 def _counts(url: str) -> tuple[int, int, int]:
@@ -106,6 +107,32 @@ def test_ingest_stores_every_pass_with_its_v2_data(db_url: str) -> None:
     assert points[0].sm_mhz == pytest.approx(
         float(np.median([np.median(p.clocks.sm_mhz) for p in case.modes["graph"].passes]))
     )
+
+
+def test_ingest_stores_each_passes_shape_counts(db_url: str) -> None:
+    """A shape-changing run (the committed H200 one): its recapture, cache and update rows go in, each pass
+    with what it did at its shape changes."""
+    record = load_run(SHAPES)
+    ingest_run_dir(db_url, SHAPES)
+    expected = {
+        (case.case_id, mode, index): one.shapes.model_dump()
+        for case in record.cases
+        for mode, result in case.modes.items()
+        for index, one in enumerate(result.passes)
+        if one.shapes is not None and one.size > 0
+    }
+    assert {mode for _, mode, _ in expected} >= {"recapture", "cache", "update"}
+    with HistoryDB(db_url) as db, db.session() as s:
+        stored = {
+            (case_id, mode, index): shapes
+            for case_id, mode, index, shapes in s.execute(
+                select(RowResult.case_id, RowResult.mode, PassResult.pass_index, PassResult.shapes).join(
+                    PassResult, PassResult.row_id == RowResult.id
+                )
+            )
+            if shapes is not None
+        }
+    assert stored == expected
 
 
 def test_ingest_is_idempotent_by_content(db_url: str, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""pass_results: the rest of a schema-v2 pass (iterations per sample, throttled samples, target met,
-graph life cycle, SM clock readings and throttle reasons, host pid and load average)
+"""pass_results: the rest of a pass (iterations per sample, throttled samples, target met, graph life
+cycle, SM clock readings and throttle reasons, host pid and load average, shape-change counts)
 
 Revision ID: 0003
 Revises: 0002
@@ -25,6 +25,7 @@ COLUMNS = (
     ("throttle_reasons", sa.JSON),
     ("host_pid", sa.Integer),
     ("host_load_1m", sa.Float),
+    ("shapes", sa.JSON),
 )
 
 
