@@ -133,10 +133,10 @@ def test_run_history_ingests_the_finished_run(
 
 def test_ab_sides_without_a_recorded_id_share_one_from_their_directory() -> None:
     """The committed H200 ab runs carry no id in their settings: both sides get one from the ab directory."""
-    root = REPO / "results" / "ab-h200" / "passes10" / "aa-p10"
+    root = REPO / "results" / "ab-h200" / "lockstep" / "aa-1"
     a, b = (ab_fields(load_run(root / side)) for side in ("a", "b"))
     assert a["ab_side"] == "A" and b["ab_side"] == "B"
     assert a["ab_id"] == b["ab_id"] and a["ab_id"] is not None
-    other = ab_fields(load_run(REPO / "results" / "ab-h200" / "passes10" / "regression-p10" / "a"))
+    other = ab_fields(load_run(REPO / "results" / "ab-h200" / "lockstep" / "aa-2" / "a"))
     assert other["ab_id"] != a["ab_id"]
     assert ab_fields(load_run(REPO / "results" / "quickstart-h200")) == {"ab_id": None, "ab_side": None}
