@@ -83,25 +83,28 @@ def test_v1_golden_file_migrates_to_passes():
             assert mode.throttled_samples == raw_mode["throttled_samples"]
             assert mode.target_met == raw_mode["target_met"]
             if raw_mode["lifecycle_passes"]:
-                assert [p.lifecycle.model_dump() for p in mode.passes] == raw_mode["lifecycle_passes"]
-                assert mode.lifecycle.model_dump() == raw_mode["lifecycle"]
+                v1_fields = {"exclude": {"instantiate_upload_s", "instantiate_then_upload_s"}}  # v4 added
+                lifecycles = [p.lifecycle.model_dump(**v1_fields) for p in mode.passes]
+                assert lifecycles == raw_mode["lifecycle_passes"]
+                assert mode.lifecycle.model_dump(**v1_fields) == raw_mode["lifecycle"]
+                assert mode.lifecycle.instantiate_upload_s is None
 
 
-def test_v2_golden_file_reads_back_as_v3_with_only_the_version_changed():
+def test_v2_golden_file_reads_back_as_v4_with_only_the_version_changed():
     text = (GOLDEN / "results-v2.json").read_text()
     run = load_run(GOLDEN / "results-v2.json")
-    assert json.loads(text)["schema_version"] == 2 and run.schema_version == SCHEMA_VERSION == 3
-    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 3}
+    assert json.loads(text)["schema_version"] == 2 and run.schema_version == SCHEMA_VERSION == 4
+    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 4}
     one = run.cases[0].modes["eager"].passes[0]
     assert one.clocks.sm_mhz and one.host.pid is not None and one.host.load_1m is not None
     assert all(case.shapes is None and all(p.shapes is None for m in case.modes.values() for p in m.passes)
                for case in run.cases)  # fmt: skip
 
 
-def test_v3_golden_file_reads_back_to_the_same_json_with_its_shape_counts():
+def test_v3_golden_file_reads_back_as_v4_with_its_shape_counts():
     text = (GOLDEN / "results-v3.json").read_text()
     run = load_run(GOLDEN / "results-v3.json")
-    assert json.loads(run.model_dump_json()) == json.loads(text)
+    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 4}
     mlp, refused = run.cases
     assert mlp.shapes is not None and mlp.shapes.values == [8, 16, 32, 64] and mlp.shapes.per_shape == 1
     assert set(mlp.modes) == {"eager", "recapture", "cache", "update"}
@@ -112,6 +115,24 @@ def test_v3_golden_file_reads_back_to_the_same_json_with_its_shape_counts():
     refusals = refused.modes["update"].shape_counts
     assert refusals.update_refusals == refusals.recaptures == refusals.changes > 0
     assert refusals.refusal_reasons == {"cudaGraphExecUpdateErrorTopologyChanged": refusals.changes}
+
+
+def test_v4_golden_file_reads_back_to_the_same_json():
+    text = (GOLDEN / "results-v4.json").read_text()
+    run = load_run(GOLDEN / "results-v4.json")
+    assert json.loads(run.model_dump_json()) == json.loads(text)
+    graph = run.cases[0].modes["graph"]
+    assert graph.lifecycle.instantiate_upload_s > 0 and graph.lifecycle.instantiate_then_upload_s > 0
+    assert [r.rank for r in graph.passes[0].ranks] == [0, 1]
+
+
+def test_rank_series_must_match_the_pass(tmp_path):
+    data = json.loads((GOLDEN / "results-v4.json").read_text())
+    data["cases"][0]["modes"]["eager"]["passes"][0]["ranks"][1]["samples"]["wall_s_per_iter"].pop()
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultsFileError, match=r"ranks\[1\].samples.wall_s_per_iter.*holds"):
+        load_run(path)
 
 
 @pytest.mark.parametrize("run_dir", sorted(p.parent.name for p in (ROOT / "results").glob("*/results.json")))

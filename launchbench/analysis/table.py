@@ -53,6 +53,21 @@ def noise_priors(run: RunRecord) -> dict[tuple[str, bool], NoisePrior]:
     return fit_priors(variances)
 
 
+def _us(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e6
+
+
+def _rank_walls(result: ModeResult) -> str | None:
+    """Each rank's median wall µs per iteration over the mode's passes, ';'-separated (None on one GPU)."""
+    pooled: dict[int, list[float]] = {}
+    for one in result.passes:
+        for rank in one.ranks:
+            pooled.setdefault(rank.rank, []).extend(rank.samples.get(WALL, []))
+    if not pooled:
+        return None
+    return ";".join(f"{_median(np.asarray(pooled[r])) * 1e6:.4g}" for r in sorted(pooled))
+
+
 def case_rows(
     case: CaseResult, gpu_name: str, priors: Mapping[tuple[str, bool], NoisePrior] | None = None
 ) -> list[dict[str, Any]]:
@@ -100,6 +115,8 @@ def case_rows(
                     upload_us=life.upload_s * 1e6,
                     first_launch_us=life.first_launch_s * 1e6,
                     setup_us=life.setup_s * 1e6,
+                    instantiate_upload_us=_us(life.instantiate_upload_s),
+                    instantiate_then_upload_us=_us(life.instantiate_then_upload_s),
                     lifecycle_split=life.split,
                     graph_nodes=life.nodes,
                     graph_mem_bytes=life.mem_bytes,
@@ -118,6 +135,8 @@ def case_rows(
             throttle_reasons=";".join(case.clocks.throttle_reasons),
             harness_us_per_iter=None if case.harness_s_per_iter is None else case.harness_s_per_iter * 1e6,
             gpu_name=gpu_name,
+            devices=max(1, len(result.passes[0].ranks)) if result.passes else 1,
+            rank_wall_us_per_iter=_rank_walls(result),
         )
         row.update(_shape_columns(case, result))
         rows.append(row)

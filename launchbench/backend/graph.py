@@ -12,6 +12,7 @@ the graph may still replay (cupy/cupy#9655).
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -79,18 +80,23 @@ def _free_bytes() -> int:
     return int(cupy.cuda.runtime.memGetInfo()[0])
 
 
-def _split_lifecycle(
-    stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock
-) -> GraphLifecycle:
+def _capture_raw(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]]) -> Any:
+    """One iteration of ``calls`` captured through cuda.bindings on CuPy's stream: a cudaGraph_t."""
     mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed
-    t0 = clock.wall()
     _check(cudart.cudaStreamBeginCapture(stream.ptr, mode), "cudaStreamBeginCapture")
     try:
         _issue(calls)
     except Exception as err:
         abort_capture(stream)
         raise CaptureFailed(_describe(err)) from err
-    graph = _check(cudart.cudaStreamEndCapture(stream.ptr), "cudaStreamEndCapture")
+    return _check(cudart.cudaStreamEndCapture(stream.ptr), "cudaStreamEndCapture")
+
+
+def _split_lifecycle(
+    stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock
+) -> GraphLifecycle:
+    t0 = clock.wall()
+    graph = _capture_raw(stream, calls)
     t1 = clock.wall()
     try:
         free0 = _free_bytes()
@@ -110,6 +116,7 @@ def _split_lifecycle(
             cudart.cudaGraphExecDestroy(graph_exec)
     finally:
         cudart.cudaGraphDestroy(graph)
+    with_upload, then_upload = _upload_pair(stream, calls, clock)
     return GraphLifecycle(
         split=True,
         capture_s=t1 - t0,
@@ -118,7 +125,57 @@ def _split_lifecycle(
         first_launch_s=t5 - t4,
         nodes=int(count),
         mem_bytes=max(0, free0 - free1),
+        instantiate_upload_s=with_upload,
+        instantiate_then_upload_s=then_upload,
     )
+
+
+def _upload_pair(
+    stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock
+) -> tuple[float | None, float | None]:
+    """Instantiation with cudaGraphInstantiateFlagUpload against instantiate-then-upload, each on a
+    fresh capture of the chain and timed until the upload is done, in an order drawn at random: the
+    two share one slot of the life cycle (after the first instantiation, which pays what a process's
+    first instantiation of these kernels pays), so neither is the other's warm-up. (None, None) where
+    this runtime or cuda-bindings has no cudaGraphInstantiateWithParams."""
+    if not hasattr(cudart, "cudaGraphInstantiateWithParams"):
+        return None, None
+    upload_first = random.getrandbits(1) == 1
+    times: dict[bool, float | None] = {}
+    for with_flag in (upload_first, not upload_first):
+        graph = _capture_raw(stream, calls)
+        try:
+            times[with_flag] = _time_instantiation(graph, stream, clock, with_flag)
+        finally:
+            cudart.cudaGraphDestroy(graph)
+    return times[True], times[False]
+
+
+def _time_instantiation(graph: Any, stream: cupy.cuda.Stream, clock: Clock, with_flag: bool) -> float | None:
+    """Seconds from instantiation to the upload done on ``stream``: one cudaGraphInstantiateWithParams
+    with cudaGraphInstantiateFlagUpload, or cudaGraphInstantiateWithFlags then cudaGraphUpload."""
+    params = None
+    if with_flag:
+        try:
+            params = cudart.cudaGraphInstantiateParams()
+            params.flags = int(cudart.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUpload)
+            params.uploadStream = stream.ptr
+        except (AttributeError, TypeError, ValueError):
+            return None
+    t0 = clock.wall()
+    if params is not None:
+        result = cudart.cudaGraphInstantiateWithParams(graph, params)
+    else:
+        result = cudart.cudaGraphInstantiateWithFlags(graph, 0)
+    if int(result[0]) != 0:
+        return None  # the life cycle stands without it; the column stays empty
+    try:
+        if params is None:
+            _check(cudart.cudaGraphUpload(result[1], stream.ptr), "cudaGraphUpload")
+        stream.synchronize()
+        return clock.wall() - t0
+    finally:
+        cudart.cudaGraphExecDestroy(result[1])
 
 
 def _count_nodes(graph: Any) -> int | None:

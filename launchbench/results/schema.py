@@ -25,6 +25,12 @@ files forward and refuses newer ones):
       pass's ``shapes`` (iterations, shape changes, setup time at the changes, graph updates, refusals
       with why they happened, re-captures, cache hits and misses). Both are absent (not
       null) on other cases, so a v2 file reads as v3 with nothing else changed.
+  4 — the graph life cycle's ``instantiate_upload_s`` (cudaGraphInstantiateWithParams with
+      cudaGraphInstantiateFlagUpload, until the upload is done) and ``instantiate_then_upload_s`` (the
+      same slot instantiated, then uploaded), on fresh captures in random order; a pass's ``ranks``: for a
+      case on several GPUs, each rank's own series (the pass's series are then the whole step: per
+      sample, the slowest rank). All absent (not null, not empty) where not measured, so a v3 file reads
+      as v4 with nothing else changed.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from launchbench.results.metrics import (  # noqa: F401  (re-exported: the modes
     Mode,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TOOL_NAME = "launchbench"
 
 
@@ -91,6 +97,10 @@ class GraphLifecycle(_Frozen):
     first_launch_s: Seconds
     nodes: Count | None
     mem_bytes: Count | None
+    # on fresh captures of the chain, in random order, each until the upload is done: instantiated with
+    # cudaGraphInstantiateFlagUpload, and instantiated then uploaded (the pair to compare)
+    instantiate_upload_s: Seconds | None = Field(None, exclude_if=lambda value: value is None)
+    instantiate_then_upload_s: Seconds | None = Field(None, exclude_if=lambda value: value is None)
 
     @property
     def setup_s(self) -> float:
@@ -115,11 +125,17 @@ def median_lifecycle(passes: list[GraphLifecycle]) -> GraphLifecycle:
         first_launch_s=statistics.median(p.first_launch_s for p in passes),
         nodes=None if nodes is None else int(nodes),
         mem_bytes=None if mem is None else int(mem),
+        instantiate_upload_s=med([p.instantiate_upload_s for p in passes]),
+        instantiate_then_upload_s=med([p.instantiate_then_upload_s for p in passes]),
     )
 
 
 def _absent(value: Any) -> bool:
     return value is None
+
+
+def _empty(value: Any) -> bool:
+    return not value
 
 
 class ShapeCounts(_Frozen):
@@ -189,6 +205,15 @@ class HostData(_Frozen):
     load_1m: Annotated[float, Field(ge=0)] | None = None  # the host's 1-minute load average as the pass began
 
 
+class RankSamples(_Frozen):
+    """One rank of a case on several GPUs, in one pass: its own series (seconds per iteration), sample
+    for sample beside the pass's whole-step series."""
+
+    rank: Annotated[int, Field(ge=0)]
+    device: Annotated[int, Field(ge=0)]
+    samples: dict[str, list[float]] = Field(default_factory=dict)
+
+
 class ModePass(_Frozen):
     """One mode of a case measured in one pass: the samples of each series (seconds per iteration; every
     series holds one sample per throughput sample, or none where the backend has no such time)."""
@@ -201,6 +226,7 @@ class ModePass(_Frozen):
     clocks: PassClocks = Field(default_factory=PassClocks)
     host: HostData = Field(default_factory=HostData)
     shapes: ShapeCounts | None = Field(None, exclude_if=_absent)
+    ranks: list[RankSamples] = Field(default_factory=list, exclude_if=_empty)  # several GPUs: each rank's own
 
     @property
     def size(self) -> int:
@@ -394,6 +420,31 @@ class RunRecord(_Frozen):
 Location = tuple[str | int, ...]
 
 
+def _rank_problems(one: ModePass, where: Location) -> list[tuple[Location, str]]:
+    """A pass's rank series: known series, one sample per whole-step sample, ranks named once."""
+    problems: list[tuple[Location, str]] = []
+    seen: set[int] = set()
+    for k, rank in enumerate(one.ranks):
+        if rank.rank in seen:
+            problems.append(((*where, k, "rank"), f"rank {rank.rank} appears twice in this pass"))
+        seen.add(rank.rank)
+        for series, values in rank.samples.items():
+            if series not in SAMPLE_KEYS:
+                problems.append(
+                    ((*where, k, "samples", series), f"unknown series (known: {', '.join(SAMPLE_KEYS)})")
+                )
+            elif len(values) != len(one.samples.get(series, [])):
+                problems.append(
+                    (
+                        (*where, k, "samples", series),
+                        f"holds {len(values)} samples; the pass's {series} holds {len(one.samples.get(series, []))}",
+                    )
+                )
+            elif any(not v >= 0 for v in values):
+                problems.append(((*where, k, "samples", series), "samples must be zero or more"))
+    return problems
+
+
 def record_problems(record: RunRecord) -> list[tuple[Location, str]]:
     """What the field constraints cannot see: series lengths that disagree within a pass, samples at or
     below a series' minimum, more passes than the case says it ran, case ids used twice. Each problem
@@ -442,4 +493,5 @@ def record_problems(record: RunRecord) -> list[tuple[Location, str]]:
                         problems.append(
                             ((*where, series, low[0]), f"must be {bound} (got {values[low[0]]!r})")
                         )
+                problems += _rank_problems(one, ("cases", i, "modes", name, "passes", j, "ranks"))
     return problems

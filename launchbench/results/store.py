@@ -300,6 +300,8 @@ def record_from_data(data: Any, where: str) -> RunRecord:
             raise ResultsFileError(f"{where}: {err}") from None
     if version < 3:  # v2 → v3 adds optional fields only (shape-changing cases)
         data = {**data, "schema_version": 3}
+    if version < 4:  # v3 → v4 adds optional fields only (the instantiate pair, ranks)
+        data = {**data, "schema_version": 4}
     record: RunRecord = _validate(RunRecord, data, where, relocate)
     problems = record_problems(record)
     if problems:
