@@ -5,16 +5,21 @@ a machine with no GPU."""
 from __future__ import annotations
 
 import os
+import tempfile
+import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from launchbench.backend.base import CaseRefused, OutputCheck
+from launchbench.backend.base import CaseRefused, OutputCheck, RankInfo
 from launchbench.measure.clock import ClockReading
 from launchbench.measure.sampler import BatchTiming
 from launchbench.results.schema import GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
+
+DEVICES_VARIABLE = "LAUNCHBENCH_TEST_DEVICES"  # the scripted backend's device count, where a test sets it
 
 
 class SteppingClock:
@@ -80,11 +85,63 @@ class ScriptedMonitor:
         return reading
 
 
+class SocketControl:
+    """RankControl for scripted ranks in separate worker processes: rank 0 listens on a Unix socket
+    whose path is the case's "unique id", the other ranks connect to it."""
+
+    def __init__(self, path: str, rank: int, world: int):
+        from multiprocessing.connection import Client, Listener
+
+        self.rank = rank
+        if rank == 0:
+            listener = Listener(path, family="AF_UNIX")
+            self.peers = [listener.accept() for _ in range(world - 1)]
+            listener.close()
+            return
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                self.leader = Client(path, family="AF_UNIX")
+                return
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def exchange(self, command: tuple[int, int, int] | None) -> tuple[int, int, int]:
+        if self.rank == 0:
+            assert command is not None
+            for peer in self.peers:
+                peer.send(command)
+            return command
+        return tuple(self.leader.recv())  # type: ignore[return-value]
+
+    def common(self, flags: list[int]) -> list[int]:
+        if self.rank == 0:
+            every = [flags] + [peer.recv() for peer in self.peers]
+            result = [min(values) for values in zip(*every)]
+            for peer in self.peers:
+                peer.send(result)
+            return result
+        self.leader.send(flags)
+        return list(self.leader.recv())
+
+
 class ScriptedPreparedCase:
     def __init__(
-        self, case: Case, clock: SteppingClock, eager_per_launch: float, graph_per_launch: float, noise: float
+        self,
+        case: Case,
+        clock: SteppingClock,
+        eager_per_launch: float,
+        graph_per_launch: float,
+        noise: float,
+        ranks: RankInfo | None = None,
     ):
         self.case = case
+        self.control = None if ranks is None else SocketControl(ranks.unique_id, ranks.rank, ranks.world)
+        if ranks is not None:  # every rank a little slower than the one before
+            eager_per_launch *= 1 + 0.05 * ranks.rank
+            graph_per_launch *= 1 + 0.05 * ranks.rank
         n = case.launches_per_iter
         self.workloads: dict[str, Any] = {
             "eager": ScriptedWorkload(clock, n, eager_per_launch * n, noise, seed=1)
@@ -111,6 +168,8 @@ class ScriptedPreparedCase:
                 first_launch_s=1e-5,
                 nodes=n,
                 mem_bytes=0,
+                instantiate_upload_s=4.5e-6 * n,
+                instantiate_then_upload_s=5e-6 * n,
             )
 
     def check_outputs(self) -> OutputCheck:
@@ -209,6 +268,11 @@ class ScriptedShapeCase:
     def harness_cost(self) -> float:
         return 5e-8
 
+    def drop_graph(self, reason: str) -> None:
+        self.workloads.pop("graph", None)
+        self.lifecycle = None
+        self.graph_failure = reason
+
     def close(self) -> None:
         return None
 
@@ -228,14 +292,21 @@ class ScriptedBackend:
         self.noise = noise
 
     def environment(self) -> dict[str, Any]:
-        return {
+        env: dict[str, Any] = {
             "gpu": {"name": "Scripted GPU", "uuid": "GPU-scripted", "index": 0},
             "driver": "0",
             "cupy": "none",
             "cuda_runtime": "0",
         }
+        if DEVICES_VARIABLE in os.environ:
+            env["device_count"] = int(os.environ[DEVICES_VARIABLE])
+        return env
 
-    def prepare(self, case: Case) -> ScriptedPreparedCase | ScriptedShapeCase:
+    def nccl_unique_id(self) -> str:
+        """A socket path for the ranks' SocketControl."""
+        return os.path.join(tempfile.gettempdir(), f"lb-ranks-{os.getpid()}-{uuid.uuid4().hex[:8]}.sock")
+
+    def prepare(self, case: Case, ranks: RankInfo | None = None) -> ScriptedPreparedCase | ScriptedShapeCase:
         if any(getattr(step, "size", 0) > 10**10 for step in case.steps):
             raise CaseRefused(
                 "case needs 4000.00 GiB of GPU memory for its buffers; 140.00 GiB of 140.00 GiB is free"
@@ -243,7 +314,7 @@ class ScriptedBackend:
         if case.shapes is not None:
             return ScriptedShapeCase(case, self.clock, self.eager_per_launch, self.graph_per_launch)
         return ScriptedPreparedCase(
-            case, self.clock, self.eager_per_launch, self.graph_per_launch, self.noise
+            case, self.clock, self.eager_per_launch, self.graph_per_launch, self.noise, ranks
         )
 
 

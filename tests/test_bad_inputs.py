@@ -52,7 +52,7 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     "kind-in-defaults.yaml": (4, ("defaults.kind", "defaults cannot set 'kind'")),
     "unknown-step-kind.yaml": (
         6,
-        ("chains.a[1].kind", "unknown step kind 'reduce'", "did you mean 'reduction'?"),
+        ("chains.a[1].kind", "unknown step kind 'reduce'", "did you mean 'all_reduce'?"),
     ),
     "step-kind-not-string.yaml": (5, ("chains.a[0].kind", "kind must be one of")),
     "step-without-kind.yaml": (5, ("chains.a[0]", "a step needs a 'kind'")),

@@ -299,7 +299,7 @@ def test_graph_command_writes_dot(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     text = out.read_text()
-    assert text.startswith("digraph") and text.count("node_") >= 5
+    assert text.startswith("digraph") and text.count(" [label=") >= 5  # a node per launch, at least
 
 
 def test_a_raw_kernel_that_does_not_compile_shows_the_log_and_exits_2(tmp_path):

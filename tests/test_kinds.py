@@ -39,6 +39,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "args": [{"buffer": "x"}],
     },
     "python": {"callable": "mod:fn", "launches": 4},
+    "while_loop": {"size": 1000, "alpha": 0.5, "threshold": 0.1, "body": 2},
+    "axpy": {"size": 100, "temporary": "async", "repeat": 3},
+    "all_reduce": {"size": 64, "op": "max"},
+    "all_gather": {"size": 64, "dtype": "float64"},
+    "reduce_scatter": {"size": 64, "dtype": "int32"},
+    "broadcast": {"size": 64, "root": 1},
 }
 STEP = TypeAdapter(Step)
 
@@ -60,7 +66,10 @@ def test_the_registry_drives_model_bytes_and_nodes(kind: str) -> None:
     assert STEP_FIELDS[kind] == [info.alias or name for name, info in spec.model.model_fields.items()]
     assert registry.step_bytes(step) == spec.nbytes(step) >= 0
     nodes = expected_nodes(_case(step))
-    assert nodes == (None if spec.nodes_per_launch is None else spec.nodes_per_launch * step.launches())
+    if spec.graph_nodes is not None:
+        assert nodes == spec.graph_nodes(step)
+    else:
+        assert nodes == (None if spec.nodes_per_launch is None else spec.nodes_per_launch * step.launches())
     assert callable(spec.build)
 
 
@@ -74,6 +83,14 @@ def test_known_bytes_and_node_counts() -> None:
     assert expected_nodes(_case(empty, reduction)) is None  # CuPy decides a reduction's nodes
     on_aux = STEP.validate_python({"kind": "empty", "stream": 1})
     assert expected_nodes(_case(empty, on_aux)) is None  # fork/join events may add nodes
+    axpy = {"kind": "axpy", "size": 10, "repeat": 2}
+    preallocated = STEP.validate_python(axpy)
+    in_graph_memory = STEP.validate_python({**axpy, "temporary": "async"})
+    assert preallocated.launches() == in_graph_memory.launches() == 4  # an allocation is not a launch
+    assert expected_nodes(_case(preallocated)) == 4
+    assert expected_nodes(_case(in_graph_memory)) == 8  # and an alloc and a free node per launch
+    loop = STEP.validate_python({"kind": "while_loop", "size": 8, "repeat": 2})
+    assert expected_nodes(_case(loop)) == 6  # copy, check, WHILE node per launch; the loop in its body
 
 
 PROBE = """

@@ -21,6 +21,29 @@ class OutputCheck:
     failed_modes: tuple[str, ...] = ()  # the modes whose outputs differ (a shape-changing case has several)
 
 
+@dataclass(frozen=True)
+class RankInfo:
+    """This process's place in a case on several GPUs: one rank per GPU, all joined by one NCCL
+    communicator whose unique id rank 0 made and the parent passed to every rank."""
+
+    rank: int
+    world: int
+    unique_id: Any
+
+
+class RankControl(Protocol):
+    """How the ranks of a case keep in step: rank 0 decides, every rank does the same."""
+
+    def exchange(self, command: tuple[int, int, int] | None) -> tuple[int, int, int]:
+        """Rank 0 passes a command, every other rank None; every rank returns rank 0's command, once
+        every rank has asked (a barrier: the ranks leave it together)."""
+        ...
+
+    def common(self, flags: list[int]) -> list[int]:
+        """The elementwise minimum of every rank's flags (what every rank has)."""
+        ...
+
+
 class CaseRefused(LaunchbenchError):
     """The case cannot run here (e.g. its buffers would not fit in free GPU memory); nothing was allocated."""
 
@@ -29,11 +52,15 @@ class PreparedCase(Protocol):
     workloads: dict[str, Workload]  # by mode; a graph mode that could not be prepared is absent
     lifecycle: GraphLifecycle | None
     graph_failure: str | None  # why the graph modes absent from workloads are absent
+    control: RankControl | None  # a case on several GPUs: how its ranks keep in step
 
     def check_outputs(self) -> OutputCheck: ...
 
     def shape_counts(self) -> dict[str, ShapeCounts]:
         """Per mode of a shape-changing case, what it did so far (empty for other cases)."""
+
+    def drop_graph(self, reason: str) -> None:
+        """Measure and check eager only (another rank has no graph)."""
 
     def harness_cost(self) -> float:
         """Seconds per iteration that the timing loop itself costs around an empty call."""
@@ -47,4 +74,7 @@ class Backend(Protocol):
 
     def environment(self) -> dict[str, Any]: ...
 
-    def prepare(self, case: Case) -> PreparedCase: ...
+    def prepare(self, case: Case, ranks: RankInfo | None = None) -> PreparedCase: ...
+
+    def nccl_unique_id(self) -> Any:
+        """A new NCCL unique id (rank 0 makes it; the parent passes it to the other ranks)."""

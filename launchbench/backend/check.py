@@ -40,3 +40,23 @@ def compare_outputs(
     if unchanged:
         detail += f"; note: eager left {', '.join(unchanged)} unchanged"
     return OutputCheck(True, detail)
+
+
+def compare_reference(reference: dict[str, np.ndarray], eager: dict[str, np.ndarray]) -> OutputCheck | None:
+    """Eager output against the host-computed reference of the kinds that give one (bit for bit: those
+    kinds compute in the same dtype on both sides); None when no step gives one."""
+    if not reference:
+        return None
+    mismatches = []
+    for name, expected in reference.items():
+        got = eager[name]
+        if got.shape != expected.shape or got.dtype != expected.dtype:
+            mismatches.append(
+                f"{name}: {got.dtype}{list(got.shape)} against {expected.dtype}{list(expected.shape)}"
+            )
+        elif not np.array_equal(got, expected, equal_nan=True):
+            bad = int(np.count_nonzero(got != expected))
+            mismatches.append(f"{name}: {bad} of {expected.size} elements differ")
+    if mismatches:
+        return OutputCheck(False, "eager output differs from the host reference: " + "; ".join(mismatches))
+    return OutputCheck(True, f"{len(reference)} buffer(s) equal to the host reference")

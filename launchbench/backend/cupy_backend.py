@@ -10,13 +10,16 @@ from typing import Any
 import cupy
 import numpy as np
 
-from launchbench.backend.base import CaseRefused, OutputCheck
-from launchbench.backend.check import compare_outputs
+from launchbench.backend.base import CaseRefused, OutputCheck, RankInfo
+from launchbench.backend.check import compare_outputs, compare_reference
 from launchbench.backend.gpu_probe import collect_environment
 from launchbench.backend.graph import CaptureFailed, capture
+from launchbench.backend.graph_shape import GraphShape, to_dot
+from launchbench.backend.graph_shape import walk as walk_graph
 from launchbench.backend.kinds.base import BuiltStep
 from launchbench.backend.kinds.empty import EMPTY_SOURCE
 from launchbench.backend.kinds.registry import step_bytes
+from launchbench.backend.nccl_ranks import NcclControl, communicator, unique_id
 from launchbench.backend.nvml import NvmlMonitor
 from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.workload import LaunchLoop
@@ -63,9 +66,11 @@ def harness_cost(stream: cupy.cuda.Stream, clock: Clock, max_in_flight: int) -> 
 
 
 class CupyPreparedCase:
-    def __init__(self, case: Case, clock: Clock, streams: StreamSource):
+    def __init__(self, case: Case, clock: Clock, streams: StreamSource, ranks: RankInfo | None = None):
         self.case = case
         self.clock = clock
+        self.comm: Any = None
+        self.control: NcclControl | None = None
         needed = sum(step_bytes(step) for step in case.steps)
         free, total = cupy.cuda.runtime.memGetInfo()
         if needed > MEMORY_HEADROOM * free:
@@ -76,7 +81,17 @@ class CupyPreparedCase:
         self.stream = streams(0)
         aux_ids = sorted({step.stream for step in case.steps if getattr(step, "stream", 0)})
         self.aux_streams = {index: streams(index) for index in aux_ids}
-        builder = StepBuilder(self.stream, streams=self.aux_streams, source=case.source)
+        if ranks is not None:
+            self.comm = communicator(ranks)  # every rank builds, warms and captures in the same order
+            self.control = NcclControl(self.comm, self.stream, ranks.rank)
+        builder = StepBuilder(
+            self.stream,
+            streams=self.aux_streams,
+            source=case.source,
+            rank=ranks.rank if ranks else 0,
+            world=ranks.world if ranks else 1,
+            communicator=self.comm,
+        )
         with self.stream:
             self.steps: list[BuiltStep] = [builder.build(step, i) for i, step in enumerate(case.steps)]
         self.calls = [call for built in self.steps for call in built.calls]
@@ -118,7 +133,7 @@ class CupyPreparedCase:
 
     def check_outputs(self) -> OutputCheck:
         if self.captured is None:
-            return OutputCheck(None, f"no graph to compare ({self.graph_failure})")
+            return self._check_eager_only()
         self._reset()
         initial = self._snapshot()
         if not initial:
@@ -128,12 +143,55 @@ class CupyPreparedCase:
         self._reset()
         self.workloads["graph"].run_batch(1)
         graph = self._snapshot()
-        return compare_outputs(initial, eager, graph)
+        check = compare_outputs(initial, eager, graph)
+        host = compare_reference(self._references(), eager)
+        if host is None or check.match is False:
+            return check
+        if host.match is False:
+            return host
+        return OutputCheck(True, f"{check.detail}; {host.detail}")
 
-    def graph_dot(self) -> str:
-        """The captured graph in Graphviz DOT (CuPy's debug_dot_str); LaunchbenchError where unavailable."""
+    def _check_eager_only(self) -> OutputCheck:
+        """No graph: eager's outputs against the host reference, where a kind gives one."""
+        no_graph = f"no graph to compare ({self.graph_failure})"
+        references = self._references()
+        if not references:
+            return OutputCheck(None, no_graph)
+        self._reset()
+        self.eager.run_batch(1)
+        host = compare_reference(references, self._snapshot())
+        assert host is not None
+        return host if host.match is False else OutputCheck(None, f"{no_graph}; eager: {host.detail}")
+
+    def _references(self) -> dict[str, np.ndarray]:
+        """The host-computed outputs of the steps whose kind gives them."""
+        return {
+            name: value
+            for built in self.steps
+            if built.reference is not None
+            for name, value in built.reference().items()
+        }
+
+    def graph_shape(self) -> GraphShape | None:
+        """The captured graph's nodes and edges, conditional bodies included (read through
+        cuda-bindings); None without cuda-bindings or a raw graph handle."""
         if self.captured is None:
             raise LaunchbenchError(f"case {self.case.case_id} could not be captured: {self.graph_failure}")
+        handle = getattr(self.captured.graph, "graph", 0)
+        if not handle:
+            return None
+        try:
+            return walk_graph(handle)
+        except ImportError:
+            return None
+
+    def graph_dot(self) -> str:
+        """The captured graph in Graphviz DOT: drawn from its shape (graph_shape) where cuda-bindings reads
+        it, else CuPy's debug_dot_str; LaunchbenchError where neither is available."""
+        shape = self.graph_shape()
+        if shape is not None:
+            return to_dot(shape, f"{self.case.scenario} {self.case.case_id}")
+        assert self.captured is not None
         if not hasattr(self.captured.graph, "debug_dot_str"):
             raise LaunchbenchError("this CuPy has no Graph.debug_dot_str (CuPy 14 or newer has it)")
         text = self.captured.graph.debug_dot_str()
@@ -145,6 +203,12 @@ class CupyPreparedCase:
     def shape_counts(self) -> dict[str, ShapeCounts]:
         return {}
 
+    def drop_graph(self, reason: str) -> None:
+        self.workloads.pop("graph", None)
+        self.captured = None
+        self.lifecycle = None
+        self.graph_failure = reason
+
     def close(self) -> None:
         self.stream.synchronize()
         self.workloads.clear()
@@ -154,6 +218,10 @@ class CupyPreparedCase:
         self.aux_streams = {}
         self.eager = None  # type: ignore[assignment]
         cupy.get_default_memory_pool().free_all_blocks()
+        if self.comm is not None:  # after the graphs: a process holding both may hang at exit
+            self.control = None
+            self.comm.destroy()
+            self.comm = None
 
 
 class CupyBackend:
@@ -196,9 +264,12 @@ class CupyBackend:
     def environment(self) -> dict[str, Any]:
         return collect_environment(self.device_index)
 
-    def prepare(self, case: Case) -> CupyPreparedCase | Any:
+    def prepare(self, case: Case, ranks: RankInfo | None = None) -> CupyPreparedCase | Any:
         if case.shapes is not None:
             from launchbench.backend.shapes import ShapePreparedCase
 
             return ShapePreparedCase(case, self.clock, self.stream)
-        return CupyPreparedCase(case, self.clock, self.stream)
+        return CupyPreparedCase(case, self.clock, self.stream, ranks)
+
+    def nccl_unique_id(self) -> Any:
+        return unique_id()

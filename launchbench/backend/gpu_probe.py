@@ -40,6 +40,13 @@ def _version_string(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
+def _nccl_version(code: int) -> str:
+    """NCCL's version code (e.g. 22703) as text (2.27.3)."""
+    major, rest = divmod(code, 10000) if code >= 10000 else divmod(code, 1000)
+    minor, patch = divmod(rest, 100)
+    return f"{major}.{minor}.{patch}"
+
+
 def collect_environment(device: int = 0) -> dict[str, Any]:
     import cupy
 
@@ -59,6 +66,13 @@ def collect_environment(device: int = 0) -> dict[str, Any]:
     env["cuda_driver"] = _version_string(cupy.cuda.runtime.driverGetVersion())
     env["cuda_runtime"] = _version_string(cupy.cuda.runtime.runtimeGetVersion())
     env["cupy"] = cupy.__version__
+    env["device_count"] = cupy.cuda.runtime.getDeviceCount()
+    try:
+        from cupy.cuda import nccl
+
+        env["nccl"] = _nccl_version(nccl.get_version())
+    except Exception:  # noqa: BLE001 - CuPy without NCCL: cases on several GPUs cannot run
+        env["nccl"] = None
     try:
         import numpy
 

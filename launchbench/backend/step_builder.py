@@ -29,17 +29,24 @@ def _on_stream(stream: cupy.cuda.Stream, call: Callable[[], Any]) -> Callable[[]
 
 class StepBuilder:
     """Turns validated step models into BuiltSteps (the BuildContext of the kinds' builders). ``source``
-    is the scenario file (python steps import beside it)."""
+    is the scenario file (python steps import beside it); ``rank``, ``world`` and ``communicator`` place
+    it in a case on several GPUs."""
 
     def __init__(
         self,
         stream: cupy.cuda.Stream,
         streams: Mapping[int, cupy.cuda.Stream] | None = None,
         source: str = "",
+        rank: int = 0,
+        world: int = 1,
+        communicator: Any = None,
     ):
         self.stream = stream
         self.streams = {0: stream, **dict(streams or {})}
         self.source = source
+        self.rank = rank
+        self.world = world
+        self.communicator = communicator
         self.rng = np.random.default_rng(INPUT_SEED)
         self._kernels: dict[tuple[str, str], cupy.RawKernel] = {}
 

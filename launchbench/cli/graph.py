@@ -27,6 +27,10 @@ from launchbench.files import atomic_write_text, check_output_file
 def graph(scenario: str, case_id: str | None, output: Path, device: int, quiet: bool) -> None:
     """Capture one case and write its CUDA Graph as DOT (and SVG/PNG where Graphviz is installed).
 
+    Every node is drawn with its kind (kernel with its name and launch shape, memcpy, memset, memory
+    alloc/free with its bytes, event), parallel branches side by side, and a conditional WHILE node's
+    body as a cluster the node points into (read through cuda-bindings; CuPy's own DOT without it).
+
     Exit 0 when the file is written, 2 on a usage or input error (no such case, no usable GPU, no
     Graphviz for .svg/.png).
     """
@@ -43,16 +47,25 @@ def graph(scenario: str, case_id: str | None, output: Path, device: int, quiet: 
     if chosen is None:
         known = ", ".join(c.case_id for c in cases[:20])
         raise LaunchbenchError(f"{scenario}: no case '{case_id}'; cases: {known}")
+    if chosen.devices > 1:
+        raise LaunchbenchError(
+            f"{scenario}: case {chosen.case_id} runs on {chosen.devices} GPUs; `launchbench graph` draws one-GPU cases"
+        )
     backend = cupy_backend(device)
     prepared = backend.prepare(chosen)
     try:
         dot = prepared.graph_dot()
+        shape = prepared.graph_shape()
     finally:
         prepared.close()
     dot_path = output if suffix == ".dot" else output.with_suffix(".dot")
     atomic_write_text(dot_path, dot, "-o")
     if not quiet:
         click.echo(f"{chosen.scenario} {chosen.case_id}: graph written to {dot_path}")
+        if shape is not None:
+            from launchbench.backend.graph_shape import describe
+
+            click.echo(f"  {describe(shape)}")
     if suffix in (".svg", ".png"):
         if shutil.which("dot") is None:
             raise LaunchbenchError(

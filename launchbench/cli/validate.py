@@ -50,7 +50,9 @@ def validate(scenarios: tuple[str, ...], max_cases: int | None, quiet: bool) -> 
             count += 1
             launches += case.launches_per_iter
         if not quiet:
-            click.echo(f"{path}: ok — {count} cases, {launches} launches per pass over all cases")
+            devices = loaded.scenario.devices
+            on = f", each on {devices} GPUs (one rank per GPU)" if devices > 1 else ""
+            click.echo(f"{path}: ok — {count} cases{on}, {launches} launches per pass over all cases")
     sys.exit(EXIT_OK)
 
 

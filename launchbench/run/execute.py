@@ -73,10 +73,13 @@ def expected_nodes(case: Case) -> int | None:
         return None
     nodes = 0
     for step in case.steps:
-        per_launch = spec_of(step).nodes_per_launch
-        if per_launch is None:
+        spec = spec_of(step)
+        if spec.graph_nodes is not None:
+            nodes += spec.graph_nodes(step)
+            continue
+        if spec.nodes_per_launch is None:
             return None
-        nodes += per_launch * step.launches()
+        nodes += spec.nodes_per_launch * step.launches()
     return nodes
 
 

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from launchbench.errors import LaunchbenchError, NoGpuError
 from launchbench.results.schema import CaseResult
 from launchbench.run.execute import execute_case, failed_case
+from launchbench.run.ranks import RankGroup
 from launchbench.run.worker import serve
 from launchbench.scenario.core import Case
 
@@ -49,6 +50,12 @@ class InProcessExecutor:
         return self._backend.environment()
 
     def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
+        if case.devices > 1:
+            return failed_case(
+                case,
+                "a case on several GPUs needs a worker process per GPU (drop --no-isolate)",
+                kind="input",
+            )
         return execute_case(self._backend, case, self._backend.clock, progress)
 
     def close(self) -> None:
@@ -69,8 +76,10 @@ class WorkerExecutor:
         device: int,
         spawn: Callable[[], WorkerProcess] | None = None,
     ):
-        """``spawn`` starts a worker process (by default one of ``backend_factory`` on ``device``)."""
+        """``spawn`` starts a worker process (by default one of ``backend_factory`` on ``device``); a
+        case on several GPUs gets a worker of ``backend_factory`` per GPU from ``device`` on."""
         self._spawn = spawn or (lambda: WorkerProcess(backend_factory, device))
+        self._ranks = RankGroup(lambda rank_device: WorkerProcess(backend_factory, rank_device), device)
         self._worker: WorkerProcess | None = None
         self._pass: int | None = None
         self._case: Case | None = None  # the case begun round by round
@@ -83,6 +92,8 @@ class WorkerExecutor:
         return self._worker.start()
 
     def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
+        if case.devices > 1:  # its own worker per rank, fresh for every pass
+            return self._ranks.execute(case, progress, case_timeout(case))
         worker = self._worker_for(pass_index)
         timeout = case_timeout(case)
         answer = worker.ask(case, progress, timeout)
@@ -91,6 +102,10 @@ class WorkerExecutor:
     def begin(self, case: Case, pass_index: int, progress: Progress) -> CaseResult | None:
         """Prepare a case to be sampled round by round (``round``, then ``finish``); None when it is
         ready, its result when it cannot run."""
+        if case.devices > 1:
+            return failed_case(
+                case, "a case on several GPUs is measured by run, not sampled round by round", kind="input"
+            )
         worker = self._worker_for(pass_index)
         self._case, self._progress = case, progress
         answer = worker.ask(("begin", case), progress, case_timeout(case))

@@ -173,9 +173,11 @@ def run(
     events = events or SilentEvents()
     if resume is None:
         refuse_used_run_dir(run_dir)  # before a worker starts; nothing is created until it is ready
+    refuse_in_process_ranks(the_plan, options)
     executor = make_executor(options)
     environment = executor.start()
     try:
+        refuse_too_few_devices(the_plan, options, environment)  # before the run directory exists
         if resume is None:
             create_run_dir(run_dir)
         record = _started_record(the_plan, options, environment, resume, argv)
@@ -207,6 +209,39 @@ def run(
     finally:
         executor.close()
     return _finish(journal, record, "complete", options)
+
+
+def _widest(the_plan: Plan) -> tuple[int, str]:
+    """The most GPUs a case of the plan runs on, and the file of its scenario."""
+    devices, scenario = max(((c.devices, c.scenario) for c in the_plan.cases), default=(1, ""))
+    file = next((s.file for s in the_plan.scenarios if s.name == scenario), scenario)
+    return devices, file
+
+
+def refuse_in_process_ranks(the_plan: Plan, options: RunOptions) -> None:
+    devices, file = _widest(the_plan)
+    if devices > 1 and not options.isolate:
+        raise LaunchbenchError(
+            f"{file}: runs on {devices} GPUs, one worker process per GPU; drop --no-isolate"
+        )
+
+
+def refuse_too_few_devices(the_plan: Plan, options: RunOptions, environment: dict[str, Any]) -> None:
+    """A run that needs more GPUs than CUDA shows is refused before anything is measured."""
+    devices, file = _widest(the_plan)
+    visible = environment.get("device_count")
+    if devices <= 1 or not isinstance(visible, int):
+        return
+    available = visible - options.device
+    if devices > available:
+        start = f" from --device {options.device}" if options.device else ""
+        raise TooFewDevices(
+            f"{file}: needs {devices} GPUs (devices: {devices}); {available} visible to CUDA{start}"
+        )
+
+
+class TooFewDevices(LaunchbenchError):
+    """The run needs more GPUs than are visible."""
 
 
 def make_executor(options: RunOptions) -> Executor:

@@ -4,7 +4,9 @@
 Messages to the parent: ("ready", environment) | ("error", message) once at start, then per case any
 number of ("progress", fraction) and one ("result", (CaseResult, restart)); with restart true the
 worker ends after sending it. The parent sends a Case to have it measured whole, or steps of a case
-sampled round by round (see ``_step``), or None to end the worker.
+sampled round by round (see ``_step``), or None to end the worker. A rank of a case on several GPUs
+(a RankTask) runs that case only; rank 0 first sends ("nccl_id", unique id) for the parent to pass to
+the other ranks.
 """
 
 from __future__ import annotations
@@ -16,14 +18,17 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from launchbench.backend.base import RankInfo
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import SystemClock
 from launchbench.results.schema import CaseResult
 from launchbench.run.execute import CaseSession, execute_case, failed_case, start_case
+from launchbench.run.ranks import RankTask, execute_rank
 from launchbench.scenario.core import Case
 
 PROGRESS_STEP = 0.05
 CPUS_VARIABLE = "LAUNCHBENCH_WORKER_CPUS"  # a worker started as a program pins itself to these CPUs
+NVLS_VARIABLE = "NCCL_NVLS_ENABLE"
 
 
 def cupy_backend(device: int) -> Any:
@@ -60,6 +65,7 @@ class _ProgressSender:
 def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) -> None:
     """Worker main loop (runs in the child process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
+    os.environ[NVLS_VARIABLE] = "0"  # NCCL's NVLink multicast stays off in every worker
     try:
         backend = backend_factory(device)
         conn.send(("ready", backend.environment()))
@@ -80,6 +86,9 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
         if isinstance(message, tuple):  # a case sampled round by round, as the parent asks
             session = _step(conn, backend, session, *message)
             continue
+        if isinstance(message, RankTask):
+            _serve_rank(conn, backend, message)  # a rank's worker runs its one case, then ends
+            return
         case = message
         try:
             result = execute_case(backend, case, backend.clock, _ProgressSender(conn))
@@ -87,6 +96,23 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
             conn.send(("result", (failed_case(case, f"{type(err).__name__}: {err}"), True)))
             _exit_now()
         _send_result(conn, result)
+
+
+def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
+    """One rank of a case on several GPUs: rank 0 first makes the NCCL unique id and sends it to the
+    parent, which passes it to the other ranks."""
+    unique_id = task.unique_id
+    try:
+        if unique_id is None:
+            unique_id = backend.nccl_unique_id()
+            conn.send(("nccl_id", unique_id))
+        progress = _ProgressSender(conn) if task.rank == 0 else None
+        ranks = RankInfo(task.rank, task.world, unique_id)
+        result = execute_rank(backend, task.case, backend.clock, ranks, progress)
+    except Exception as err:  # noqa: BLE001 - the case fails on every rank: the parent stops them
+        result = failed_case(task.case, f"rank {task.rank}: {type(err).__name__}: {err}")
+    conn.send(("result", (result, True)))
+    _exit_now()
 
 
 def _send_result(conn: Connection, result: CaseResult) -> None:

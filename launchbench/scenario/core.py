@@ -119,6 +119,7 @@ class Case:
     source: str = ""
     axes: tuple[str, ...] = field(default=())
     shapes: ShapePlan | None = None  # sizes that change between iterations; ``steps`` are the first shape's
+    devices: int = 1  # GPUs the chain runs on, one rank each
 
     @property
     def launches_per_iter(self) -> int:

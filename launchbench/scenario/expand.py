@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from launchbench.backend.kinds.fields import MAX_BYTES
-from launchbench.backend.kinds.registry import step_bytes
+from launchbench.backend.kinds.registry import spec_of, step_bytes
 from launchbench.errors import ScenarioError
 from launchbench.scenario import prescan
 from launchbench.scenario.core import Case, ShapePlan
@@ -158,6 +158,13 @@ def plan_expansion(
     a sweep beyond ``max_cases`` cases (the file's max_cases by default) or MAX_EXPANDED_STEPS steps is
     refused here, in time that grows with the file, not with the sweep."""
     limit = max_cases if max_cases is not None else scenario.max_cases
+    if scenario.devices > 1 and scenario.shapes is not None:
+        raise ScenarioError(
+            file,
+            "a scenario on several GPUs (devices) keeps its sizes: drop 'shapes' or set 'devices: 1'",
+            lines.get(("devices",)),
+            "devices",
+        )
     axes = {name: axis_values(name, spec) for name, spec in scenario.sweep.items()}
     single = _single(lines)
     known: dict[str, Any] = {**scenario.params, **axes}
@@ -290,6 +297,7 @@ def iter_cases(
                     err.file, f"{err.detail} (in case '{case_id}')", err.line, err.key_path
                 ) from None
             where = f" (in case '{case_id}')" if chain_axes else ""
+            _check_ranks(steps, scenario.devices, file, lines, base, chain_axes, case_id)
             launches = max(shapes.launches) if shapes is not None else sum(s.launches() for s in steps)
             if launches > MAX_LAUNCHES_PER_ITER:
                 raise ScenarioError(
@@ -318,6 +326,39 @@ def iter_cases(
                 source=file,
                 axes=tuple(chain_axes),
                 shapes=shapes,
+                devices=scenario.devices,
+            )
+
+
+def _check_ranks(
+    steps: tuple[Any, ...],
+    devices: int,
+    file: str,
+    lines: dict[KeyPath, int],
+    base: KeyPath,
+    chain_axes: list[str],
+    case_id: str,
+) -> None:
+    """Collective steps need 2 or more devices, and a broadcast root must be one of them."""
+    where = f" (in case '{case_id}')" if chain_axes else ""
+    for index, step in enumerate(steps):
+        if not spec_of(step).collective:
+            continue
+        path = base + (index,)
+        if devices < 2:
+            raise ScenarioError(
+                file,
+                f"the {step.kind} step pairs the ranks of several GPUs; set 'devices: 2' (or more) at the top "
+                f"of the file{where}",
+                lines.get(path),
+                format_path(path),
+            )
+        if step.kind == "broadcast" and step.root >= devices:
+            raise ScenarioError(
+                file,
+                f"broadcast root {step.root} is not a rank: the scenario has devices 0..{devices - 1}{where}",
+                lines.get(path + ("root",), lines.get(path)),
+                format_path(path + ("root",)),
             )
 
 

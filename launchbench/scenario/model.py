@@ -19,6 +19,7 @@ from launchbench.backend.kinds.registry import KINDS
 from launchbench.scenario.core import MeasureSettings
 
 MAX_SWEEP_MAGNITUDE = 1e18  # range ends beyond this are typos, and their arithmetic overflows
+MAX_DEVICES = 16  # more GPUs than one host has
 
 
 def step_union(specs: Sequence[KindSpec]) -> Any:
@@ -159,6 +160,12 @@ class Scenario(Strict):
     max_cases: Int = Field(1000, ge=1)
     shapes: dict[str, Any] | None = Field(
         None, description="sizes that change between iterations (Shapes; checked per case, as steps are)"
+    )
+    devices: Int = Field(
+        1,
+        ge=1,
+        le=MAX_DEVICES,
+        description="GPUs every chain runs on, one rank (worker process) each; collective steps pair them",
     )
 
     @model_validator(mode="before")

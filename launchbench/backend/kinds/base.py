@@ -53,6 +53,9 @@ class BuiltStep:
     resets: list[tuple[Any, Any]] = field(default_factory=list)
     reset_calls: list[Callable[[], Any]] = field(default_factory=list)  # a python step's own reset
     keep: list[Any] = field(default_factory=list)  # buffers the calls use by raw address only
+    # where the kind knows them: the outputs' contents after one chain iteration, computed on the host
+    # (by name, as in ``outputs``); the output check holds eager's outputs to them
+    reference: Callable[[], dict[str, np.ndarray]] | None = None
 
     def reset(self) -> None:
         for target, initial in self.resets:
@@ -66,6 +69,9 @@ class BuildContext(Protocol):
 
     rng: np.random.Generator  # seeded with INPUT_SEED: the same inputs in every run
     source: str  # the scenario file (python steps import beside it)
+    rank: int  # this process's rank in a case on several GPUs (0 on one GPU)
+    world: int  # the ranks of the case (1 on one GPU)
+    communicator: Any  # the ranks' NCCL communicator (None on one GPU)
 
     def kernel(self, source: str, name: str) -> Any:
         """A compiled cupy.RawKernel of ``source``, compiled once per case."""
@@ -80,13 +86,18 @@ class KindSpec:
     """One step kind: its model (whose ``kind`` Literal names the kinds it covers), its builder, the
     device memory a step allocates, the graph nodes one launch adds (None where CuPy or the user
     decides), and whether its launches take the stream (else they launch on the current stream, and a
-    step on an auxiliary stream is wrapped in ``with stream:``, one wrapper per launch)."""
+    step on an auxiliary stream is wrapped in ``with stream:``, one wrapper per launch); ``graph_nodes``
+    where a step's node count is not one number per launch."""
 
     model: type[StepBase]
     build: Builder
     nbytes: Callable[[Any], int]
     nodes_per_launch: int | None
     takes_stream: bool
+    # the top-level graph nodes a step adds per chain iteration, where that is not nodes_per_launch ×
+    # launches (a WHILE node holds its loop in a body graph; an allocation adds a node but no launch)
+    graph_nodes: Callable[[Any], int] | None = None
+    collective: bool = False  # an NCCL collective: the scenario must run on 2 or more devices
 
     @property
     def kinds(self) -> tuple[str, ...]:

@@ -1,0 +1,328 @@
+"""A case on several GPUs: one rank per GPU, each in its own worker process, kept in step.
+
+Rank 0 runs the sampler; every call it makes to a workload (a batch of iterations, a latency sample)
+is first sent to every rank through the ranks' control channel (RankControl: a barrier that carries
+rank 0's command), so every rank runs the same batches in the same order and their collectives pair
+up. Every rank logs its own timings; a batch followed by a latency sample is a throughput sample (the
+sampler takes them only that way), so every rank knows its samples without being told.
+
+The parent (``RankGroup``) starts the ranks' workers, passes rank 0's NCCL unique id to the others,
+and merges their results (``merge_ranks``): each pass's series become the whole step (per sample, the
+slowest rank) and keep every rank's own series beside them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from launchbench.backend.base import Backend, CaseRefused, RankControl, RankInfo
+from launchbench.errors import LaunchbenchError
+from launchbench.measure.clock import Clock
+from launchbench.measure.sampler import BatchTiming, Sampler, Workload
+from launchbench.results.schema import (
+    CPU,
+    GPU,
+    LATENCY,
+    MEASURED_STATUSES,
+    MODES,
+    SAMPLE_KEYS,
+    WALL,
+    CaseResult,
+    Mode,
+    ModePass,
+    ModeResult,
+    RankSamples,
+)
+from launchbench.run.execute import failed_case, host_data
+from launchbench.scenario.core import Case
+
+BATCH, LATENCY_RUN, STOP = 1, 2, 3
+
+
+@dataclass(frozen=True)
+class RankTask:
+    """What the parent sends a rank's worker: the case, the rank, and rank 0's NCCL unique id (None
+    for rank 0 itself, which makes it and sends it to the parent first)."""
+
+    case: Case
+    rank: int
+    world: int
+    unique_id: Any = None
+
+
+@dataclass
+class RankLog:
+    """One rank's timings, per mode index, in the order the commands came."""
+
+    events: dict[int, list[BatchTiming | float]] = field(default_factory=dict)
+
+    def batch(self, mode: int, timing: BatchTiming) -> None:
+        self.events.setdefault(mode, []).append(timing)
+
+    def latency(self, mode: int, seconds: float) -> None:
+        self.events.setdefault(mode, []).append(seconds)
+
+    def samples(self, mode: int) -> tuple[int, dict[str, list[float]]]:
+        """(iterations per sample, series): every batch followed by a latency sample is one sample."""
+        series: dict[str, list[float]] = {key: [] for key in SAMPLE_KEYS}
+        iters = 1
+        events = self.events.get(mode, [])
+        for before, after in zip(events, events[1:]):
+            if isinstance(before, BatchTiming) and not isinstance(after, BatchTiming):
+                iters = before.iters
+                series[WALL].append(before.wall_s / before.iters)
+                series[CPU].append(before.cpu_s / before.iters)
+                if before.gpu_s is not None:
+                    series[GPU].append(before.gpu_s / before.iters)
+                series[LATENCY].append(after)
+        return iters, {key: values for key, values in series.items() if values}
+
+
+class LeaderWorkload:
+    """Rank 0's workload of one mode: every call is sent to every rank first, then run and logged."""
+
+    def __init__(self, workload: Workload, mode: int, control: RankControl, log: RankLog):
+        self.workload = workload
+        self.launches_per_iter = workload.launches_per_iter
+        self.mode = mode
+        self.control = control
+        self.log = log
+
+    def run_batch(self, iters: int) -> BatchTiming:
+        self.control.exchange((BATCH, self.mode, iters))
+        timing = self.workload.run_batch(iters)
+        self.log.batch(self.mode, timing)
+        return timing
+
+    def run_latency(self) -> float:
+        self.control.exchange((LATENCY_RUN, self.mode, 0))
+        seconds = self.workload.run_latency()
+        self.log.latency(self.mode, seconds)
+        return seconds
+
+
+def follow(workloads: Sequence[Workload], control: RankControl, log: RankLog) -> None:
+    """A rank above 0: run what rank 0 sends until it says stop."""
+    while True:
+        kind, mode, iters = control.exchange(None)
+        if kind == STOP:
+            return
+        if kind == BATCH:
+            log.batch(mode, workloads[mode].run_batch(iters))
+        elif kind == LATENCY_RUN:
+            log.latency(mode, workloads[mode].run_latency())
+        else:
+            raise LaunchbenchError(f"rank control: unknown command {kind}")
+
+
+def execute_rank(
+    backend: Backend,
+    case: Case,
+    clock: Clock,
+    ranks: RankInfo,
+    progress: Callable[[float], None] | None = None,
+) -> CaseResult:
+    """This rank's part of a case on several GPUs: its own samples (a pass per mode), its graph life
+    cycle and its output check."""
+    start = clock.wall()
+    host = host_data()
+    try:
+        prepared = backend.prepare(case, ranks)
+    except CaseRefused as err:
+        return failed_case(case, f"rank {ranks.rank}: {err}", "skipped", clock.wall() - start, "resources")
+    except LaunchbenchError as err:
+        return failed_case(case, f"rank {ranks.rank}: {err}", elapsed=clock.wall() - start, kind="input")
+    try:
+        control = prepared.control
+        if control is None:
+            raise LaunchbenchError("the backend gave no control channel for a case on several GPUs")
+        common = control.common([int(mode in prepared.workloads) for mode in MODES])
+        if "graph" in prepared.workloads and not common[MODES.index("graph")]:
+            prepared.drop_graph("another rank could not capture its graph")
+        order: list[Mode] = [mode for mode, flag in zip(MODES, common) if flag]
+        workloads = [prepared.workloads[mode] for mode in order]
+        harness = prepared.harness_cost()
+        log = RankLog()
+        statuses: dict[str, tuple[str, bool]] = {}
+        if ranks.rank == 0:
+            wrapped: dict[str, Workload] = {
+                mode: LeaderWorkload(w, i, control, log) for i, (mode, w) in enumerate(zip(order, workloads))
+            }
+            outcome = Sampler(case.measure, clock, backend.monitor).run(
+                wrapped, progress or (lambda _f: None)
+            )
+            control.exchange((STOP, 0, 0))
+            statuses = {
+                mode: ("ok" if samples.target_met else "budget", samples.target_met)
+                for mode, samples in outcome.modes.items()
+            }
+        else:
+            follow(workloads, control, log)
+        check = prepared.check_outputs()
+        lifecycle, graph_failure = prepared.lifecycle, prepared.graph_failure
+    finally:
+        prepared.close()
+    modes: dict[Mode, ModeResult] = {}
+    for index, mode in enumerate(order):
+        iters, series = log.samples(index)
+        status, met = statuses.get(mode, ("ok", False))
+        one = ModePass(
+            iters_per_sample=iters,
+            samples=series,
+            target_met=met,
+            lifecycle=lifecycle if mode == "graph" else None,
+            host=host,
+        )
+        modes[mode] = ModeResult(mode=mode, status=status, passes=[one])
+    if "graph" not in modes:
+        modes["graph"] = ModeResult(mode="graph", status="not_capturable", reason=graph_failure)
+    if check.match is False and "graph" in order:
+        modes["graph"] = modes["graph"].model_copy(update={"status": "failed", "reason": check.detail})
+    return CaseResult(
+        scenario=case.scenario,
+        case_id=case.case_id,
+        chain=case.chain,
+        kinds=case.kinds,
+        params=case.params,
+        launches_per_iter=case.launches_per_iter,
+        modes=modes,
+        outputs_match=check.match,
+        check_detail=check.detail,
+        harness_s_per_iter=harness,
+        elapsed_s=clock.wall() - start,
+        error=check.detail if check.match is False else None,
+        error_kind="mismatch" if check.match is False else None,
+    )
+
+
+def ranked(rank: int, text: str | None) -> str:
+    """``text`` said by rank ``rank`` (as it is where it names its rank already)."""
+    text = text or "failed"
+    return text if text.startswith("rank ") else f"rank {rank}: {text}"
+
+
+def _joined(values: Sequence[str | None]) -> str | None:
+    """One text for the ranks: the common one, or each rank's."""
+    known = [v for v in values if v]
+    if not known:
+        return None
+    if len(set(known)) == 1 and len(known) == len(values):
+        return known[0]
+    return "; ".join(f"rank {r}: {v}" for r, v in enumerate(values) if v)
+
+
+def merge_ranks(case: Case, results: Sequence[CaseResult], devices: Sequence[int]) -> CaseResult:
+    """One result from every rank's: rank 0's statuses and life cycle, the whole step's series (per
+    sample, the slowest rank) beside each rank's own, outputs matching only where every rank's did."""
+    failed = [(rank, r) for rank, r in enumerate(results) if r.error]
+    if failed:
+        rank, first = failed[0]
+        return first.model_copy(update={"error": ranked(rank, first.error)})
+    leader = results[0]
+    modes: dict[Mode, ModeResult] = {}
+    for mode, lead in leader.modes.items():
+        if lead.status not in MEASURED_STATUSES and lead.status != "failed":
+            reasons = _joined([r.modes[mode].reason if mode in r.modes else None for r in results])
+            modes[mode] = lead.model_copy(update={"reason": reasons})
+            continue
+        passes = [r.modes[mode].passes[0] for r in results]
+        sizes = {key: {len(p.samples.get(key, [])) for p in passes} for key in SAMPLE_KEYS}
+        if any(len(lengths) > 1 for lengths in sizes.values()):
+            raise LaunchbenchError(
+                f"the ranks of case {case.case_id} logged different numbers of samples ({sizes})"
+            )
+        whole = {
+            key: [max(values) for values in zip(*(p.samples[key] for p in passes))]
+            for key in SAMPLE_KEYS
+            if all(p.samples.get(key) for p in passes)
+        }
+        ranks = [
+            RankSamples(rank=rank, device=device, samples=p.samples)
+            for rank, (p, device) in enumerate(zip(passes, devices, strict=True))
+        ]
+        one = lead.passes[0].model_copy(update={"samples": whole, "ranks": ranks})
+        modes[mode] = lead.model_copy(update={"passes": [one]})
+    matches = [r.outputs_match for r in results]
+    match = False if False in matches else (True if all(m is True for m in matches) else None)
+    return leader.model_copy(
+        update={
+            "modes": modes,
+            "outputs_match": match,
+            "check_detail": _joined([r.check_detail for r in results]),
+            "elapsed_s": max(r.elapsed_s for r in results),
+        }
+    )
+
+
+# --- the parent's side ------------------------------------------------------------------------------------
+
+
+class RankGroup:
+    """Runs one case-pass on ``case.devices`` GPUs (devices ``first_device`` onwards), a fresh worker
+    process per rank (``spawn(device)``), stopped when the case ends."""
+
+    def __init__(self, spawn: Callable[[int], Any], first_device: int):
+        self._spawn = spawn
+        self._first = first_device
+
+    def execute(self, case: Case, progress: Callable[[float], None], timeout: float) -> CaseResult:
+        devices = [self._first + rank for rank in range(case.devices)]
+        workers: list[Any] = []
+        try:
+            for device in devices:
+                workers.append(self._spawn(device))
+            for worker in workers:
+                worker.start()
+            return self._run(case, workers, devices, progress, timeout)
+        except LaunchbenchError as err:
+            return failed_case(case, f"starting the ranks' workers: {err}")
+        finally:
+            for worker in workers:
+                worker.stop()
+
+    def _run(
+        self,
+        case: Case,
+        workers: list[Any],
+        devices: list[int],
+        progress: Callable[[float], None],
+        timeout: float,
+    ) -> CaseResult:
+        world = len(workers)
+        deadline = time.monotonic() + timeout
+        workers[0].conn.send(RankTask(case, 0, world))
+        results: list[CaseResult | None] = [None] * world
+        started = False
+        while any(r is None for r in results):
+            if time.monotonic() > deadline:
+                return failed_case(
+                    case, f"the case did not finish on its {world} GPUs within {timeout:.0f} s"
+                )
+            for rank, worker in enumerate(workers):
+                if results[rank] is not None:
+                    continue
+                if not worker.conn.poll(0.02):
+                    if not worker.alive():
+                        return failed_case(
+                            case, f"rank {rank}'s worker died (exit code {worker.process.exitcode})"
+                        )
+                    continue
+                try:
+                    kind, payload = worker.conn.recv()
+                except (EOFError, ConnectionError):
+                    return failed_case(case, f"rank {rank}'s worker died while running this case")
+                if kind == "nccl_id" and rank == 0 and not started:
+                    for other in range(1, world):
+                        workers[other].conn.send(RankTask(case, other, world, payload))
+                    started = True
+                elif kind == "progress" and rank == 0:
+                    progress(payload)
+                elif kind == "result":
+                    result = payload[0]
+                    if result.error:  # the other ranks may wait for it forever: they are stopped
+                        return result.model_copy(update={"error": ranked(rank, result.error)})
+                    results[rank] = result
+        return merge_ranks(case, [r for r in results if r is not None], devices)
