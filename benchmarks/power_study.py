@@ -3,10 +3,10 @@
     python benchmarks/power_study.py [--out results/power] [--splits 100] [--draws 400] [--raw]
         [--ab-runs results/ab-h200/lockstep/aa-1,results/ab-h200/lockstep/aa-2 ...]
 
-results/power/power_study.md was made with --out results/power and --ab-runs
-results/ab-h200/lockstep/aa-1,results/ab-h200/lockstep/aa-2,results/ab-h200/lockstep/aa-3 (three ab A/A
-invocations of the quickstart with --max-time 2 and 5 passes: 0.4 s of a case per side and pass, as
-ab's defaults give: 4 s over 10 rounds). With 15 rounds to draw 10 from, the A/A resamples overlap.
+results/power/power_study.md was made with --out results/power and one --ab-runs naming four ab A/A
+invocations of the quickstart: results/ab-h200/lockstep/aa-1,…/aa-2,…/aa-3 (--max-time 2, 5 passes)
+and results/ab-h200/defaults/aa-1 (ab's defaults: 4 s over 10 rounds); either way 0.4 s of a case per
+side and round. 25 rounds in all, 10 drawn per resample.
 
 The unit is the pass. Sources: results/quickstart-h200 and -b (two back-to-back runs of the same code,
 5 passes each) and -longer (a third run, same case ids), every pass's raw samples as measured.
