@@ -147,7 +147,6 @@ def run(
     usage or input error (bad scenario, no usable GPU), 130 when interrupted.
     """
     from launchbench.files import check_output_dir
-    from launchbench.report.console import ConsoleEvents, make_console, print_summary
     from launchbench.results.store import load_run
     from launchbench.run import runner
 
@@ -169,6 +168,8 @@ def run(
     if resume is not None:
         _refuse_changed_scenarios(the_plan, resume, allow_changed_scenario)
     run_dir = out_dir or runner.default_run_dir(results_root, the_plan.scenarios)
+    # the tables and the console (pandas, SciPy, rich) only once the scenarios are known to be good
+    from launchbench.report.console import ConsoleEvents, make_console, print_summary
     from launchbench.report.run_files import write_tables
 
     options = runner.RunOptions(
