@@ -122,6 +122,37 @@ def stack(*options: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+def device_option() -> Callable[[F], F]:
+    """``--device N``: the CUDA device index."""
+    return click.option(
+        "--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+    )
+
+
+def metric_option(help: str) -> Callable[[F], F]:
+    """``-m/--metric`` (repeatable): one of the results' metrics."""
+    from launchbench.results.metrics import METRIC_BY_NAME
+
+    return click.option(
+        "-m", "--metric", "metrics", multiple=True, type=click.Choice(list(METRIC_BY_NAME)), help=help
+    )
+
+
+def parsed_option(
+    name: str, dest: str, metavar: str, parse: Callable[[str], Any], error: type[Exception], help: str
+) -> Callable[[F], F]:
+    """A repeatable option whose values are ``parse``d into a list; ``error`` from ``parse`` is a usage
+    error naming the option."""
+
+    def callback(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[Any]:
+        try:
+            return [parse(v) for v in values]
+        except error as err:
+            raise click.BadParameter(str(err), ctx=ctx, param=param) from None
+
+    return click.option(name, dest, multiple=True, metavar=metavar, callback=callback, help=help)
+
+
 def allow_options(**helps: str) -> Callable[[F], F]:
     """``--allow-NAME`` flags, each relaxing one rule of what fails a gate or a check, with the help
     ``helps[NAME]`` (an underscore in NAME is a dash in the flag)."""

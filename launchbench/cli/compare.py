@@ -25,26 +25,17 @@ from launchbench.cli.common import (
     allow_options,
     check_outputs,
     handle_errors,
+    metric_option,
+    parsed_option,
     short_help,
     stack,
 )
 from launchbench.cli.history import history_baseline_for, history_baseline_options
 from launchbench.cli.output import REPORT_FORMATS, Report, publish, report_options
-from launchbench.results.schema import METRIC_BY_NAME
 
 FORMATS = REPORT_FORMATS  # ab writes the same formats
 F = Callable[..., Any]
 STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
-
-
-def _parse_many(parse: Callable[[str], Any], error: type[Exception]) -> Callable[..., list[Any]]:
-    def callback(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[Any]:
-        try:
-            return [parse(v) for v in values]
-        except error as err:
-            raise click.BadParameter(str(err), ctx=ctx, param=param) from None
-
-    return callback
 
 
 def _settings(
@@ -65,21 +56,14 @@ def comparison_options(unit: str) -> Callable[[F], F]:
     """The options that choose what is compared and what fails the gate, shared by compare and ab
     (``unit``: what the t test runs over, "passes" or "rounds")."""
     options = [
-        click.option(
-            "-m",
-            "--metric",
-            "metrics",
-            multiple=True,
-            type=click.Choice(list(METRIC_BY_NAME)),
-            help=f"Metric to compare (repeatable). Default: {', '.join(DEFAULT_METRICS)}.",
-        ),
-        click.option(
+        metric_option(f"Metric to compare (repeatable). Default: {', '.join(DEFAULT_METRICS)}."),
+        parsed_option(
             "--threshold",
             "thresholds",
-            multiple=True,
-            metavar="[METRIC:]N%",
-            callback=_parse_many(parse_threshold, CompareSettingsError),
-            help="Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.",
+            "[METRIC:]N%",
+            parse_threshold,
+            CompareSettingsError,
+            "Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.",
         ),
         click.option(
             "--alpha",
@@ -88,13 +72,13 @@ def comparison_options(unit: str) -> Callable[[F], F]:
             show_default=True,
             help=f"Significance level of the t test over {unit} (p adjusted over the rows of each metric).",
         ),
-        click.option(
+        parsed_option(
             "--fail-on",
             "rules",
-            multiple=True,
-            metavar="METRIC:N%|METRIC:Nus",
-            callback=_parse_many(parse_rule, GateRuleError),
-            help="Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
+            "METRIC:N%|METRIC:Nus",
+            parse_rule,
+            GateRuleError,
+            "Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
             "e.g. wall_us_per_launch:5%.",
         ),
         click.option(

@@ -7,12 +7,12 @@ import sys
 
 import click
 
-from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, quiet_option, short_help
+from launchbench.cli.common import EXIT_OK, EXIT_USAGE, device_option, handle_errors, quiet_option, short_help
 from launchbench.errors import LaunchbenchError
 
 
 @click.command("env", short_help=short_help("env"))
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@device_option()
 @click.option("--json", "as_json", is_flag=True, help="Print the environment as JSON.")
 @quiet_option("Print nothing; the exit code says whether a GPU is usable.")
 @handle_errors

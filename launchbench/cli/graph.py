@@ -9,7 +9,14 @@ from pathlib import Path
 
 import click
 
-from launchbench.cli.common import EXIT_OK, handle_errors, output_option, quiet_option, short_help
+from launchbench.cli.common import (
+    EXIT_OK,
+    device_option,
+    handle_errors,
+    output_option,
+    quiet_option,
+    short_help,
+)
 from launchbench.errors import LaunchbenchError
 from launchbench.files import atomic_write_text, check_output_file
 
@@ -21,7 +28,7 @@ from launchbench.files import atomic_write_text, check_output_file
     "Output file; .dot, .svg or .png (replaced atomically if it exists; its folder must exist).",
     required=True,
 )
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@device_option()
 @quiet_option("Print only errors.")
 @handle_errors
 def graph(scenario: str, case_id: str | None, output: Path, device: int, quiet: bool) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
-from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, quiet_option, short_help
+from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, metric_option, quiet_option, short_help
 from launchbench.history import ENV_VAR  # not history.db: compare and ab load this module
 from launchbench.results.metrics import ALL_MODES, METRIC_BY_NAME
 
@@ -249,14 +249,7 @@ def trend(
 
 
 @history.command()
-@click.option(
-    "-m",
-    "--metric",
-    "metrics",
-    multiple=True,
-    type=click.Choice(list(METRIC_BY_NAME)),
-    help=f"Metric (repeatable). Default: {', '.join(DEFAULT_METRICS)}.",
-)
+@metric_option(f"Metric (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
 @click.option(
     "--threshold",
     type=click.FloatRange(min=0),

@@ -14,10 +14,12 @@ from launchbench.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    device_option,
     handle_errors,
     out_dir_option,
     quiet_option,
     short_help,
+    stack,
 )
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
 from launchbench.errors import LaunchbenchError
@@ -32,6 +34,22 @@ QUICK = {
     "min_samples": 5,
     "warmup_time": 0.05,
     "passes": 2,
+}
+
+
+# The measurement settings the command line overrides: option → (type, help). Each value is held to the
+# scenario file's rules (MeasureSettings) in _overrides.
+MEASURE_OVERRIDES: dict[str, tuple[type, str]] = {
+    "--target-noise": (
+        float,
+        "Stop when the median's 95% CI is within this fraction, in (0, 1] (default 0.01).",
+    ),
+    "--max-time": (float, "Time budget per case in seconds, in (0, 86400] (default 4)."),
+    "--min-samples": (int, "Fewest samples per mode, 3 to the file's max_samples (default 10)."),
+    "--passes": (
+        int,
+        "Passes over all cases, 1 to 100; each in a fresh worker process; each case's budget is split among them (default 5).",
+    ),
 }
 
 
@@ -76,21 +94,8 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
     show_default=True,
     help="Where default run directories go (created with its parents).",
 )
-@click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
-@click.option(
-    "--target-noise",
-    type=float,
-    help="Stop when the median's 95% CI is within this fraction, in (0, 1] (default 0.01).",
-)
-@click.option("--max-time", type=float, help="Time budget per case in seconds, in (0, 86400] (default 4).")
-@click.option(
-    "--min-samples", type=int, help="Fewest samples per mode, 3 to the file's max_samples (default 10)."
-)
-@click.option(
-    "--passes",
-    type=int,
-    help="Passes over all cases, 1 to 100; each in a fresh worker process; each case's budget is split among them (default 5).",
-)
+@device_option()
+@stack(*(click.option(name, type=kind, help=text) for name, (kind, text) in MEASURE_OVERRIDES.items()))
 @click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 passes, 5 samples minimum.")
 @click.option(
     "--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases."

@@ -9,7 +9,7 @@ graph's life. Builders import CuPy inside their bodies: the definitions import w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -121,3 +121,13 @@ def with_initial(array: Any, built: BuiltStep, name: str) -> None:
     """Record ``array`` as an output of the step, and a copy of its contents to reset it to."""
     built.outputs[name] = array
     built.resets.append((array, array.copy()))
+
+
+def repeated(
+    call: Callable[[], Any], repeat: int, output: Any, name: str, keep: Sequence[Any] = ()
+) -> BuiltStep:
+    """A step of ``call`` launched ``repeat`` times that writes ``output`` (recorded with with_initial);
+    ``keep``: buffers the call uses by raw address only."""
+    built = BuiltStep([call] * repeat, keep=list(keep))
+    with_initial(output, built, name)
+    return built

@@ -25,9 +25,7 @@ def build(step: CopyStep, context: BuildContext, prefix: str, stream: Any) -> Bu
     src = base.random_array(step.bytes, "uint8", context.rng)
     dst = cupy.full(step.bytes, base.POISON_BYTE, dtype=cupy.uint8)
     call = partial(dst.data.copy_from_device_async, src.data, step.bytes, stream)
-    built = BuiltStep([call] * step.repeat)
-    base.with_initial(dst, built, f"{prefix}.dst")
-    return built
+    return base.repeated(call, step.repeat, dst, f"{prefix}.dst")
 
 
 KIND = KindSpec(

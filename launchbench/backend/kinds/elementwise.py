@@ -40,14 +40,10 @@ def build(step: ElementwiseStep, context: BuildContext, prefix: str, stream: Any
     x = base.random_array(step.size, step.dtype, context.rng)
     alpha = np.dtype(step.dtype).type(step.alpha)
     if step.kind == "scale":
-        built = BuiltStep([partial(cupy.multiply, x, alpha, out=x)] * step.repeat)
-        base.with_initial(x, built, f"{prefix}.x")
-        return built
+        return base.repeated(partial(cupy.multiply, x, alpha, out=x), step.repeat, x, f"{prefix}.x")
     y = base.random_array(step.size, step.dtype, context.rng)
     call = partial(cupy.add, x, y, out=y) if step.kind == "add" else partial(fma_kernel(), x, alpha, y)
-    built = BuiltStep([call] * step.repeat)
-    base.with_initial(y, built, f"{prefix}.y")
-    return built
+    return base.repeated(call, step.repeat, y, f"{prefix}.y")
 
 
 KIND = KindSpec(model=ElementwiseStep, build=build, nbytes=nbytes, nodes_per_launch=1, takes_stream=False)

@@ -78,14 +78,13 @@ def build(step: HostCopyStep, context: BuildContext, prefix: str, stream: Any) -
     if step.kind == "h2d":
         host[...] = context.rng.integers(0, 256, step.bytes, dtype=np.uint8)
         dst = cupy.full(step.bytes, base.POISON_BYTE, dtype=cupy.uint8)
-        built = BuiltStep([h2d_call(dst, host, step.bytes, stream)] * step.repeat, keep=[host])
-        base.with_initial(dst, built, f"{prefix}.dst")
-        return built
+        return base.repeated(
+            h2d_call(dst, host, step.bytes, stream), step.repeat, dst, f"{prefix}.dst", [host]
+        )
     src = base.random_array(step.bytes, "uint8", context.rng)
     host.fill(base.POISON_BYTE)
-    built = BuiltStep([d2h_call(host, src, step.bytes, stream)] * step.repeat, keep=[src])
-    base.with_initial(host, built, f"{prefix}.host")  # a host buffer: check_outputs compares it too
-    return built
+    # a host buffer: check_outputs compares it too
+    return base.repeated(d2h_call(host, src, step.bytes, stream), step.repeat, host, f"{prefix}.host", [src])
 
 
 KIND = KindSpec(

@@ -23,9 +23,7 @@ class MemsetStep(StepBase):
 def build(step: MemsetStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
     dst = base.random_array(step.bytes, "uint8", context.rng)
     call = partial(dst.data.memset_async, step.value, step.bytes, stream)
-    built = BuiltStep([call] * step.repeat)
-    base.with_initial(dst, built, f"{prefix}.dst")
-    return built
+    return base.repeated(call, step.repeat, dst, f"{prefix}.dst")
 
 
 KIND = KindSpec(

@@ -27,9 +27,7 @@ def build(step: ReductionStep, context: BuildContext, prefix: str, stream: Any) 
 
     x = base.random_array(step.size, step.dtype, context.rng)
     out = cupy.zeros((), dtype=step.dtype)
-    built = BuiltStep([partial(cupy.sum, x, out=out)] * step.repeat)
-    base.with_initial(out, built, f"{prefix}.out")
-    return built
+    return base.repeated(partial(cupy.sum, x, out=out), step.repeat, out, f"{prefix}.out")
 
 
 KIND = KindSpec(
