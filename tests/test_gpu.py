@@ -77,18 +77,19 @@ def test_check_catches_a_graph_that_computes_something_else(backend):
     import cupy
 
     from launchbench.backend.check import compare_outputs
+    from launchbench.backend.cupy_backend import reset_steps, snapshot_steps
 
     case = _cases("every_kind.yaml")["scale_f32"]
     prepared = backend.prepare(case)
     try:
-        prepared._reset()
-        initial = prepared._snapshot()
+        reset_steps(prepared.stream, prepared.steps)
+        initial = snapshot_steps(prepared.stream, prepared.steps)
         prepared.eager.run_batch(1)
-        eager = prepared._snapshot()
-        prepared._reset()
+        eager = snapshot_steps(prepared.stream, prepared.steps)
+        reset_steps(prepared.stream, prepared.steps)
         prepared.steps[0].outputs["step0.scale.x"] += cupy.float32(1.0)  # what a stale address would do
         prepared.workloads["graph"].run_batch(1)
-        graph = prepared._snapshot()
+        graph = snapshot_steps(prepared.stream, prepared.steps)
     finally:
         prepared.close()
     check = compare_outputs(initial, eager, graph)

@@ -65,6 +65,26 @@ def harness_cost(stream: cupy.cuda.Stream, clock: Clock, max_in_flight: int) -> 
     return float(np.median(costs))
 
 
+def reset_steps(stream: cupy.cuda.Stream, steps: Sequence[BuiltStep]) -> None:
+    """Every step's outputs back to their initial contents (on ``stream``, then waited for)."""
+    with stream:
+        for built in steps:
+            built.reset()
+    stream.synchronize()
+
+
+def snapshot_steps(stream: cupy.cuda.Stream, steps: Sequence[BuiltStep]) -> dict[str, np.ndarray]:
+    """A host copy of every step's outputs, once ``stream`` is done."""
+    stream.synchronize()
+    return {
+        name: cupy.asnumpy(array)
+        if isinstance(array, cupy.ndarray)
+        else np.array(array, copy=True)  # host: a copy
+        for built in steps
+        for name, array in built.outputs.items()
+    }
+
+
 class CupyPreparedCase:
     def __init__(self, case: Case, clock: Clock, streams: StreamSource, ranks: RankInfo | None = None):
         self.case = case
@@ -115,34 +135,18 @@ class CupyPreparedCase:
             graph_call = self.captured.launch_call(self.stream)
             self.workloads["graph"] = LaunchLoop([graph_call], launches, self.stream, clock, max_in_flight)
 
-    def _reset(self) -> None:
-        with self.stream:
-            for built in self.steps:
-                built.reset()
-        self.stream.synchronize()
-
-    def _snapshot(self) -> dict[str, np.ndarray]:
-        self.stream.synchronize()
-        return {
-            name: cupy.asnumpy(array)
-            if isinstance(array, cupy.ndarray)
-            else np.array(array, copy=True)  # host: a copy
-            for built in self.steps
-            for name, array in built.outputs.items()
-        }
-
     def check_outputs(self) -> OutputCheck:
         if self.captured is None:
             return self._check_eager_only()
-        self._reset()
-        initial = self._snapshot()
+        reset_steps(self.stream, self.steps)
+        initial = snapshot_steps(self.stream, self.steps)
         if not initial:
             return OutputCheck(None, "the chain writes no buffer; graph node count checked instead")
         self.eager.run_batch(1)
-        eager = self._snapshot()
-        self._reset()
+        eager = snapshot_steps(self.stream, self.steps)
+        reset_steps(self.stream, self.steps)
         self.workloads["graph"].run_batch(1)
-        graph = self._snapshot()
+        graph = snapshot_steps(self.stream, self.steps)
         check = compare_outputs(initial, eager, graph)
         host = compare_reference(self._references(), eager)
         if host is None or check.match is False:
@@ -157,9 +161,9 @@ class CupyPreparedCase:
         references = self._references()
         if not references:
             return OutputCheck(None, no_graph)
-        self._reset()
+        reset_steps(self.stream, self.steps)
         self.eager.run_batch(1)
-        host = compare_reference(references, self._snapshot())
+        host = compare_reference(references, snapshot_steps(self.stream, self.steps))
         assert host is not None
         return host if host.match is False else OutputCheck(None, f"{no_graph}; eager: {host.detail}")
 

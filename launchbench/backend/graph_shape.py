@@ -171,6 +171,17 @@ def _conditional(node: Any, depth: int) -> Node:
         return Node("conditional", f"conditional node\n(body unreadable: {err})")
 
 
+# node types drawn with a fixed label: cudaGraphNodeType member → (kind, label)
+PLAIN_NODES = {
+    "cudaGraphNodeTypeMemcpy": ("memcpy", "memcpy"),
+    "cudaGraphNodeTypeMemset": ("memset", "memset"),
+    "cudaGraphNodeTypeMemFree": ("mem_free", "mem free"),
+    "cudaGraphNodeTypeEventRecord": ("event_record", "event record"),
+    "cudaGraphNodeTypeWaitEvent": ("event_wait", "event wait"),
+    "cudaGraphNodeTypeEmpty": ("empty", "join"),
+}
+
+
 def walk(graph: Any, depth: int = 0) -> GraphShape:
     """The shape of a cudaGraph_t (CuPy's ``Graph.graph``), bodies of conditional nodes included."""
     from cuda.bindings import runtime
@@ -183,25 +194,16 @@ def walk(graph: Any, depth: int = 0) -> GraphShape:
     nodes, _count = _ok(runtime.cudaGraphGetNodes(graph, numNodes=count)) if count else ([], 0)
     index = {int(node): i for i, node in enumerate(nodes)}
     types = runtime.cudaGraphNodeType
+    plain = {getattr(types, name): labels for name, labels in PLAIN_NODES.items()}
     shape = GraphShape()
     for node in nodes:
         kind = _ok(runtime.cudaGraphNodeGetType(node))
-        if kind == types.cudaGraphNodeTypeKernel:
+        if kind in plain:
+            shape.nodes.append(Node(*plain[kind]))
+        elif kind == types.cudaGraphNodeTypeKernel:
             shape.nodes.append(Node("kernel", _kernel_label(node)))
-        elif kind == types.cudaGraphNodeTypeMemcpy:
-            shape.nodes.append(Node("memcpy", "memcpy"))
-        elif kind == types.cudaGraphNodeTypeMemset:
-            shape.nodes.append(Node("memset", "memset"))
         elif kind == types.cudaGraphNodeTypeMemAlloc:
             shape.nodes.append(Node("mem_alloc", _alloc_label(node)))
-        elif kind == types.cudaGraphNodeTypeMemFree:
-            shape.nodes.append(Node("mem_free", "mem free"))
-        elif kind == types.cudaGraphNodeTypeEventRecord:
-            shape.nodes.append(Node("event_record", "event record"))
-        elif kind == types.cudaGraphNodeTypeWaitEvent:
-            shape.nodes.append(Node("event_wait", "event wait"))
-        elif kind == types.cudaGraphNodeTypeEmpty:
-            shape.nodes.append(Node("empty", "join"))
         elif kind == types.cudaGraphNodeTypeGraph:
             child = _ok(runtime.cudaGraphChildGraphNodeGetGraph(node))
             shape.nodes.append(Node("graph", "child graph", walk(child, depth + 1)))

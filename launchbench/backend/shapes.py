@@ -35,13 +35,20 @@ import numpy as np
 
 from launchbench.backend.base import CaseRefused, OutputCheck
 from launchbench.backend.check import compare_outputs
-from launchbench.backend.cupy_backend import MEMORY_HEADROOM, StreamSource, fork_join, harness_cost
-from launchbench.backend.graph import CaptureFailed, _check, _describe, abort_capture, cudart
+from launchbench.backend.cupy_backend import (
+    MEMORY_HEADROOM,
+    StreamSource,
+    fork_join,
+    harness_cost,
+    reset_steps,
+    snapshot_steps,
+)
+from launchbench.backend.graph import CaptureFailed, _capture_raw, _check, _describe, abort_capture, cudart
 from launchbench.backend.kinds.base import BuiltStep
 from launchbench.backend.kinds.registry import step_bytes
 from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.window import LaunchWindow
-from launchbench.backend.workload import poll
+from launchbench.backend.workload import poll, timed_batch
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import BatchTiming
@@ -104,15 +111,8 @@ def capture_graph(stream: cupy.cuda.Stream, calls: Calls, pool: cupy.cuda.Memory
 def capture_raw(stream: cupy.cuda.Stream, calls: Calls, pool: cupy.cuda.MemoryPool) -> Any:
     """One iteration of ``calls`` captured through cuda.bindings on CuPy's stream: a cudaGraph_t, not
     instantiated (the caller destroys it)."""
-    mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed
     with cupy.cuda.using_allocator(pool.malloc), stream:
-        _check(cudart.cudaStreamBeginCapture(stream.ptr, mode), "cudaStreamBeginCapture")
-        try:
-            _issue(calls)
-        except Exception as err:
-            abort_capture(stream)
-            raise CaptureFailed(_describe(err)) from err
-        return _check(cudart.cudaStreamEndCapture(stream.ptr), "cudaStreamEndCapture")
+        return _capture_raw(stream, calls)
 
 
 def node_types(graph: Any) -> list[str]:
@@ -377,18 +377,7 @@ class ShapeLoop:
         counter.iterations += iters
 
     def run_batch(self, iters: int) -> BatchTiming:
-        clock = self.clock
-        with self.stream:
-            self._start.record(self.stream)
-            wall0 = clock.wall()
-            cpu0 = clock.thread()
-            self._launch(iters)
-            cpu1 = clock.thread()
-            self._end.record(self.stream)
-            poll(cupy.cuda.runtime.eventQuery, self._end.ptr, self._end.synchronize)
-            wall1 = clock.wall()
-        gpu_s = cupy.cuda.get_elapsed_time(self._start, self._end) * 1e-3
-        return BatchTiming(iters, wall1 - wall0, cpu1 - cpu0, gpu_s)
+        return timed_batch(self.stream, self.clock, self._start, self._end, self._launch, iters)
 
     def run_latency(self) -> float:
         """One iteration (at a change when the sequence is at one) on an idle stream, launch to completion."""
@@ -501,25 +490,11 @@ class ShapePreparedCase:
     def shape_counts(self) -> dict[str, ShapeCounts]:
         return {name: loop.counter.frozen() for name, loop in self.loops.items()}
 
-    def _reset(self) -> None:
-        with self.stream:
-            for built in self.steps:
-                built.reset()
-        self.stream.synchronize()
-
-    def _snapshot(self) -> dict[str, np.ndarray]:
-        self.stream.synchronize()
-        return {
-            name: cupy.asnumpy(array) if isinstance(array, cupy.ndarray) else np.array(array, copy=True)
-            for built in self.steps
-            for name, array in built.outputs.items()
-        }
-
     def _walk(self, mode: str) -> dict[str, np.ndarray]:
         """From the initial contents, every shape in turn (CHECK_CYCLES times), up to two iterations each,
         through the mode's own strategy (its cache and its executable graph as measured); not counted."""
         loop = self.loops[mode]
-        self._reset()
+        reset_steps(self.stream, self.steps)
         with loop.not_counting(), self.stream:
             for _ in range(CHECK_CYCLES):
                 for index in range(self.plan.distinct):
@@ -528,14 +503,14 @@ class ShapePreparedCase:
                     for _ in range(min(self.plan.per_shape, 2)):
                         loop.strategy.launch()
             self.stream.synchronize()
-        return self._snapshot()
+        return snapshot_steps(self.stream, self.steps)
 
     def check_outputs(self) -> OutputCheck:
         modes = [mode for mode in self.loops if mode != "eager"]
         if not modes:
             return OutputCheck(None, f"no graph to compare ({self.graph_failure})")
-        self._reset()
-        initial = self._snapshot()
+        reset_steps(self.stream, self.steps)
+        initial = snapshot_steps(self.stream, self.steps)
         if not initial:
             return OutputCheck(None, "the chain writes no buffer")
         eager = self._walk("eager")

@@ -39,6 +39,24 @@ def poll(query: Callable[[int], int], handle: int, raise_error: Callable[[], Any
             return
 
 
+def timed_batch(
+    stream: cupy.cuda.Stream, clock: Clock, start: Any, end: Any, launch: Callable[[int], None], iters: int
+) -> BatchTiming:
+    """``launch(iters)`` on ``stream`` between the events ``start`` and ``end``: its wall time (to the end
+    event's completion, polled), the thread's CPU time while launching, and the GPU time between them."""
+    with stream:
+        start.record(stream)
+        wall0 = clock.wall()
+        cpu0 = clock.thread()
+        launch(iters)
+        cpu1 = clock.thread()
+        end.record(stream)
+        poll(cupy.cuda.runtime.eventQuery, end.ptr, end.synchronize)
+        wall1 = clock.wall()
+    gpu_s = cupy.cuda.get_elapsed_time(start, end) * 1e-3
+    return BatchTiming(iters, wall1 - wall0, cpu1 - cpu0, gpu_s)
+
+
 class LaunchLoop:
     """Launches ``calls`` (one iteration) ``iters`` times; implements the sampler's Workload protocol."""
 
@@ -102,18 +120,7 @@ class LaunchLoop:
                     window.mark()
 
     def run_batch(self, iters: int) -> BatchTiming:
-        clock = self.clock
-        with self.stream:
-            self._start.record(self.stream)
-            wall0 = clock.wall()
-            cpu0 = clock.thread()
-            self._launch(iters)
-            cpu1 = clock.thread()
-            self._end.record(self.stream)
-            poll(cupy.cuda.runtime.eventQuery, self._end.ptr, self._end.synchronize)
-            wall1 = clock.wall()
-        gpu_s = cupy.cuda.get_elapsed_time(self._start, self._end) * 1e-3
-        return BatchTiming(iters, wall1 - wall0, cpu1 - cpu0, gpu_s)
+        return timed_batch(self.stream, self.clock, self._start, self._end, self._launch, iters)
 
     def run_latency(self) -> float:
         """One iteration on an idle stream, launch to completion (the stream polled until it is done).
