@@ -5,11 +5,15 @@ under new case ids, raw samples and passes as measured), writes them as run dire
 the whole command in a fresh process, the way CI runs it:
 
     python benchmarks/compare_speed.py [--cases 1000] [--repeat 3]
+
+The first line gives the cores and the 1-minute load average before the runs, the last the load average
+after them: the wall time is meaningful on an idle machine only.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import subprocess
 import sys
@@ -38,6 +42,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before the runs")
     with tempfile.TemporaryDirectory() as tmp:
         dirs = []
         for name, source in zip("ab", SOURCES):
@@ -69,6 +74,7 @@ def main() -> None:
         f"wall {min(walls):.2f} s, CPU {min(cpus):.2f} s (wall: {', '.join(f'{t:.2f}' for t in walls)} s; "
         f"CPU time counts only this command's process, so it reads the same on a busy machine)"
     )
+    print(f"load average {os.getloadavg()[0]:.1f} after the runs")
 
 
 if __name__ == "__main__":

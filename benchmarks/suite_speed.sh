@@ -9,5 +9,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "cores: $(nproc), load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 TIMEFORMAT='wall: %R s, CPU: %U s user + %S s system'
-time python -m pytest -q -p no:cacheprovider -n auto --dist loadfile --durations=30 "$@"
+{ time python -m pytest -q -p no:cacheprovider -n auto --dist loadfile --durations=30 "$@"; } 2>&1
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
