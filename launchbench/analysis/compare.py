@@ -54,7 +54,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.analysis.drift import HOST_BOUND_SHARE, NoisePrior, RowVariance, fit_priors, stratum
 from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
 from launchbench.errors import LaunchbenchError
@@ -76,7 +76,6 @@ VERDICTS: tuple[Verdict, ...] = ("slower", "faster", "uncertain", "same", "missi
 
 HOST_SHIFT_MIN_ROWS = 3  # host-bound rows needed to estimate their common shift between separate runs
 HOST_SHIFT_NOTE = 0.02  # a common shift this large (in log units) is named in the report
-DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 4000
 POWER = 0.8  # the MDE is the change detected with this probability

@@ -11,3 +11,4 @@ DEFAULT_METRICS: tuple[str, ...] = (
     "latency_us",
 )
 DEFAULT_THRESHOLD = 0.05  # the smallest relative change that counts
+DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons

@@ -139,15 +139,15 @@ def metric_option(help: str) -> Callable[[F], F]:
 
 
 def parsed_option(
-    name: str, dest: str, metavar: str, parse: Callable[[str], Any], error: type[Exception], help: str
+    name: str, dest: str, metavar: str, parse: Callable[[str], Any], help: str
 ) -> Callable[[F], F]:
-    """A repeatable option whose values are ``parse``d into a list; ``error`` from ``parse`` is a usage
-    error naming the option."""
+    """A repeatable option whose values are ``parse``d into a list; a LaunchbenchError from ``parse`` is a
+    usage error naming the option."""
 
     def callback(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[Any]:
         try:
             return [parse(v) for v in values]
-        except error as err:
+        except LaunchbenchError as err:
             raise click.BadParameter(str(err), ctx=ctx, param=param) from None
 
     return click.option(name, dest, multiple=True, metavar=metavar, callback=callback, help=help)

@@ -5,20 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from launchbench.analysis.compare import (
-    DEFAULT_ALPHA,
-    DEFAULT_METRICS,
-    DEFAULT_THRESHOLD,
-    CompareSettings,
-    CompareSettingsError,
-    Comparison,
-    parse_threshold,
-)
-from launchbench.analysis.gate import GateReport, GateRule, GateRuleError, parse_rule
+from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
@@ -33,6 +24,10 @@ from launchbench.cli.common import (
 from launchbench.cli.history import history_baseline_for, history_baseline_options
 from launchbench.cli.output import REPORT_FORMATS, Report, publish, report_options
 
+if TYPE_CHECKING:  # the statistics (numpy, SciPy) load when a comparison runs, not for --help
+    from launchbench.analysis.compare import CompareSettings, Comparison
+    from launchbench.analysis.gate import GateReport, GateRule
+
 FORMATS = REPORT_FORMATS  # ab writes the same formats
 F = Callable[..., Any]
 STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
@@ -43,6 +38,8 @@ def _settings(
 ) -> CompareSettings:
     """A metric named in a ``N%`` rule gets a threshold no larger than N%: the gate fails only rows whose
     verdict is slower, so a rule tighter than the threshold would otherwise never fire."""
+    from launchbench.analysis.compare import CompareSettings
+
     chosen = tuple(dict.fromkeys([*(metrics or DEFAULT_METRICS), *(r.metric for r in rules)]))
     default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
     per_metric = {m: v for m, v in thresholds if m is not None}
@@ -50,6 +47,18 @@ def _settings(
         if rule.unit == "%":
             per_metric[rule.metric] = min(per_metric.get(rule.metric, default), rule.amount)
     return CompareSettings(metrics=chosen, default_threshold=default, thresholds=per_metric, alpha=alpha)
+
+
+def _threshold(text: str) -> tuple[str | None, float]:
+    from launchbench.analysis.compare import parse_threshold
+
+    return parse_threshold(text)
+
+
+def _rule(text: str) -> GateRule:
+    from launchbench.analysis.gate import parse_rule
+
+    return parse_rule(text)
 
 
 def comparison_options(unit: str) -> Callable[[F], F]:
@@ -61,8 +70,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
             "--threshold",
             "thresholds",
             "[METRIC:]N%",
-            parse_threshold,
-            CompareSettingsError,
+            _threshold,
             "Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.",
         ),
         click.option(
@@ -76,8 +84,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
             "--fail-on",
             "rules",
             "METRIC:N%|METRIC:Nus",
-            parse_rule,
-            GateRuleError,
+            _rule,
             "Exit 1 when a row's verdict is slower, by at least this much (repeatable), "
             "e.g. wall_us_per_launch:5%.",
         ),
@@ -152,7 +159,7 @@ def compare(
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
-    from launchbench.analysis.compare import compare_runs, sides_of_one_ab
+    from launchbench.analysis.compare import CompareSettingsError, compare_runs, sides_of_one_ab
     from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
     from launchbench.analysis.gate import evaluate_rules
     from launchbench.results.store import load_run
