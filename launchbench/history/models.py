@@ -96,7 +96,17 @@ class Run(Base):
         return {column: getattr(self, column) for column in ENV_COLUMNS}
 
 
-class RowResult(Base):
+class SeriesMedians:
+    """The median of each raw series, in seconds per iteration (None where it was not measured): what
+    trends, change points and baselines read as ``{series}_median``."""
+
+    wall_median: Mapped[float | None] = mapped_column(Float, nullable=True)
+    cpu_median: Mapped[float | None] = mapped_column(Float, nullable=True)
+    gpu_median: Mapped[float | None] = mapped_column(Float, nullable=True)
+    latency_median: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class RowResult(SeriesMedians, Base):
     """One (scenario, case, mode) of a run: status and, per raw series, the pooled median with its CI
     (results.csv's numbers, in seconds per iteration)."""
 
@@ -116,16 +126,12 @@ class RowResult(Base):
     host_bound: Mapped[bool] = mapped_column(Boolean)
     passes: Mapped[int] = mapped_column(Integer)
     n: Mapped[int] = mapped_column(Integer)
-    wall_median: Mapped[float | None] = mapped_column(Float, nullable=True)
     wall_ci_low: Mapped[float | None] = mapped_column(Float, nullable=True)
     wall_ci_high: Mapped[float | None] = mapped_column(Float, nullable=True)
-    cpu_median: Mapped[float | None] = mapped_column(Float, nullable=True)
     cpu_ci_low: Mapped[float | None] = mapped_column(Float, nullable=True)
     cpu_ci_high: Mapped[float | None] = mapped_column(Float, nullable=True)
-    gpu_median: Mapped[float | None] = mapped_column(Float, nullable=True)
     gpu_ci_low: Mapped[float | None] = mapped_column(Float, nullable=True)
     gpu_ci_high: Mapped[float | None] = mapped_column(Float, nullable=True)
-    latency_median: Mapped[float | None] = mapped_column(Float, nullable=True)
     latency_ci_low: Mapped[float | None] = mapped_column(Float, nullable=True)
     latency_ci_high: Mapped[float | None] = mapped_column(Float, nullable=True)
 
@@ -135,7 +141,7 @@ class RowResult(Base):
     )
 
 
-class PassResult(Base):
+class PassResult(SeriesMedians, Base):
     """One pass of one row, as results.json holds it: the median of each raw series (what change points
     and trends use), the pass's raw samples (float64, series after series, ``n`` each; what a baseline
     drawn from history resamples), iterations per sample, throttled samples, whether the noise target
@@ -151,10 +157,6 @@ class PassResult(Base):
     row_id: Mapped[int] = mapped_column(ForeignKey("row_results.id", ondelete="CASCADE"), index=True)
     pass_index: Mapped[int] = mapped_column(Integer)
     n: Mapped[int] = mapped_column(Integer)
-    wall_median: Mapped[float | None] = mapped_column(Float, nullable=True)
-    cpu_median: Mapped[float | None] = mapped_column(Float, nullable=True)
-    gpu_median: Mapped[float | None] = mapped_column(Float, nullable=True)
-    latency_median: Mapped[float | None] = mapped_column(Float, nullable=True)
     samples: Mapped[bytes] = mapped_column(LargeBinary)
     iters_per_sample: Mapped[int | None] = mapped_column(Integer, nullable=True)
     throttled_samples: Mapped[int | None] = mapped_column(Integer, nullable=True)
