@@ -104,7 +104,7 @@ def case_modes(case: Case) -> tuple[Mode, ...]:
     return cast("tuple[Mode, ...]", modes)
 
 
-def _identity(case: Case) -> dict[str, object]:
+def case_identity(case: Case) -> dict[str, object]:
     """The fields every CaseResult of this case carries, measured or not."""
     return {**{name: getattr(case, name) for name in IDENTITY_FIELDS}, "shapes": shape_info(case)}
 
@@ -114,7 +114,7 @@ def failed_case(
 ) -> CaseResult:
     """A result that records why a case could not be measured (a runtime fault unless ``kind`` says else)."""
     modes = {mode: ModeResult(mode=mode, status=status, reason=message) for mode in case_modes(case)}
-    return CaseResult(**_identity(case), modes=modes, error=message, error_kind=kind, elapsed_s=elapsed)
+    return CaseResult(**case_identity(case), modes=modes, error=message, error_kind=kind, elapsed_s=elapsed)
 
 
 def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCheck:
@@ -241,7 +241,7 @@ def _case_result(
         settle_s=outcome.settle_s,
     )
     return CaseResult(
-        **_identity(case),
+        **case_identity(case),
         modes=modes,
         outputs_match=check.match,
         check_detail=check.detail,

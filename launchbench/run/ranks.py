@@ -36,7 +36,7 @@ from launchbench.results.schema import (
     ModeResult,
     RankSamples,
 )
-from launchbench.run.execute import failed_case, host_data
+from launchbench.run.execute import case_identity, failed_case, host_data
 from launchbench.scenario.core import Case
 
 BATCH, LATENCY_RUN, STOP = 1, 2, 3
@@ -182,12 +182,7 @@ def execute_rank(
     if check.match is False and "graph" in order:
         modes["graph"] = modes["graph"].model_copy(update={"status": "failed", "reason": check.detail})
     return CaseResult(
-        scenario=case.scenario,
-        case_id=case.case_id,
-        chain=case.chain,
-        kinds=case.kinds,
-        params=case.params,
-        launches_per_iter=case.launches_per_iter,
+        **case_identity(case),
         modes=modes,
         outputs_match=check.match,
         check_detail=check.detail,
