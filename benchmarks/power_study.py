@@ -45,9 +45,9 @@ import pandas as pd
 
 from launchbench.analysis.compare import Comparison, compare_paired, compare_runs
 from launchbench.analysis.drift import is_host_bound
+from launchbench.cli.ab import AB_ROUNDS
 from launchbench.results.schema import CaseResult, ModePass, RunRecord
 from launchbench.results.store import load_run
-from launchbench.run.ab import AB_ROUNDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("quickstart-h200", "quickstart-h200-b", "quickstart-h200-longer")

@@ -10,11 +10,10 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from launchbench.analysis.compare import CompareSettingsError
-from launchbench.analysis.gate import GateRule
 from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_INTERRUPTED,
@@ -28,7 +27,12 @@ from launchbench.cli.common import (
 from launchbench.cli.compare import FORMATS, _settings, comparison_options
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
 from launchbench.cli.run import _overrides, _terminate_as_interrupt
-from launchbench.run.ab import AB_ROUNDS
+
+if TYPE_CHECKING:
+    from launchbench.analysis.gate import GateRule
+
+# ab's default rounds: the interval over rounds narrows with their number, its t quantile with their df
+AB_ROUNDS = 10
 
 VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=NAME=VALUE (repeatable), scenario=FILE (repeatable)"
 
@@ -147,7 +151,7 @@ def ab(
     Exit 0 when no --fail-on rule finds a regression and every case was measured, 1 when a rule finds
     one or a case failed, 2 on a usage or input error, 130 when interrupted.
     """
-    from launchbench.analysis.compare import compare_paired
+    from launchbench.analysis.compare import CompareSettingsError, compare_paired
     from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
     from launchbench.analysis.gate import evaluate_rules
     from launchbench.cli.common import check_outputs
@@ -157,8 +161,7 @@ def ab(
     from launchbench.run import runner
     from launchbench.run.ab import Side, default_cpus, parse_variant, run_ab
 
-    check_outputs([("-o", output), ("--junit", junit)], inputs=[])  # before any measuring
-    check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))
+    check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))  # before any measuring
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:

@@ -46,8 +46,6 @@ from launchbench.scenario.core import Case
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this launchbench package
 SIDES = ("A", "B")
-# default rounds: the interval over rounds narrows with their number, its t quantile with their df
-AB_ROUNDS = 10
 
 
 class VariantError(LaunchbenchError):
