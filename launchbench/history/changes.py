@@ -33,8 +33,8 @@ from scipy import stats as sps
 
 from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.history.db import HistoryDB
-from launchbench.history.models import ENV_COLUMN_LABELS, ENV_COLUMNS
 from launchbench.history.query import ALL_RUNS, RowKey, RowSeries, RunFilter, RunInfo, pass_series
+from launchbench.history.tables import ENV_COLUMN_LABELS, ENV_COLUMNS
 
 DEFAULT_ALPHA = 0.01
 MIN_SEGMENT = 2  # runs on each side of a step

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc, inspect, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session, sessionmaker
 
 from launchbench.errors import LaunchbenchError
 from launchbench.history import ENV_VAR
@@ -24,6 +23,7 @@ from launchbench.history.migrations import HEAD
 
 if TYPE_CHECKING:
     from alembic.script import ScriptDirectory
+    from sqlalchemy.orm import Session, sessionmaker
 
 DEFAULT_PATH = Path("results") / "history.sqlite"
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -139,7 +139,8 @@ def upgrade(engine: Engine, url: str) -> str:
 
 
 class HistoryDB:
-    """An open history database: an engine with its schema up to date and a session factory."""
+    """An open history database: an engine with its schema up to date; Core connections for queries and
+    ORM sessions for writes."""
 
     def __init__(self, db: str | None = None, *, lock_timeout: float | None = None):
         self.url = resolve_url(db)
@@ -153,15 +154,30 @@ class HistoryDB:
         except HistoryError:
             self.engine.dispose()
             raise
-        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._sessions: sessionmaker[Session] | None = None
 
     @property
     def label(self) -> str:
         return describe_url(self.url)
 
     @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        """A connection in one transaction (SQLAlchemy Core, what queries use): committed when the block
+        ends, rolled back on any error."""
+        try:
+            with self.engine.begin() as connection:
+                yield connection
+        except exc.SQLAlchemyError as err:
+            raise explain(err, self.url, self.lock_timeout) from None
+
+    @contextmanager
     def session(self) -> Iterator[Session]:
-        """A session in one transaction: committed when the block ends, rolled back on any error."""
+        """An ORM session in one transaction (what writes use): committed when the block ends, rolled back
+        on any error. Loads SQLAlchemy's ORM."""
+        if self._sessions is None:
+            from sqlalchemy.orm import sessionmaker
+
+            self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         try:
             with self._sessions.begin() as session:
                 yield session

@@ -13,11 +13,10 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import Select, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, Select, select
 
 from launchbench.history.db import HistoryDB, HistoryError
-from launchbench.history.models import ENV_COLUMNS, SERIES, PassResult, RowResult, Run
+from launchbench.history.tables import ENV_COLUMNS, SERIES, pass_results, row_results, runs
 from launchbench.results.metrics import METRIC_BY_NAME, SAMPLE_KEYS
 
 RowKey = tuple[str, str, str]  # (scenario, case, mode)
@@ -56,13 +55,13 @@ class RunFilter:
         for column in COLUMN_FILTERS:
             value = getattr(self, column)
             if value is not None:
-                query = query.where(getattr(Run, column) == value)
+                query = query.where(getattr(runs.c, column) == value)
         if self.scenario is not None:
             query = query.where(
-                Run.id.in_(select(RowResult.run_id).where(RowResult.scenario == self.scenario))
+                runs.c.id.in_(select(row_results.c.run_id).where(row_results.c.scenario == self.scenario))
             )
         if self.exclude_hash is not None:
-            query = query.where(Run.content_hash != self.exclude_hash)
+            query = query.where(runs.c.content_hash != self.exclude_hash)
         return query
 
     def describe(self) -> str:
@@ -107,20 +106,20 @@ class TrendPoint:
 
 
 RUN_COLUMNS = (
-    Run.id,
-    Run.name,
-    Run.run_dir,
-    Run.status,
-    Run.started,
-    Run.scenarios,
-    *[getattr(Run, column) for column in ENV_COLUMNS],
-    Run.ab_id,
-    Run.ab_side,
-)  # what a RunInfo holds, read as plain rows (no ORM objects: a query over many runs stays fast)
+    runs.c.id,
+    runs.c.name,
+    runs.c.run_dir,
+    runs.c.status,
+    runs.c.started,
+    runs.c.scenarios,
+    *[getattr(runs.c, column) for column in ENV_COLUMNS],
+    runs.c.ab_id,
+    runs.c.ab_side,
+)  # what a RunInfo holds
 
 
 def _info(run: Any) -> RunInfo:
-    """A RunInfo from a row of RUN_COLUMNS (or a Run)."""
+    """A RunInfo from a row of RUN_COLUMNS (or an ORM Run)."""
     started = (
         run.started if run.started.tzinfo else run.started.replace(tzinfo=timezone.utc)
     )  # SQLite drops the zone
@@ -132,30 +131,30 @@ def _info(run: Any) -> RunInfo:
 
 def _matching(filters: RunFilter, *columns: Any) -> Select[Any]:
     """A query of ``columns`` of the matching runs, newest first (the newest N with ``last``)."""
-    query = filters.apply(select(*columns)).order_by(Run.started.desc(), Run.id.desc())
+    query = filters.apply(select(*columns)).order_by(runs.c.started.desc(), runs.c.id.desc())
     return query.limit(filters.last) if filters.last is not None else query
 
 
-def _runs(session: Session, filters: RunFilter) -> list[Any]:
+def _runs(connection: Connection, filters: RunFilter) -> list[Any]:
     """The matching runs as rows of RUN_COLUMNS, oldest first."""
-    return list(reversed(session.execute(_matching(filters, *RUN_COLUMNS)).all()))
+    return list(reversed(connection.execute(_matching(filters, *RUN_COLUMNS)).all()))
 
 
 def list_runs(db: HistoryDB, filters: RunFilter = ALL_RUNS) -> list[RunInfo]:
-    with db.session() as session:
-        return [_info(run) for run in _runs(session, filters)]
+    with db.connect() as connection:
+        return [_info(run) for run in _runs(connection, filters)]
 
 
 def row_keys(db: HistoryDB, filters: RunFilter = ALL_RUNS) -> list[RowKey]:
     """Every (scenario, case, mode) measured in the matching runs, in first-seen order."""
-    with db.session() as session:
-        ids = [run.id for run in _runs(session, filters)]
+    with db.connect() as connection:
+        ids = [run.id for run in _runs(connection, filters)]
         query = (
-            select(RowResult.scenario, RowResult.case_id, RowResult.mode)
-            .where(RowResult.run_id.in_(ids))
-            .order_by(RowResult.id)
+            select(row_results.c.scenario, row_results.c.case_id, row_results.c.mode)
+            .where(row_results.c.run_id.in_(ids))
+            .order_by(row_results.c.id)
         )
-        return list(dict.fromkeys((s, c, m) for s, c, m in session.execute(query)))
+        return list(dict.fromkeys((s, c, m) for s, c, m in connection.execute(query)))
 
 
 def series_of(metric: str) -> str:
@@ -183,33 +182,33 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
     series = series_of(metric)
     m = METRIC_BY_NAME[metric]
     scenario, case, mode = key
-    with db.session() as session:
-        runs = {run.id: run for run in _runs(session, filters)}
-        of_row = select(RowResult.id).where(
-            RowResult.scenario == scenario,
-            RowResult.case_id == case,
-            RowResult.mode == mode,
-            RowResult.run_id.in_(_matching(filters, Run.id)),
+    with db.connect() as connection:
+        matched = {run.id: run for run in _runs(connection, filters)}
+        of_row = select(row_results.c.id).where(
+            row_results.c.scenario == scenario,
+            row_results.c.case_id == case,
+            row_results.c.mode == mode,
+            row_results.c.run_id.in_(_matching(filters, runs.c.id)),
         )
-        rows = session.execute(
+        rows = connection.execute(
             select(
-                RowResult.id,
-                RowResult.run_id,
-                RowResult.launches_per_iter,
-                RowResult.passes,
-                RowResult.n,
-                RowResult.host_bound,
-                getattr(RowResult, f"{series}_median").label("median"),
-                getattr(RowResult, f"{series}_ci_low").label("ci_low"),
-                getattr(RowResult, f"{series}_ci_high").label("ci_high"),
-            ).where(RowResult.id.in_(of_row))
+                row_results.c.id,
+                row_results.c.run_id,
+                row_results.c.launches_per_iter,
+                row_results.c.passes,
+                row_results.c.n,
+                row_results.c.host_bound,
+                getattr(row_results.c, f"{series}_median").label("median"),
+                getattr(row_results.c, f"{series}_ci_low").label("ci_low"),
+                getattr(row_results.c, f"{series}_ci_high").label("ci_high"),
+            ).where(row_results.c.id.in_(of_row))
         ).all()
         clocks: dict[int, list[float]] = {}
         loads: dict[int, list[float]] = {}
-        conditions = select(PassResult.row_id, PassResult.sm_mhz_median, PassResult.host_load_1m).where(
-            PassResult.row_id.in_(of_row)
-        )
-        for row_id, sm_mhz, load in session.execute(conditions):
+        conditions = select(
+            pass_results.c.row_id, pass_results.c.sm_mhz_median, pass_results.c.host_load_1m
+        ).where(pass_results.c.row_id.in_(of_row))
+        for row_id, sm_mhz, load in connection.execute(conditions):
             if sm_mhz is not None:
                 clocks.setdefault(row_id, []).append(sm_mhz)
             if load is not None:
@@ -222,7 +221,7 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
             scale = m.scale(row.launches_per_iter)
             points.append(
                 TrendPoint(
-                    _info(runs[row.run_id]),
+                    _info(matched[row.run_id]),
                     median * scale,
                     low * scale if low is not None else math.nan,
                     high * scale if high is not None else math.nan,
@@ -233,7 +232,7 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
                     _median(loads.get(row.id, [])),
                 )
             )
-    order = {run_id: i for i, run_id in enumerate(runs)}
+    order = {run_id: i for i, run_id in enumerate(matched)}
     return sorted(points, key=lambda p: order[p.run.id])
 
 
@@ -254,13 +253,16 @@ def run_conditions(db: HistoryDB, run_ids: Sequence[int]) -> dict[int, RunCondit
     throttled: dict[int, int] = {}
     query = (
         select(
-            RowResult.run_id, PassResult.sm_mhz_median, PassResult.host_load_1m, PassResult.throttled_samples
+            row_results.c.run_id,
+            pass_results.c.sm_mhz_median,
+            pass_results.c.host_load_1m,
+            pass_results.c.throttled_samples,
         )
-        .join(PassResult, PassResult.row_id == RowResult.id)
-        .where(RowResult.run_id.in_(list(run_ids)))
+        .join(pass_results, pass_results.c.row_id == row_results.c.id)
+        .where(row_results.c.run_id.in_(list(run_ids)))
     )
-    with db.session() as session:
-        for run_id, sm_mhz, load, throttled_samples in session.execute(query):
+    with db.connect() as connection:
+        for run_id, sm_mhz, load, throttled_samples in connection.execute(query):
             if sm_mhz is not None:
                 clocks.setdefault(run_id, []).append(sm_mhz)
             if load is not None:
@@ -298,28 +300,28 @@ def pass_series(
     db: HistoryDB, filters: RunFilter = ALL_RUNS, keys: Sequence[RowKey] | None = None
 ) -> list[RowSeries]:
     """Per row, the per-pass medians of every matching run that measured it."""
-    with db.session() as session:
-        runs = {run.id: _info(run) for run in _runs(session, filters)}
-        order = {run_id: i for i, run_id in enumerate(runs)}
+    with db.connect() as connection:
+        matched = {run.id: _info(run) for run in _runs(connection, filters)}
+        order = {run_id: i for i, run_id in enumerate(matched)}
         query = (
             select(
-                RowResult.id,
-                RowResult.run_id,
-                RowResult.scenario,
-                RowResult.case_id,
-                RowResult.mode,
-                RowResult.launches_per_iter,
-                RowResult.host_bound,
-                PassResult.pass_index,
-                *[getattr(PassResult, f"{s}_median") for s in SERIES],
+                row_results.c.id,
+                row_results.c.run_id,
+                row_results.c.scenario,
+                row_results.c.case_id,
+                row_results.c.mode,
+                row_results.c.launches_per_iter,
+                row_results.c.host_bound,
+                pass_results.c.pass_index,
+                *[getattr(pass_results.c, f"{s}_median") for s in SERIES],
             )
-            .join(PassResult, PassResult.row_id == RowResult.id)
-            .where(RowResult.run_id.in_(list(runs)))
-            .order_by(RowResult.id, PassResult.pass_index)
+            .join(pass_results, pass_results.c.row_id == row_results.c.id)
+            .where(row_results.c.run_id.in_(list(matched)))
+            .order_by(row_results.c.id, pass_results.c.pass_index)
         )
         wanted = set(keys) if keys is not None else None
         by_row: dict[RowKey, dict[int, tuple[int, bool, dict[str, list[float]]]]] = {}
-        for rec in session.execute(query):
+        for rec in connection.execute(query):
             key = (rec.scenario, rec.case_id, rec.mode)
             if wanted is not None and key not in wanted:
                 continue
@@ -335,7 +337,7 @@ def pass_series(
         out.append(
             RowSeries(
                 key,
-                tuple(runs[i] for i in ids),
+                tuple(matched[i] for i in ids),
                 tuple(per_run[i][0] for i in ids),
                 tuple(per_run[i][1] for i in ids),
                 tuple({s: tuple(v) for s, v in per_run[i][2].items()} for i in ids),

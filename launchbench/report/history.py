@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from launchbench.history.models import ENV_COLUMNS
+from launchbench.history.tables import ENV_COLUMNS
 
 if TYPE_CHECKING:  # loaded by the command that asked for them (changes: ruptures and scipy)
     from launchbench.history.changes import ChangePoint

@@ -24,7 +24,6 @@ from matplotlib.figure import Figure  # noqa: E402
 from launchbench.files import atomic_write_text, check_output_dir  # noqa: E402
 from launchbench.history.changes import ChangePoint, detect_changes  # noqa: E402
 from launchbench.history.db import HistoryDB  # noqa: E402
-from launchbench.history.models import ENV_COLUMN_LABELS  # noqa: E402
 from launchbench.history.query import (  # noqa: E402
     ALL_RUNS,
     RowKey,
@@ -37,6 +36,7 @@ from launchbench.history.query import (  # noqa: E402
     run_conditions,
     trend,
 )
+from launchbench.history.tables import ENV_COLUMN_LABELS  # noqa: E402
 from launchbench.results.schema import METRIC_BY_NAME  # noqa: E402
 
 FILTER_COLUMNS = ("gpu_name", "driver", "cupy", "cuda_runtime", "git_branch", "host")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from alembic import context
 
-from launchbench.history.models import Base
+from launchbench.history.tables import metadata
 
 connection = context.config.attributes["connection"]
-context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
 with context.begin_transaction():
     context.run_migrations()
