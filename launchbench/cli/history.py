@@ -85,9 +85,16 @@ def filter_options(func: F) -> F:
             click.option(
                 "--gpu", "gpu_name", metavar="NAME", help="Only runs on this GPU model (e.g. 'NVIDIA H200')."
             ),
+            click.option("--gpu-uuid", metavar="UUID", help="Only runs on this GPU (its UUID)."),
             click.option("--driver", metavar="VERSION", help="Only runs with this driver version."),
             click.option("--cupy", metavar="VERSION", help="Only runs with this CuPy version."),
             click.option("--cuda-runtime", metavar="VERSION", help="Only runs with this CUDA runtime."),
+            click.option(
+                "--launchbench",
+                "launchbench_version",
+                metavar="VERSION",
+                help="Only runs measured by this launchbench version.",
+            ),
             click.option("--branch", "git_branch", metavar="NAME", help="Only runs of this git branch."),
             click.option("--commit", "git_commit", metavar="SHA", help="Only runs of this git commit."),
             click.option("--host", metavar="NAME", help="Only runs on this host."),

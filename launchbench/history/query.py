@@ -1,7 +1,7 @@
 """Reading the history: runs (filtered), one row's metric over runs, and per-pass medians by row.
 
-Filters match the environment columns exactly (GPU name, driver, CuPy, CUDA runtime, branch, commit,
-host) and an `ab` invocation's id and side, the scenario by name; ``last`` keeps the newest N runs. Runs come oldest first.
+Filters match the environment columns exactly (GPU name and UUID, driver, CuPy, CUDA runtime,
+launchbench version, branch, commit, host) and an `ab` invocation's id and side, the scenario by name; ``last`` keeps the newest N runs. Runs come oldest first.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ RowKey = tuple[str, str, str]  # (scenario, case, mode)
 # the runs columns a filter matches exactly
 COLUMN_FILTERS = (
     "gpu_name",
+    "gpu_uuid",
     "driver",
     "cupy",
     "cuda_runtime",
+    "launchbench_version",
     "git_branch",
     "git_commit",
     "host",
@@ -39,9 +41,11 @@ class RunFilter:
     """Which runs to use; None means any. ``last``: the newest N of those that match."""
 
     gpu_name: str | None = None
+    gpu_uuid: str | None = None
     driver: str | None = None
     cupy: str | None = None
     cuda_runtime: str | None = None
+    launchbench_version: str | None = None
     git_branch: str | None = None
     git_commit: str | None = None
     host: str | None = None

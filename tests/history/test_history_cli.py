@@ -39,6 +39,26 @@ def test_ingest_list_trend_changes(db_url: str, stepped: list[Path]) -> None:
     )
     assert [r["name"] for r in listed] == [f"run-{i:02d}" for i in range(7, 13)]
     assert all(r["git_branch"] == "main" for r in listed)
+    uuid, version = listed[0]["gpu_uuid"], listed[0]["launchbench_version"]
+    by_env = json.loads(
+        invoke(
+            "history",
+            "list",
+            "--db",
+            db_url,
+            "--format",
+            "json",
+            "--gpu-uuid",
+            uuid,
+            "--launchbench",
+            version,
+        ).output
+    )
+    assert len(by_env) == 12
+    assert (
+        invoke("history", "list", "--db", db_url, "--gpu-uuid", "GPU-none", "--format", "json").output.strip()
+        == "[]"
+    )
     trend = invoke(
         "history", "trend", "quickstart/scale/length=100", "--db", db_url, "--format", "csv", "--last", "3"
     )
