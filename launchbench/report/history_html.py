@@ -152,6 +152,11 @@ def _rel(path: str, out_dir: Path) -> str:
         return Path(path).as_uri()
 
 
+def _shown(value: object) -> str:
+    """An environment value as the page shows it (and filters on it): a dash when unknown."""
+    return "—" if value is None else str(value)
+
+
 def render_page(
     db_label: str,
     metric: str,
@@ -177,7 +182,7 @@ def render_page(
 
     options = []
     for column in FILTER_COLUMNS:
-        values = sorted({str(r.env[column]) for r in runs})
+        values = sorted({_shown(r.env[column]) for r in runs})
         choices = "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
         options.append(
             f'<label>{e(ENV_COLUMN_LABELS[column])} <select data-column="{column}"><option value="">all</option>{choices}</select></label>'
@@ -185,7 +190,7 @@ def render_page(
     run_rows = "".join(
         f'<tr data-run="{r.id}"><td>{r.id}</td><td><a href="{e(_rel(r.run_dir, out_dir))}">{e(r.name)}</a></td>'
         f"<td>{e(r.started.isoformat())}</td>"
-        + "".join(f"<td>{e(str(r.env[c]))}</td>" for c in (*FILTER_COLUMNS, "git_commit"))
+        + "".join(f"<td>{e(_shown(r.env[c]))}</td>" for c in (*FILTER_COLUMNS, "git_commit"))
         + measured(r.id)
         + "</tr>"
         for r in runs
@@ -196,7 +201,7 @@ def render_page(
         for c in changes
     )
     runs_json = json.dumps(
-        [{"run_id": r.id, **{c: str(r.env[c]) for c in FILTER_COLUMNS}} for r in runs]
+        [{"run_id": r.id, **{c: _shown(r.env[c]) for c in FILTER_COLUMNS}} for r in runs]
     ).replace("</", "<\\/")
     header = "".join(f"<th>{e(ENV_COLUMN_LABELS[c])}</th>" for c in (*FILTER_COLUMNS, "git_commit"))
     header += "<th>SM clock (MHz)</th><th>load (1 min)</th><th>throttled samples</th>"
