@@ -36,8 +36,9 @@ from launchbench.analysis.compare import (
     decide,
     gpu_models_differ,
     parse_threshold,
+    trimmed_rounds,
 )
-from launchbench.analysis.drift import NoisePrior, is_host_bound, stratum
+from launchbench.analysis.drift import NoisePrior, RowVariance, is_host_bound, stratum
 from launchbench.analysis.stats import pass_medians
 from launchbench.results.environment import describe_environment, summarize_environment
 from launchbench.results.schema import WALL, CaseResult, RunRecord
@@ -679,3 +680,20 @@ def test_p_values_are_adjusted_over_the_rows_of_each_metric() -> None:
     assert all(a.metrics[0].p_value >= r.metrics[0].p_value for a, r in zip(adjusted, rows))
     strong = adjust_across_rows([row(0, 1e-5)] + rows[1:], CompareSettings())
     assert strong[0].metrics[0].verdict == "slower"
+
+
+def test_paired_rounds_are_trimmed_so_one_odd_round_does_not_set_the_interval() -> None:
+    """Ten rounds, one of them a pair of workers that ran 25% apart: the 10%-trimmed mean ignores it and
+    its variance (Yuen) stays near the other rounds' spread; with fewer than ten rounds nothing is
+    trimmed."""
+    rng = np.random.default_rng(3)
+    rounds = 0.10 + 0.01 * rng.standard_normal(10)
+    rounds[4] = -0.25
+    center, variance = trimmed_rounds(rounds)
+    plain = RowVariance.of(rounds)
+    assert center == pytest.approx(np.mean(np.sort(rounds)[1:-1]))
+    assert abs(center - 0.10) < 0.01 < abs(np.mean(rounds) - 0.10)
+    assert variance.df == 7 and variance.variance < plain.variance / 20
+    few = rounds[:9]
+    center9, variance9 = trimmed_rounds(few)
+    assert center9 == pytest.approx(np.mean(few)) and variance9 == RowVariance.of(few)
