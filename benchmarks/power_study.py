@@ -6,7 +6,8 @@
 results/power/power_study.md was made with --out results/power and one --ab-runs naming four ab A/A
 invocations of the quickstart: results/ab-h200/lockstep/aa-1,…/aa-2,…/aa-3 (--max-time 2, 5 passes)
 and results/ab-h200/defaults/aa-1 (ab's defaults: 4 s over 10 rounds); either way 0.4 s of a case per
-side and round. 25 rounds in all, 10 drawn per resample.
+side and round. 25 rounds in all, 10 drawn per resample. results/power/trim-0 and trim-10: the same
+with --round-trim 0 and 0.1 (ab's rounds untrimmed, and trimmed by one round at each end).
 
 The unit is the pass. Sources: results/quickstart-h200 and -b (two back-to-back runs of the same code,
 5 passes each) and -longer (a third run, same case ids), every pass's raw samples as measured.
@@ -43,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from launchbench.analysis import compare
 from launchbench.analysis.compare import Comparison, compare_paired, compare_runs
 from launchbench.analysis.drift import is_host_bound
 from launchbench.cli.ab import AB_ROUNDS
@@ -242,12 +244,19 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--round-trim",
+        type=float,
+        help="share of ab's rounds trimmed from each end (default: compare.ROUND_TRIM)",
+    )
+    parser.add_argument(
         "--raw", action="store_true", help="also write every resample's verdicts (power_study_raw.csv.gz)"
     )
     parser.add_argument(
         "--ab-runs", action="append", default=[], metavar="DIR,DIR", help="real ab A/A directories (a/, b/)"
     )
     args = parser.parse_args()
+    if args.round_trim is not None:
+        compare.ROUND_TRIM = args.round_trim
     runs = [load_run(ROOT / "results" / name) for name in SOURCES]
     host_bound = {(c.case_id, mode) for c in runs[0].cases for mode in c.modes if is_host_bound(c, mode)}
     rng = np.random.default_rng(args.seed)

@@ -412,19 +412,20 @@ def evidence_of(
     return LogEvidence(centers, RowVariance.of(log_b, log_c), scale, (len(log_b), len(log_c)))
 
 
-ROUND_TRIM = 0.1  # share of rounds trimmed from each end of a paired row's round ratios
+ROUND_TRIM = 0.2  # share of a paired row's rounds trimmed from each end ...
+TRIM_FROM_ROUNDS = 10  # ... once it has at least this many rounds (ab's default)
 
 
 def trimmed_rounds(diffs: np.ndarray) -> tuple[float, RowVariance]:
-    """The 10%-trimmed mean of a paired row's round log ratios and the variance that gives its
+    """The 20%-trimmed mean of a paired row's round log ratios and the variance that gives its
     standard error over 1/R (Yuen 1974, one sample: (R−1)·s_w² / (h·(h−1)) with s_w² the winsorized
     variance and h = R − 2g rounds kept), on h − 1 degrees of freedom. In about one round in ten of
     the committed H200 ab invocations the two sides' workers ran 20–27% apart for the whole round
-    although they took turns within milliseconds (a state of the process); trimming keeps such a round
-    from setting the row's interval, and with fewer than 10 rounds (g = 0) this is the plain mean and
-    variance."""
+    although they took turns within milliseconds (a state of the process); trimming keeps such rounds
+    from setting the row's interval. With fewer than TRIM_FROM_ROUNDS rounds nothing is trimmed (the
+    plain mean and variance): too few are left to estimate a spread from."""
     rounds = len(diffs)
-    g = int(ROUND_TRIM * rounds)
+    g = int(ROUND_TRIM * rounds) if rounds >= TRIM_FROM_ROUNDS else 0
     if g == 0:
         return math.fsum(diffs.tolist()) / rounds, RowVariance.of(diffs)
     ordered = np.sort(diffs)
