@@ -420,7 +420,7 @@ def trimmed_rounds(diffs: np.ndarray) -> tuple[float, RowVariance]:
     """The 20%-trimmed mean of a paired row's round log ratios and the variance that gives its
     standard error over 1/R (Yuen 1974, one sample: (R−1)·s_w² / (h·(h−1)) with s_w² the winsorized
     variance and h = R − 2g rounds kept), on h − 1 degrees of freedom. In about one round in ten of
-    the committed H200 ab invocations the two sides' workers ran 20–27% apart for the whole round
+    the committed H200 ab invocations the two sides' workers ran 19–27% apart for the whole round
     although they took turns within milliseconds (a state of the process); trimming keeps such rounds
     from setting the row's interval. With fewer than TRIM_FROM_ROUNDS rounds nothing is trimmed (the
     plain mean and variance): too few are left to estimate a spread from."""

@@ -86,8 +86,9 @@ class Sampler:
     def run(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingOutcome:
         """Sample every mode until each is precise enough or the budget is spent."""
         session = self.start(workloads, progress)
-        while not session.done:
-            session.round()
+        done = session.done
+        while not done:
+            done = session.round()
         return session.finish()
 
     def start(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingSession:

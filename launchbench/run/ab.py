@@ -22,6 +22,7 @@ launchbench.analysis.compare.compare_paired pairs them.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shlex
 import socket
@@ -358,13 +359,13 @@ def run_ab(
     current_pass = 0
     started = 0
     try:
-        for pass_index, case_index in dict.fromkeys((k, i) for k, i, _ in schedule):
+        for (pass_index, case_index), entries in itertools.groupby(schedule, key=lambda e: e[:2]):
             if pass_index != current_pass:
                 for state in states:
                     state.write(tables=True)
                     state.stop()  # every pass in fresh processes
                 current_pass = pass_index
-            sides_here = [s for k, i, s in schedule if (k, i) == (pass_index, case_index)]
+            sides_here = [side for _, _, side in entries]
             measured = _measure_round(
                 states, pairs[case_index], sides_here, pass_index, events, started, len(schedule)
             )

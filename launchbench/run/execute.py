@@ -196,8 +196,9 @@ def execute_case(backend: Backend, case: Case, clock: Clock, progress: Progress 
     if isinstance(session, CaseResult):
         return session
     try:
-        while not session.done:
-            session.round()
+        done = session.done
+        while not done:
+            done = session.round()
     except BaseException:
         session.close()
         raise

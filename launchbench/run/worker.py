@@ -16,7 +16,7 @@ import signal
 import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NoReturn
 
 from launchbench.backend.base import RankInfo
 from launchbench.errors import LaunchbenchError
@@ -41,7 +41,7 @@ def cupy_backend(device: int) -> Any:
     return CupyBackend(device, SystemClock())
 
 
-def _exit_now() -> None:
+def _exit_now() -> NoReturn:
     """Leave without running destructors: after a CUDA fault they would only report the same error
     again (CuPy's Event.__del__ fails on a poisoned context and prints a traceback)."""
     sys.stdout.flush()
@@ -154,7 +154,6 @@ def _step(
         message = f"{type(err).__name__}: {err}"
         conn.send(("result", (failed_case(failing, message), True)) if failing else ("error", message))
         _exit_now()
-        raise  # unreachable: _exit_now leaves the process
 
 
 def main(argv: list[str] | None = None) -> None:
