@@ -16,7 +16,7 @@ import numpy as np
 from launchbench.backend.base import CaseRefused, OutputCheck, RankInfo
 from launchbench.measure.clock import ClockReading
 from launchbench.measure.sampler import BatchTiming
-from launchbench.results.schema import GraphLifecycle, ShapeCounts
+from launchbench.results.schema import CanaryReading, GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
 
 DEVICES_VARIABLE = "LAUNCHBENCH_TEST_DEVICES"  # the scripted backend's device count, where a test sets it
@@ -290,6 +290,7 @@ class ScriptedBackend:
         self.eager_per_launch = eager_per_launch
         self.graph_per_launch = graph_per_launch
         self.noise = noise
+        self.prepared_ids: list[str] = []
 
     def environment(self) -> dict[str, Any]:
         env: dict[str, Any] = {
@@ -302,11 +303,18 @@ class ScriptedBackend:
             env["device_count"] = int(os.environ[DEVICES_VARIABLE])
         return env
 
+    def canary(self) -> CanaryReading:
+        """The reference, 35% slower on the graph side once the case $LAUNCHBENCH_TEST_CANARY_DISTURB (a
+        case id) was prepared in this backend: a disturbance put in on purpose."""
+        factor = 1.35 if os.environ.get(CANARY_DISTURB_VARIABLE) in self.prepared_ids else 1.0
+        return CanaryReading(graph_s_per_node=0.5e-6 * factor, eager_s_per_launch=5e-6)
+
     def nccl_unique_id(self) -> str:
         """A socket path for the ranks' SocketControl."""
         return os.path.join(tempfile.gettempdir(), f"lb-ranks-{os.getpid()}-{uuid.uuid4().hex[:8]}.sock")
 
     def prepare(self, case: Case, ranks: RankInfo | None = None) -> ScriptedPreparedCase | ScriptedShapeCase:
+        self.prepared_ids.append(case.case_id)
         if any(getattr(step, "size", 0) > 10**10 for step in case.steps):
             raise CaseRefused(
                 "case needs 4000.00 GiB of GPU memory for its buffers; 140.00 GiB of 140.00 GiB is free"
@@ -324,6 +332,7 @@ def scripted_backend(device: int) -> ScriptedBackend:
 
 
 STARTS_FILE_VARIABLE = "LAUNCHBENCH_TEST_WORKER_STARTS"
+CANARY_DISTURB_VARIABLE = "LAUNCHBENCH_TEST_CANARY_DISTURB"
 
 
 def counting_backend(device: int) -> ScriptedBackend:

@@ -139,8 +139,25 @@ def case_rows(
             rank_wall_us_per_iter=_rank_walls(result),
         )
         row.update(_shape_columns(case, result))
+        row.update(_canary_columns(result))
         rows.append(row)
     return rows
+
+
+def _largest_shift(shifts: list[float]) -> float | None:
+    """The shift farthest from zero, in percent (None without any)."""
+    return max(shifts, key=abs) * 100 if shifts else None
+
+
+def _canary_columns(result: ModeResult) -> dict[str, Any]:
+    """The worker's reference around this row's passes: passes measured in a disturbed state, and the
+    largest moves of its graph and eager readings from the worker's start."""
+    checks = result.canary_checks
+    return {
+        "disturbed_passes": result.disturbed_passes if checks else None,
+        "canary_graph_shift_pct": _largest_shift([c.graph_shift for c in checks]),
+        "canary_eager_shift_pct": _largest_shift([c.eager_shift for c in checks]),
+    }
 
 
 def _shape_columns(case: CaseResult, result: ModeResult) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock, ClockMonitor
 from launchbench.measure.sampler import Workload
-from launchbench.results.schema import GraphLifecycle, ShapeCounts
+from launchbench.results.schema import CanaryReading, GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
 
 
@@ -75,6 +75,11 @@ class Backend(Protocol):
     def environment(self) -> dict[str, Any]: ...
 
     def prepare(self, case: Case, ranks: RankInfo | None = None) -> PreparedCase: ...
+
+    def canary(self) -> CanaryReading | None:
+        """A reading of the backend's fixed reference (the same small measurement every time), taken when
+        the worker starts and after every case; None where the backend has none."""
+        ...
 
     def nccl_unique_id(self) -> Any:
         """A new NCCL unique id (rank 0 makes it; the parent passes it to the other ranks)."""

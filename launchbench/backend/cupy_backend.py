@@ -11,6 +11,7 @@ import cupy
 import numpy as np
 
 from launchbench.backend.base import CaseRefused, OutputCheck, RankInfo
+from launchbench.backend.canary import ReferenceCanary
 from launchbench.backend.check import compare_outputs, compare_reference
 from launchbench.backend.gpu_probe import collect_environment
 from launchbench.backend.graph import CaptureFailed, capture
@@ -25,7 +26,7 @@ from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.workload import LaunchLoop
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
-from launchbench.results.schema import GraphLifecycle, ShapeCounts
+from launchbench.results.schema import CanaryReading, GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
 
 MEMORY_HEADROOM = 0.9  # refuse a case whose buffers would take more than this share of free memory
@@ -245,6 +246,8 @@ class CupyBackend:
         self.monitor = NvmlMonitor.for_cuda_device(device)
         self._streams: dict[int, cupy.cuda.Stream] = {}
         self.stream(0)
+        # before anything else touches the GPU, so its first reading is that of a fresh process
+        self._canary = ReferenceCanary(self.stream(0), clock)
         self._warm_graph_machinery()
 
     def _warm_graph_machinery(self) -> None:
@@ -258,6 +261,10 @@ class CupyBackend:
             capture(self.stream(0), [partial(kernel, (1,), (1,), ())], self.clock)
         except Exception:  # noqa: BLE001 - warm-up only; never the reason a run fails
             return
+
+    def canary(self) -> CanaryReading:
+        """A reading of the worker's fixed reference (backend/canary.py) on stream 0."""
+        return self._canary.read()
 
     def stream(self, index: int) -> cupy.cuda.Stream:
         """The backend's stream ``index`` (0: the main stream of every chain), created on first use."""

@@ -148,8 +148,9 @@ def run(
     journal as it ends, results.csv is written after every pass and results.json at the end, so an
     interrupted run keeps what it measured (finish it with --resume).
 
-    Exit 0 when every case was measured, 1 when a case failed (or an expectation, with --check), 2 on a
-    usage or input error (bad scenario, no usable GPU), 130 when interrupted.
+    Exit 0 when every case was measured, 1 when a case failed or was measured in a disturbed state (the
+    worker's reference moved beyond its bound; or an expectation failed, with --check), 2 on a usage or
+    input error (bad scenario, no usable GPU), 130 when interrupted.
     """
     from launchbench.files import check_output_dir
     from launchbench.results.store import load_run
@@ -195,7 +196,8 @@ def run(
         events.close()
         signal.signal(signal.SIGTERM, previous)
     print_summary(console, record, run_dir)
-    code = EXIT_FAIL if any(c.error and c.error_kind != "resources" for c in record.cases) else EXIT_OK
+    failed = any(c.error and c.error_kind != "resources" for c in record.cases)
+    code = EXIT_FAIL if failed or any(c.disturbed_passes for c in record.cases) else EXIT_OK
     input_errors = [c for c in record.cases if c.error_kind == "input"]
     for case in input_errors:
         click.echo(f"launchbench: error: {case.error}", err=True)

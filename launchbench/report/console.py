@@ -8,6 +8,7 @@ the widest line, so no cell is cut short: a log is read by scrolling, not by a w
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -248,6 +249,31 @@ def cost_model_lines(run: RunRecord, frame: pd.DataFrame | None = None) -> list[
     return lines
 
 
+def canary_line(run: RunRecord) -> str | None:
+    """The workers' reference over the run: the graph reading at the workers' starts and after their
+    cases (µs per node), its largest move, and the cases measured in a disturbed state; None where no
+    worker read one."""
+    checks = [
+        (c.case_id, k) for c in run.cases if c.modes for k in next(iter(c.modes.values())).canary_checks
+    ]
+    if not checks:
+        return None
+    starts = [k.start.graph_s_per_node * 1e6 for _, k in checks]
+    afters = [k.after.graph_s_per_node * 1e6 for _, k in checks]
+    largest = max((k.graph_shift for _, k in checks), key=abs)
+    line = (
+        f"canary: graph {statistics.median(starts):.3f} → {statistics.median(afters):.3f} µs/node "
+        f"(largest move {largest:+.1%} over {len(checks)} case-passes)"
+    )
+    disturbed = sorted({case for case, k in checks if k.disturbed})
+    if not disturbed:
+        return line
+    return (
+        f"{line}; [red]measured in a disturbed state[/] (the reference moved > 3%; their workers were "
+        f"replaced): {escape(', '.join(disturbed))}"
+    )
+
+
 def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
     frame = run_table(run)
     console.print(summary_table(run, frame))
@@ -266,6 +292,9 @@ def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
         )
         for line in shape_model:
             console.print(f"  {line}")
+    canary = canary_line(run)
+    if canary:
+        console.print(canary)
     failed = [c for c in run.cases if c.error]
     budget = [(c.case_id, m) for c in run.cases for m, r in c.modes.items() if r.status == "budget"]
     if budget:

@@ -31,6 +31,10 @@ files forward and refuses newer ones):
       case on several GPUs, each rank's own series (the pass's series are then the whole step: per
       sample, the slowest rank). All absent (not null, not empty) where not measured, so a v3 file reads
       as v4 with nothing else changed.
+  5 — a pass's ``canary``: the worker's fixed reference (a 100-node graph of empty kernels replayed, and
+      100 eager empty launches) read when the worker started, before the case and after it, and whether
+      the case was measured in a disturbed state (the graph reading after it moved beyond the bound
+      from the start). Absent where not measured, so a v4 file reads as v5 with nothing else changed.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from launchbench.results.metrics import (  # noqa: F401  (re-exported: the modes
     Mode,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOOL_NAME = "launchbench"
 
 
@@ -205,6 +209,38 @@ class HostData(_Frozen):
     load_1m: Annotated[float, Field(ge=0)] | None = None  # the host's 1-minute load average as the pass began
 
 
+class CanaryReading(_Frozen):
+    """One reading of a worker's fixed reference: a 100-node graph of empty kernels replayed back to back
+    (seconds per node, the GPU's own per-node cost) and 100 eager empty-kernel launches (seconds per
+    launch, the launching thread's cost)."""
+
+    graph_s_per_node: PositiveSeconds
+    eager_s_per_launch: PositiveSeconds
+
+
+class CanaryCheck(_Frozen):
+    """The reference read around one case-pass: when its worker started, just before the case and just
+    after it (once the case's graphs, streams' work and buffers were released). ``disturbed``: the graph
+    reading after the case had moved beyond the run's bound from the worker's start, so the case was
+    measured in a state that a fresh process does not have (its worker was replaced). The eager reading
+    is recorded beside it: the host's launch-cost level around the case."""
+
+    start: CanaryReading
+    before: CanaryReading
+    after: CanaryReading
+    disturbed: bool = False
+
+    @property
+    def graph_shift(self) -> float:
+        """Relative change of the graph reading from the worker's start to after the case."""
+        return self.after.graph_s_per_node / self.start.graph_s_per_node - 1.0
+
+    @property
+    def eager_shift(self) -> float:
+        """Relative change of the eager reading from the worker's start to after the case."""
+        return self.after.eager_s_per_launch / self.start.eager_s_per_launch - 1.0
+
+
 class RankSamples(_Frozen):
     """One rank of a case on several GPUs, in one pass: its own series (seconds per iteration), sample
     for sample beside the pass's whole-step series."""
@@ -227,6 +263,7 @@ class ModePass(_Frozen):
     host: HostData = Field(default_factory=HostData)
     shapes: ShapeCounts | None = Field(None, exclude_if=_absent)
     ranks: list[RankSamples] = Field(default_factory=list, exclude_if=_empty)  # several GPUs: each rank's own
+    canary: CanaryCheck | None = Field(None, exclude_if=_absent)  # the worker's reference around this pass
 
     @property
     def size(self) -> int:
@@ -313,6 +350,15 @@ class ModeResult(_Frozen):
         return bool(self.passes) and all(p.target_met for p in self.passes)
 
     @property
+    def disturbed_passes(self) -> int:
+        """Passes measured in a disturbed state (their canary moved beyond its bounds)."""
+        return sum(1 for p in self.passes if p.canary is not None and p.canary.disturbed)
+
+    @property
+    def canary_checks(self) -> list[CanaryCheck]:
+        return [p.canary for p in self.passes if p.canary is not None]
+
+    @property
     def lifecycle_passes(self) -> list[GraphLifecycle]:
         return [p.lifecycle for p in self.passes if p.lifecycle is not None]
 
@@ -360,6 +406,11 @@ class CaseResult(_Frozen):
     error_kind: Literal["input", "runtime", "mismatch", "resources"] | None = None
     passes_done: Annotated[int, Field(ge=1)] = 1
     shapes: ShapeInfo | None = Field(None, exclude_if=_absent)
+
+    @property
+    def disturbed_passes(self) -> int:
+        """Passes of this case measured in a disturbed state (the same for each of its modes)."""
+        return max((m.disturbed_passes for m in self.modes.values()), default=0)
 
     def pass_sizes(self, mode: str) -> list[int] | None:
         result = self.modes.get(mode)  # type: ignore[call-overload]

@@ -302,6 +302,8 @@ def record_from_data(data: Any, where: str) -> RunRecord:
         data = {**data, "schema_version": 3}
     if version < 4:  # v3 → v4 adds optional fields only (the instantiate pair, ranks)
         data = {**data, "schema_version": 4}
+    if version < 5:  # v4 → v5 adds an optional field only (a pass's canary)
+        data = {**data, "schema_version": 5}
     record: RunRecord = _validate(RunRecord, data, where, relocate)
     problems = record_problems(record)
     if problems:

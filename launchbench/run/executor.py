@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from launchbench.errors import LaunchbenchError, NoGpuError
 from launchbench.results.schema import CaseResult
+from launchbench.run.canary import CanaryWatch, with_canary
 from launchbench.run.execute import execute_case, failed_case
 from launchbench.run.ranks import RankGroup
 from launchbench.run.worker import serve
@@ -38,15 +39,18 @@ class Executor(Protocol):
 
 
 class InProcessExecutor:
-    """Every case in this process, on one backend (no isolation: a CUDA fault ends the run)."""
+    """Every case in this process, on one backend (no isolation: a CUDA fault ends the run, and a case
+    that disturbs the process is marked but cannot be left behind)."""
 
     def __init__(self, backend_factory: Callable[[int], Any], device: int):
         self._factory = backend_factory
         self._device = device
         self._backend: Any = None
+        self._watch = CanaryWatch(None)
 
     def start(self) -> dict[str, Any]:
         self._backend = self._factory(self._device)
+        self._watch = CanaryWatch(self._backend.canary())
         return self._backend.environment()
 
     def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
@@ -56,7 +60,8 @@ class InProcessExecutor:
                 "a case on several GPUs needs a worker process per GPU (drop --no-isolate)",
                 kind="input",
             )
-        return execute_case(self._backend, case, self._backend.clock, progress)
+        result = execute_case(self._backend, case, self._backend.clock, progress)
+        return with_canary(result, self._watch.check(self._backend.canary()))
 
     def close(self) -> None:
         return None

@@ -22,6 +22,7 @@ from launchbench.backend.base import RankInfo
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import SystemClock
 from launchbench.results.schema import CaseResult
+from launchbench.run.canary import CanaryWatch, with_canary
 from launchbench.run.execute import CaseSession, execute_case, failed_case, start_case
 from launchbench.run.ranks import RankTask, execute_rank
 from launchbench.scenario.core import Case
@@ -68,6 +69,7 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
     os.environ[NVLS_VARIABLE] = "0"  # NCCL's NVLink multicast stays off in every worker
     try:
         backend = backend_factory(device)
+        watch = CanaryWatch(backend.canary())
         conn.send(("ready", backend.environment()))
     except LaunchbenchError as err:
         conn.send(("error", str(err)))
@@ -84,7 +86,7 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
         if message is None:
             return
         if isinstance(message, tuple):  # a case sampled round by round, as the parent asks
-            session = _step(conn, backend, session, *message)
+            session = _step(conn, backend, watch, session, *message)
             continue
         if isinstance(message, RankTask):
             _serve_rank(conn, backend, message)  # a rank's worker runs its one case, then ends
@@ -95,7 +97,7 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
         except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
             conn.send(("result", (failed_case(case, f"{type(err).__name__}: {err}"), True)))
             _exit_now()
-        _send_result(conn, result)
+        _send_result(conn, result, backend, watch)
 
 
 def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
@@ -115,21 +117,30 @@ def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
     _exit_now()
 
 
-def _send_result(conn: Connection, result: CaseResult) -> None:
-    """Send the result; a failed case may have left the CUDA context unusable: the worker then ends and
-    the parent starts afresh."""
+def _send_result(conn: Connection, result: CaseResult, backend: Any, watch: CanaryWatch) -> None:
+    """Send the result, with the canary read after it. A failed case may have left the CUDA context
+    unusable, and a disturbed one left the process in a state a fresh one does not have: the worker then
+    ends and the parent starts afresh."""
     restart = (
         bool(result.error)
         and any(m.status == "failed" for m in result.modes.values())
         and result.outputs_match is not False
     )
+    if not restart:
+        result = with_canary(result, watch.check(backend.canary()))
+        restart = result.disturbed_passes > 0
     conn.send(("result", (result, restart)))
     if restart:
         _exit_now()
 
 
 def _step(
-    conn: Connection, backend: Any, session: CaseSession | None, verb: str, case: Case | None
+    conn: Connection,
+    backend: Any,
+    watch: CanaryWatch,
+    session: CaseSession | None,
+    verb: str,
+    case: Case | None,
 ) -> CaseSession | None:
     """One step of a case sampled round by round: ("begin", case) prepares it and answers ("ready",
     None), or its result when it cannot run; ("round", None) samples one round and answers ("round",
@@ -139,7 +150,7 @@ def _step(
             assert case is not None
             started = start_case(backend, case, backend.clock, _ProgressSender(conn))
             if isinstance(started, CaseResult):
-                _send_result(conn, started)
+                _send_result(conn, started, backend, watch)
                 return None
             conn.send(("ready", None))
             return started
@@ -147,7 +158,7 @@ def _step(
         if verb == "round":
             conn.send(("round", session.round()))
             return session
-        _send_result(conn, session.finish())
+        _send_result(conn, session.finish(), backend, watch)
         return None
     except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
         failing = case if case is not None else session.case if session is not None else None
