@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from launchbench.cli.common import (
     EXIT_FAIL,
@@ -22,10 +24,13 @@ from launchbench.cli.common import (
     stack,
 )
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
-from launchbench.errors import LaunchbenchError
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from launchbench.results.schema import RunRecord
+    from launchbench.run.resume import RunSettings
+    from launchbench.run.runner import Plan
 
 QUICK = {
     "target_noise": 0.03,
@@ -104,7 +109,7 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
     "--resume",
     "resume_dir",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="Finish an interrupted run: measure only its missing cases (refused when a scenario file changed since).",
+    help="Finish an interrupted run with its own scenario files and settings: measure only its missing case-passes (refused when a file is not the run's or changed since, or an option given disagrees with the run's).",
 )
 @click.option(
     "--allow-changed-scenario",
@@ -151,34 +156,29 @@ def run(
     Exit 0 when every case was measured, 1 when a case failed (or an expectation, with --check), 2 on a
     usage or input error (bad scenario, no usable GPU), 130 when interrupted.
     """
-    from launchbench.files import check_output_dir
-    from launchbench.results.store import load_run
+    from launchbench.results.store import release_if_empty
     from launchbench.run import runner
+    from launchbench.run.resume import RunSettings
 
+    overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
+    settings = RunSettings(overrides, not no_isolate, device, max_cases)
     resume = None
     if resume_dir is not None:
-        resume = load_run(resume_dir)
-        if not scenarios:
-            scenarios = tuple(s.file for s in resume.scenarios)
+        resume, settings = _resumed(resume_dir, out_dir, settings)
+        scenarios = scenarios or tuple(s.file for s in resume.scenarios)
         out_dir = resume_dir
-    if not scenarios:
-        raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
-    overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
-    if out_dir is not None and resume is None:
-        check_output_dir(out_dir, "-d")
-    elif out_dir is None:
-        check_output_dir(results_root, "--results-root")
-    the_plan = runner.plan(scenarios, overrides, max_cases)
-    _check_plan_expectations(the_plan)
-    if resume is not None:
-        _refuse_changed_scenarios(the_plan, resume, allow_changed_scenario)
+    the_plan = _planned(scenarios, out_dir, results_root, settings, resume, allow_changed_scenario)
+    claimed = out_dir is None  # a default directory: claimed now, given back below if nothing went in
     run_dir = out_dir or runner.default_run_dir(results_root, the_plan.scenarios)
     # the tables and the console (pandas, SciPy, rich) only once the scenarios are known to be good
     from launchbench.report.console import ConsoleEvents, make_console, print_summary
     from launchbench.report.run_files import write_tables
 
     options = runner.RunOptions(
-        device=device, overrides=overrides, isolate=not no_isolate, write_tables=write_tables
+        device=settings.device,
+        overrides=settings.overrides,
+        isolate=settings.isolate,
+        write_tables=write_tables,
     )
     console = make_console()
     events = ConsoleEvents(console, quiet)
@@ -188,12 +188,14 @@ def run(
     except KeyboardInterrupt:
         events.close()
         console.print(
-            f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with `launchbench run --resume {run_dir}`"
+            f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with `launchbench run --resume {shlex.quote(str(run_dir))}`"
         )
         sys.exit(EXIT_INTERRUPTED)
     finally:
         events.close()
         signal.signal(signal.SIGTERM, previous)
+        if claimed:
+            release_if_empty(run_dir)
     print_summary(console, record, run_dir)
     code = EXIT_FAIL if any(c.error and c.error_kind != "resources" for c in record.cases) else EXIT_OK
     input_errors = [c for c in record.cases if c.error_kind == "input"]
@@ -210,22 +212,97 @@ def run(
     sys.exit(code)
 
 
-def _refuse_changed_scenarios(the_plan: Any, resume: Any, allow: bool) -> None:
-    """Passes measured from one file's text are not merged with passes measured from another's."""
-    recorded = {s.name: s for s in resume.scenarios}
-    for info in the_plan.scenarios:
-        old = recorded.get(info.name)
-        if old is None or not old.sha256 or old.sha256 == info.sha256:
-            continue
-        message = (
-            f"{info.file}: changed since the run measured scenario '{info.name}' (sha256 {old.sha256[:12]}… then, "
-            f"{info.sha256[:12]}… now)"
+# the option of each measurement override a run records (the others are set only by --quick)
+OPTION_OF = {
+    "target_noise": "--target-noise",
+    "max_time": "--max-time",
+    "min_samples": "--min-samples",
+    "passes": "--passes",
+}
+
+
+def _planned(
+    scenarios: tuple[str, ...],
+    out_dir: Path | None,
+    results_root: Path,
+    settings: RunSettings,
+    resume: RunRecord | None,
+    allow_changed: bool,
+) -> Plan:
+    """The run's plan, its output folder checked; a resumed run's files held to the ones it recorded."""
+    from launchbench.files import check_output_dir
+    from launchbench.run import runner
+    from launchbench.run.resume import check_scenarios
+
+    if not scenarios:
+        raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
+    if out_dir is not None and resume is None:
+        check_output_dir(out_dir, "-d")
+    elif out_dir is None:
+        check_output_dir(results_root, "--results-root")
+    the_plan = runner.plan(scenarios, settings.overrides, settings.max_cases)
+    _check_plan_expectations(the_plan)
+    if resume is not None and out_dir is not None:
+        for warning in check_scenarios(the_plan.scenarios, resume, out_dir, allow_changed):
+            click.echo(f"launchbench: warning: {warning}", err=True)
+    return the_plan
+
+
+def _resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tuple[RunRecord, RunSettings]:
+    """The run to resume and the settings it recorded; an option given again must agree with them."""
+    from launchbench.results.store import load_run
+    from launchbench.run.resume import ResumeRefused, RunSettings
+
+    if out_dir is not None and out_dir.resolve() != resume_dir.resolve():
+        raise click.UsageError(
+            f"-d {out_dir}: --resume writes into the run it resumes ({resume_dir}); leave -d out"
         )
-        if not allow:
-            raise LaunchbenchError(
-                f"{message}; resuming would merge passes of two different scenarios (pass --allow-changed-scenario to resume anyway)"
+    record = load_run(resume_dir)
+    recorded = RunSettings.of(record)
+    for key, shown, value in _given_again(given):
+        then = _recorded_value(recorded, key)
+        if then != value:
+            raise ResumeRefused(
+                f"{shown}: the run was started {_started_with(key, then, shown == '--quick')} "
+                f"(as {resume_dir}/results.json records); leave it out to resume with the run's own settings"
             )
-        click.echo(f"launchbench: warning: {message}; resuming anyway (--allow-changed-scenario)", err=True)
+    return record, recorded
+
+
+def _given_again(given: RunSettings) -> list[tuple[str, str, Any]]:
+    """The settings the command line gives: (setting, as typed, value); --quick's own as '--quick'."""
+    source = click.get_current_context().get_parameter_source
+    typed = ParameterSource.COMMANDLINE
+    out: list[tuple[str, str, Any]] = [
+        (key, f"{OPTION_OF[key]} {value:g}" if source(key) == typed else "--quick", value)
+        for key, value in given.overrides.items()
+    ]
+    if source("device") == typed:
+        out.append(("device", f"--device {given.device}", given.device))
+    if not given.isolate:
+        out.append(("isolate", "--no-isolate", False))
+    if given.max_cases is not None:
+        out.append(("max_cases", f"--max-cases {given.max_cases}", given.max_cases))
+    return out
+
+
+def _recorded_value(recorded: RunSettings, key: str) -> Any:
+    if key in ("device", "isolate", "max_cases"):
+        return getattr(recorded, key)
+    return recorded.overrides.get(key)
+
+
+def _started_with(key: str, value: Any, quick: bool) -> str:
+    """How a recorded setting was given on the command line that started the run (``quick``: the
+    setting given now comes from --quick)."""
+    if quick and value is None:
+        return "without --quick"
+    if key == "isolate":
+        return "without --no-isolate" if value else "with --no-isolate"
+    option = {"device": "--device", "max_cases": "--max-cases", **OPTION_OF}.get(key)
+    if option is None:  # a setting only --quick sets
+        return f"with {key} {value:g}"
+    return f"without {option}" if value is None else f"with {option} {value:g}"
 
 
 def _check_plan_expectations(the_plan: Any) -> None:
