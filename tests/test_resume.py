@@ -58,13 +58,17 @@ def sigterm_after(monkeypatch: pytest.MonkeyPatch, cases: int) -> None:
 
 
 def interrupted_run(
-    monkeypatch: pytest.MonkeyPatch, run_dir: Path, *options: str, cases: int = 3
+    monkeypatch: pytest.MonkeyPatch,
+    run_dir: Path,
+    *options: str,
+    cases: int = 3,
+    scenario: Path = DATA / "three.yaml",
 ) -> list[str]:
-    """three.yaml with `options`, stopped by SIGTERM after `cases` case-passes: the resume command its
-    message advises, as arguments after `launchbench`."""
+    """`scenario` (three.yaml) with `options`, stopped by SIGTERM after `cases` case-passes: the resume
+    command its message advises, as arguments after `launchbench`."""
     with monkeypatch.context() as patch:
         sigterm_after(patch, cases)
-        result = invoke("run", str(DATA / "three.yaml"), "-d", str(run_dir), "--no-isolate", *options)
+        result = invoke("run", str(scenario), "-d", str(run_dir), "--no-isolate", *options)
     assert result.exit_code == 130, result.output
     assert load_run(run_dir).status == "interrupted"
     advised = re.search(r"finish with `launchbench (.+?)`", " ".join(result.output.split()))
@@ -72,17 +76,24 @@ def interrupted_run(
     return shlex.split(advised.group(1))
 
 
+def copy_of_three(tmp_path: Path, extra: str = "") -> Path:
+    """three.yaml copied into tmp_path (with `extra` lines at its end), to be changed or removed."""
+    scenario = tmp_path / "three.yaml"
+    scenario.write_text((DATA / "three.yaml").read_text() + extra)
+    return scenario
+
+
 def test_a_run_stopped_by_sigterm_resumes_with_its_own_passes(tmp_path, monkeypatch):
     run_dir = tmp_path / "run dir"  # a space: the advised command must quote it
-    advice = interrupted_run(monkeypatch, run_dir, "--passes", "7")
+    advice = interrupted_run(monkeypatch, run_dir, "--passes", "30")
     started = load_run(run_dir)
-    assert started.settings["overrides"] == {"passes": 7}
+    assert started.settings["overrides"] == {"passes": 30}
     result = invoke(*advice)
     assert result.exit_code == 0, result.output
     record = load_run(run_dir)
     assert record.status == "complete"
-    assert [c.passes_done for c in record.cases] == [7] * 5
-    assert record.settings["overrides"] == {"passes": 7}
+    assert [c.passes_done for c in record.cases] == [30] * 5
+    assert record.settings["overrides"] == {"passes": 30}
     assert record.settings["isolate"] is False and record.settings == started.settings
 
 
@@ -156,12 +167,8 @@ def test_a_scenario_file_left_out_is_refused(tmp_path, monkeypatch):
 
 
 def test_the_same_file_changed_is_refused_and_named(tmp_path, monkeypatch):
-    scenario = tmp_path / "three.yaml"
-    scenario.write_text((DATA / "three.yaml").read_text())
-    run_dir = tmp_path / "run"
-    with monkeypatch.context() as patch:
-        sigterm_after(patch, 2)
-        assert invoke("run", str(scenario), "-d", str(run_dir), "--no-isolate").exit_code == 130
+    scenario, run_dir = copy_of_three(tmp_path), tmp_path / "run"
+    interrupted_run(monkeypatch, run_dir, scenario=scenario)
     scenario.write_text(scenario.read_text().replace("length: [1, 10]", "length: [1, 10, 100]"))
     for given in ([], [str(scenario)]):
         result = invoke("run", *given, "--resume", str(run_dir), "--no-isolate")
@@ -190,3 +197,28 @@ def test_a_run_is_never_marked_complete_with_a_case_pass_missing(tmp_path, monke
     with pytest.raises(LaunchbenchError, match=r"4 of 5 cases are missing passes \(three/empty/length=10"):
         runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=False))
     assert load_run(tmp_path / "run").status == "interrupted"
+
+
+def test_the_case_limit_the_run_was_started_with_holds_on_resume(tmp_path, monkeypatch):
+    scenario, run_dir = copy_of_three(tmp_path, "max_cases: 3\n"), tmp_path / "run"
+    interrupted_run(monkeypatch, run_dir, "--max-cases", "5", scenario=scenario)
+    assert load_run(run_dir).settings["max_cases"] == 5
+    result = invoke("run", "--resume", str(run_dir))
+    assert result.exit_code == 0, result.output
+    assert len(load_run(run_dir).cases) == 5
+    assert (
+        "--max-cases 4: the run was started with --max-cases 5"
+        in invoke("run", "--resume", str(run_dir), "--max-cases", "4").output
+    )
+
+
+def test_resume_into_another_directory_and_a_scenario_file_gone_are_one_line_each(tmp_path, monkeypatch):
+    scenario, run_dir = copy_of_three(tmp_path), tmp_path / "run"
+    interrupted_run(monkeypatch, run_dir, scenario=scenario)
+    result = invoke("run", "--resume", str(run_dir), "-d", str(tmp_path / "elsewhere"))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "--resume writes into the run it resumes" in result.output
+    scenario.unlink()
+    result = invoke("run", "--resume", str(run_dir))
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert str(scenario) in result.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import signal
 import sys
@@ -165,7 +166,7 @@ def run(
     resume = None
     if resume_dir is not None:
         resume, settings = _resumed(resume_dir, out_dir, settings)
-        scenarios = scenarios or tuple(s.file for s in resume.scenarios)
+        scenarios = scenarios or _recorded_files(resume, resume_dir)
         out_dir = resume_dir
     the_plan = _planned(scenarios, out_dir, results_root, settings, resume, allow_changed_scenario)
     claimed = out_dir is None  # a default directory: claimed now, given back below if nothing went in
@@ -254,12 +255,15 @@ def _resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tupl
     from launchbench.run.resume import ResumeRefused, RunSettings
 
     if out_dir is not None and out_dir.resolve() != resume_dir.resolve():
-        raise click.UsageError(
+        raise ResumeRefused(
             f"-d {out_dir}: --resume writes into the run it resumes ({resume_dir}); leave -d out"
         )
     record = load_run(resume_dir)
     recorded = RunSettings.of(record)
     for key, shown, value in _given_again(given):
+        if key == "max_cases" and key not in record.settings:  # a run that did not record its limit
+            recorded = dataclasses.replace(recorded, max_cases=value)
+            continue
         then = _recorded_value(recorded, key)
         if then != value:
             raise ResumeRefused(
@@ -267,6 +271,20 @@ def _resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tupl
                 f"(as {resume_dir}/results.json records); leave it out to resume with the run's own settings"
             )
     return record, recorded
+
+
+def _recorded_files(record: RunRecord, run_dir: Path) -> tuple[str, ...]:
+    """The scenario files a run records, each there to be read."""
+    from launchbench.run.resume import ResumeRefused
+
+    for info in record.scenarios:
+        if not Path(info.file).is_file():
+            raise ResumeRefused(
+                f"{info.file}: not found, reading the scenario files {run_dir}/results.json records "
+                f"(relative to where the run was started); run from there, or name them: "
+                f"launchbench run FILE... --resume {run_dir}"
+            )
+    return tuple(info.file for info in record.scenarios)
 
 
 def _given_again(given: RunSettings) -> list[tuple[str, str, Any]]:
