@@ -71,7 +71,7 @@ def interrupted_run(
         result = invoke("run", str(scenario), "-d", str(run_dir), "--no-isolate", *options)
     assert result.exit_code == 130, result.output
     assert load_run(run_dir).status == "interrupted"
-    advised = re.search(r"finish with `launchbench (.+?)`", " ".join(result.output.split()))
+    advised = re.search(r"finish with `launchbench (.+?)`$", result.output, re.MULTILINE)
     assert advised, result.output
     return shlex.split(advised.group(1))
 
@@ -84,7 +84,7 @@ def copy_of_three(tmp_path: Path, extra: str = "") -> Path:
 
 
 def test_a_run_stopped_by_sigterm_resumes_with_its_own_passes(tmp_path, monkeypatch):
-    run_dir = tmp_path / "run dir"  # a space: the advised command must quote it
+    run_dir = tmp_path / "[run] dir" / ("long" * 30)  # the advised command quotes it, on one line
     advice = interrupted_run(monkeypatch, run_dir, "--passes", "30")
     started = load_run(run_dir)
     assert started.settings["overrides"] == {"passes": 30}

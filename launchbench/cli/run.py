@@ -188,8 +188,12 @@ def run(
         record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
     except KeyboardInterrupt:
         events.close()
-        console.print(
-            f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with `launchbench run --resume {shlex.quote(str(run_dir))}`"
+        from rich.markup import escape
+
+        command = f"launchbench run --resume {shlex.quote(str(run_dir))}"
+        console.print(  # one line, never wrapped: the command is copied from it
+            f"[yellow]interrupted[/]: completed cases are saved in {escape(str(run_dir))}; finish with `{escape(command)}`",
+            soft_wrap=True,
         )
         sys.exit(EXIT_INTERRUPTED)
     finally:
@@ -261,8 +265,8 @@ def _resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tupl
     record = load_run(resume_dir)
     recorded = RunSettings.of(record)
     for key, shown, value in _given_again(given):
-        if key == "max_cases" and key not in record.settings:  # a run that did not record its limit
-            recorded = dataclasses.replace(recorded, max_cases=value)
+        if (key if key in RUN_KEYS else "overrides") not in record.settings:
+            recorded = _recorded_with(recorded, key, value)  # a run that recorded none: the command line's
             continue
         then = _recorded_value(recorded, key)
         if then != value:
@@ -304,10 +308,17 @@ def _given_again(given: RunSettings) -> list[tuple[str, str, Any]]:
     return out
 
 
+RUN_KEYS = ("device", "isolate", "max_cases")  # the settings besides the measurement overrides
+
+
 def _recorded_value(recorded: RunSettings, key: str) -> Any:
-    if key in ("device", "isolate", "max_cases"):
-        return getattr(recorded, key)
-    return recorded.overrides.get(key)
+    return getattr(recorded, key) if key in RUN_KEYS else recorded.overrides.get(key)
+
+
+def _recorded_with(recorded: RunSettings, key: str, value: Any) -> RunSettings:
+    if key in RUN_KEYS:
+        return dataclasses.replace(recorded, **{key: value})
+    return dataclasses.replace(recorded, overrides={**recorded.overrides, key: value})
 
 
 def _started_with(key: str, value: Any, quick: bool) -> str:
