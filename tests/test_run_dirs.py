@@ -3,77 +3,73 @@ directory each, and of two runs given one directory only one writes into it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import datetime
+import functools
+import multiprocessing
+import types
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from fakes import scripted_backend
 
+from launchbench.cli import cli
 from launchbench.errors import ResultsFileError
 from launchbench.results.store import claim_new_dir, create_run_dir, load_run, release_if_empty
+from launchbench.run import runner
 
 TESTS = Path(__file__).parent
 SCENARIO = TESTS / "data" / "scripted" / "three.yaml"
+FORK = multiprocessing.get_context("fork")  # children start with launchbench loaded: the race is the claim
 
-# `launchbench ARGS` on the scripted backend, every run's clock stopped at one second (so runs started
-# together share their default directory's time stamp)
-DRIVER = """
-import datetime, functools, sys, types
-from fakes import scripted_backend
-from launchbench.run import runner
 
 class Frozen(datetime.datetime):
+    """Every run's clock stopped at one second, so runs started together share their default name."""
+
     @classmethod
-    def now(cls, tz=None):
-        return datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=tz)
-
-runner._dt = types.SimpleNamespace(datetime=Frozen, timezone=datetime.timezone)
-runner.RunOptions = functools.partial(runner.RunOptions, backend_factory=scripted_backend)
-from launchbench.cli import cli
-cli(sys.argv[1:], prog_name="launchbench")
-"""
+    def now(cls, tz: datetime.tzinfo | None = None) -> Frozen:
+        return cls(2026, 1, 2, 3, 4, 5, tzinfo=tz)
 
 
-def start_runs(cwd: Path, *argvs: list[str]) -> list[subprocess.CompletedProcess[str]]:
-    """Start one `launchbench` process per argv at once; wait for all."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")])}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", DRIVER, *argv],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-        for argv in argvs
-    ]
-    done = []
+def _run(argv: list[str], start: FORK.Barrier, results: FORK.Queue) -> None:  # type: ignore[name-defined]
+    """`launchbench ARGV` on the scripted backend, once every process is ready."""
+    runner._dt = types.SimpleNamespace(datetime=Frozen, timezone=datetime.timezone)  # type: ignore[attr-defined]
+    runner.RunOptions = functools.partial(runner.RunOptions, backend_factory=scripted_backend)  # type: ignore[misc]
+    start.wait(timeout=60)
+    result = CliRunner().invoke(cli, argv)
+    results.put((argv, result.exit_code, result.stderr.strip()))
+
+
+def start_runs(*argvs: list[str]) -> list[tuple[list[str], int, str]]:
+    """Start one `launchbench` process per argv, all released at once: (argv, exit code, stderr) each."""
+    import launchbench.report.console  # noqa: F401  (what `run` loads on its way, loaded before the fork)
+    import launchbench.report.run_files  # noqa: F401
+
+    start, results = FORK.Barrier(len(argvs)), FORK.Queue()
+    procs = [FORK.Process(target=_run, args=(list(argv), start, results)) for argv in argvs]
     for proc in procs:
-        out, err = proc.communicate(timeout=120)
-        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+        proc.start()
+    done = [results.get(timeout=120) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=30)
     return done
 
 
-def test_two_runs_started_in_the_same_second_get_a_default_directory_each(tmp_path):
-    argv = ["run", str(SCENARIO), "--no-isolate", "-q"]
-    runs = start_runs(tmp_path, argv, argv)
-    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+def test_runs_started_together_each_claim_a_directory(tmp_path):
+    """Four runs at once, in the same second: two with the default directory both write, each into its
+    own; two given one -d: one writes, the other is refused."""
+    default = ["run", str(SCENARIO), "--no-isolate", "-q", "--results-root", str(tmp_path / "results")]
+    shared = ["run", str(SCENARIO), "--no-isolate", "-q", "-d", str(tmp_path / "shared")]
+    runs = start_runs(default, default, shared, shared)
+    assert sorted(code for argv, code, _ in runs if argv == default) == [0, 0], runs
     made = sorted(p.name for p in (tmp_path / "results").iterdir())
     assert made == ["20260102-030405-three", "20260102-030405-three-2"]
     for name in made:
         record = load_run(tmp_path / "results" / name)
         assert record.status == "complete" and len(record.cases) == 5
-
-
-def test_of_two_runs_given_one_directory_one_writes_and_the_other_is_refused(tmp_path):
-    argv = ["run", str(SCENARIO), "--no-isolate", "-q", "-d", str(tmp_path / "shared")]
-    runs = start_runs(tmp_path, argv, argv)
-    assert sorted(r.returncode for r in runs) == [0, 2], [r.stderr for r in runs]
-    refused = next(r for r in runs if r.returncode == 2)
-    assert refused.stderr.strip() == (
+    assert sorted(code for argv, code, _ in runs if argv == shared) == [0, 2], runs
+    refused = next(err for argv, code, err in runs if code == 2)
+    assert refused == (
         f"launchbench: error: {tmp_path / 'shared'} already holds results; choose another -d/--out-dir "
         "(runs are never overwritten)"
     )

@@ -5,7 +5,7 @@ exactly once (a run another process just added is "already in the history")."""
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,32 +24,56 @@ TRIALS = 20
 FORK = multiprocessing.get_context("fork")  # children start with launchbench imported: the race is the ingest
 
 
-@pytest.fixture(scope="module", autouse=True)
-def imported(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """What an ingest imports on its way (the CLI, Alembic, the ORM, the driver), loaded once here."""
-    with HistoryDB(f"sqlite:///{tmp_path_factory.mktemp('warm') / 'h.sqlite'}"):
+PROCESSES = 3
+
+
+def _warm(tmp: Path) -> None:
+    """What an ingest loads on its way (the CLI, Alembic and its scripts, the ORM, the drivers), loaded
+    once in this process, so the processes forked from it race on the ingest, not on imports."""
+    with HistoryDB(f"sqlite:///{tmp / 'warm.sqlite'}"):
         pass
-    import psycopg  # noqa: F401
-    import sqlalchemy.dialects.postgresql.psycopg  # noqa: F401
     import sqlalchemy.orm  # noqa: F401
 
+    try:
+        import psycopg  # noqa: F401
+        import sqlalchemy.dialects.postgresql.psycopg  # noqa: F401
+    except ImportError:
+        pass
 
-def _ingest(url: str, run_dir: Path, start: FORK.Barrier, results: FORK.Queue) -> None:  # type: ignore[name-defined]
-    start.wait(timeout=30)
-    result = CliRunner().invoke(cli, ["history", "ingest", "--db", url, str(run_dir)])
-    results.put((result.exit_code, result.output.strip()))
+
+def _ingester(tasks: FORK.Queue, start: FORK.Barrier, results: FORK.Queue) -> None:  # type: ignore[name-defined]
+    """A process that, for each (url, run directory) it is given, waits for the others, then ingests."""
+    while (task := tasks.get()) is not None:
+        url, run_dir = task
+        start.wait(timeout=60)
+        result = CliRunner().invoke(cli, ["history", "ingest", "--db", url, run_dir])
+        results.put((result.exit_code, result.output.strip()))
 
 
-def _parallel(url: str, run_dirs: list[Path]) -> list[tuple[int, str]]:
-    """Ingest each run directory in its own process, all released at once; their (exit code, output)."""
-    start, results = FORK.Barrier(len(run_dirs)), FORK.Queue()
-    procs = [FORK.Process(target=_ingest, args=(url, d, start, results)) for d in run_dirs]
+@pytest.fixture(scope="module")
+def ingest_at_once(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[str, list[Path]], list[tuple[int, str]]]]:
+    """Ingest run directories into a database, each in its own process (PROCESSES of them, forked once
+    and kept for every trial), all released at once: their (exit code, output)."""
+    _warm(tmp_path_factory.mktemp("warm"))
+    start, results = FORK.Barrier(PROCESSES), FORK.Queue()
+    queues = [FORK.Queue() for _ in range(PROCESSES)]
+    procs = [FORK.Process(target=_ingester, args=(q, start, results), daemon=True) for q in queues]
     for proc in procs:
         proc.start()
-    outcomes = [results.get(timeout=60) for _ in procs]
+
+    def ingest(url: str, run_dirs: list[Path]) -> list[tuple[int, str]]:
+        assert len(run_dirs) == PROCESSES
+        for queue, run_dir in zip(queues, run_dirs):
+            queue.put((url, str(run_dir)))
+        return [results.get(timeout=60) for _ in run_dirs]
+
+    yield ingest
+    for queue in queues:
+        queue.put(None)
     for proc in procs:
         proc.join(timeout=30)
-    return outcomes
 
 
 def _trial_urls(db_url: str, tmp_path: Path) -> Iterator[str]:
@@ -80,12 +104,14 @@ def _runs(url: str) -> list[tuple[str, int]]:
     return sorted((str(Path(r).name), n) for r, n in runs)
 
 
-def test_parallel_ingest_adds_each_run_once(db_url: str, tmp_path: Path) -> None:
+def test_parallel_ingest_adds_each_run_once(
+    db_url: str, tmp_path: Path, ingest_at_once: Callable[[str, list[Path]], list[tuple[int, str]]]
+) -> None:
     """Each trial: a new database, three processes at once, two of them ingesting the same run and one
     another run (the schema made once, the same run added once, different runs both added)."""
     run_dirs = [RUN_A, RUN_A, RUN_B]
     for url in _trial_urls(db_url, tmp_path):
-        outcomes = _parallel(url, run_dirs)
+        outcomes = ingest_at_once(url, run_dirs)
         assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
         added = sorted(Path(out.split(":")[0]).name for _, out in outcomes if ": added (run" in out)
         assert added == [RUN_A.name, RUN_B.name], outcomes
