@@ -222,3 +222,15 @@ def test_resume_into_another_directory_and_a_scenario_file_gone_are_one_line_eac
     result = invoke("run", "--resume", str(run_dir))
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
     assert str(scenario) in result.output
+
+
+def test_a_resumed_run_that_recorded_no_settings_records_the_ones_it_used(tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    interrupted_run(monkeypatch, run_dir, "--passes", "2")
+    unrecorded = load_run(run_dir).model_copy(update={"settings": {}})  # as a hand-written results.json
+    plan = runner.plan([DATA / "three.yaml"], {"passes": 2})
+    record = runner.run(
+        plan, run_dir, runner.RunOptions(isolate=False, overrides={"passes": 2}), resume=unrecorded
+    )
+    assert record.status == "complete" and [c.passes_done for c in record.cases] == [2] * 5
+    assert record.settings == {"overrides": {"passes": 2}, "isolate": False, "device": 0, "max_cases": None}

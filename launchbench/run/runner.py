@@ -258,17 +258,18 @@ def _started_record(
     argv: Sequence[str] | None,
 ) -> RunRecord:
     """The record the run starts from: a resumed run keeps its own environment, scenarios and settings
-    (the command line is held to them before the run starts)."""
+    (the command line is held to them before the run starts; a setting it did not record is added)."""
+    settings = RunSettings(options.overrides, options.isolate, options.device, the_plan.max_cases)
     if resume is not None:
         return resume.model_copy(
             update={
                 "status": "running",
                 "environment": resume.environment or environment,
                 "scenarios": resume.scenarios or the_plan.scenarios,
+                "settings": {**settings.as_settings(), **resume.settings},
             }
         )
     record = RunRecord(launchbench_version=__version__, started=_now(), argv=list(argv or sys.argv))
-    settings = RunSettings(options.overrides, options.isolate, options.device, the_plan.max_cases)
     return record.model_copy(
         update={
             "status": "running",
