@@ -55,11 +55,12 @@ def test_truncated_file_is_refused(tmp_path):
 
 
 def test_writes_leave_no_temporary_files(tmp_path):
-    create_run_dir(tmp_path / "r")
+    create_run_dir(tmp_path / "r")  # claimed by creating its (empty) journal
     write_run(tmp_path / "r", make_run())
     assert sorted(p.name for p in (tmp_path / "r").iterdir()) == [
         "costmodel.csv",
         "results.csv",
+        "results.journal.jsonl",
         "results.json",
     ]
 

@@ -158,6 +158,7 @@ def ab(
     from launchbench.cli.compare import emit_comparison
     from launchbench.report.console import ConsoleEvents, make_console
     from launchbench.report.run_files import write_tables
+    from launchbench.results.store import release_if_empty
     from launchbench.run import runner
     from launchbench.run.ab import Side, default_cpus, parse_variant, run_ab
 
@@ -191,6 +192,8 @@ def ab(
     finally:
         events.close()
         signal.signal(signal.SIGTERM, previous)
+        if out_dir is None:
+            release_if_empty(root)  # a default directory claimed for a run that wrote nothing
     comparison = compare_paired(a, b, settings, a_label=str(root / "a"), b_label=str(root / "b"))
     report = None
     if rules:  # as in compare: a gate that checks nothing fails

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -22,10 +23,13 @@ from launchbench.cli.common import (
     stack,
 )
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
-from launchbench.errors import LaunchbenchError
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from launchbench.results.schema import RunRecord
+    from launchbench.run.resume import RunSettings
+    from launchbench.run.runner import Plan
 
 QUICK = {
     "target_noise": 0.03,
@@ -104,7 +108,7 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
     "--resume",
     "resume_dir",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="Finish an interrupted run: measure only its missing cases (refused when a scenario file changed since).",
+    help="Finish an interrupted run with its own scenario files and settings: measure only its missing case-passes (refused when a file is not the run's or changed since, or an option given disagrees with the run's).",
 )
 @click.option(
     "--allow-changed-scenario",
@@ -152,34 +156,30 @@ def run(
     worker's reference moved beyond its bound; or an expectation failed, with --check), 2 on a usage or
     input error (bad scenario, no usable GPU), 130 when interrupted.
     """
-    from launchbench.files import check_output_dir
-    from launchbench.results.store import load_run
+    from launchbench.cli.resume import recorded_files, resumed
+    from launchbench.results.store import release_if_empty
     from launchbench.run import runner
+    from launchbench.run.resume import RunSettings
 
+    overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
+    settings = RunSettings(overrides, not no_isolate, device, max_cases)
     resume = None
     if resume_dir is not None:
-        resume = load_run(resume_dir)
-        if not scenarios:
-            scenarios = tuple(s.file for s in resume.scenarios)
+        resume, settings = resumed(resume_dir, out_dir, settings)
+        scenarios = scenarios or recorded_files(resume, resume_dir)
         out_dir = resume_dir
-    if not scenarios:
-        raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
-    overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
-    if out_dir is not None and resume is None:
-        check_output_dir(out_dir, "-d")
-    elif out_dir is None:
-        check_output_dir(results_root, "--results-root")
-    the_plan = runner.plan(scenarios, overrides, max_cases)
-    _check_plan_expectations(the_plan)
-    if resume is not None:
-        _refuse_changed_scenarios(the_plan, resume, allow_changed_scenario)
+    the_plan = _planned(scenarios, out_dir, results_root, settings, resume, allow_changed_scenario)
+    claimed = out_dir is None  # a default directory: claimed now, given back below if nothing went in
     run_dir = out_dir or runner.default_run_dir(results_root, the_plan.scenarios)
     # the tables and the console (pandas, SciPy, rich) only once the scenarios are known to be good
     from launchbench.report.console import ConsoleEvents, make_console, print_summary
     from launchbench.report.run_files import write_tables
 
     options = runner.RunOptions(
-        device=device, overrides=overrides, isolate=not no_isolate, write_tables=write_tables
+        device=settings.device,
+        overrides=settings.overrides,
+        isolate=settings.isolate,
+        write_tables=write_tables,
     )
     console = make_console()
     events = ConsoleEvents(console, quiet)
@@ -188,13 +188,19 @@ def run(
         record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
     except KeyboardInterrupt:
         events.close()
-        console.print(
-            f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with `launchbench run --resume {run_dir}`"
+        from rich.markup import escape
+
+        command = f"launchbench run --resume {shlex.quote(str(run_dir))}"
+        console.print(  # one line, never wrapped: the command is copied from it
+            f"[yellow]interrupted[/]: completed cases are saved in {escape(str(run_dir))}; finish with `{escape(command)}`",
+            soft_wrap=True,
         )
         sys.exit(EXIT_INTERRUPTED)
     finally:
         events.close()
         signal.signal(signal.SIGTERM, previous)
+        if claimed:
+            release_if_empty(run_dir)
     print_summary(console, record, run_dir)
     failed = any(c.error and c.error_kind != "resources" for c in record.cases)
     code = EXIT_FAIL if failed or any(c.disturbed_passes for c in record.cases) else EXIT_OK
@@ -212,22 +218,31 @@ def run(
     sys.exit(code)
 
 
-def _refuse_changed_scenarios(the_plan: Any, resume: Any, allow: bool) -> None:
-    """Passes measured from one file's text are not merged with passes measured from another's."""
-    recorded = {s.name: s for s in resume.scenarios}
-    for info in the_plan.scenarios:
-        old = recorded.get(info.name)
-        if old is None or not old.sha256 or old.sha256 == info.sha256:
-            continue
-        message = (
-            f"{info.file}: changed since the run measured scenario '{info.name}' (sha256 {old.sha256[:12]}… then, "
-            f"{info.sha256[:12]}… now)"
-        )
-        if not allow:
-            raise LaunchbenchError(
-                f"{message}; resuming would merge passes of two different scenarios (pass --allow-changed-scenario to resume anyway)"
-            )
-        click.echo(f"launchbench: warning: {message}; resuming anyway (--allow-changed-scenario)", err=True)
+def _planned(
+    scenarios: tuple[str, ...],
+    out_dir: Path | None,
+    results_root: Path,
+    settings: RunSettings,
+    resume: RunRecord | None,
+    allow_changed: bool,
+) -> Plan:
+    """The run's plan, its output folder checked; a resumed run's files held to the ones it recorded."""
+    from launchbench.files import check_output_dir
+    from launchbench.run import runner
+    from launchbench.run.resume import check_scenarios
+
+    if not scenarios:
+        raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
+    if out_dir is not None and resume is None:
+        check_output_dir(out_dir, "-d")
+    elif out_dir is None:
+        check_output_dir(results_root, "--results-root")
+    the_plan = runner.plan(scenarios, settings.overrides, settings.max_cases)
+    _check_plan_expectations(the_plan)
+    if resume is not None and out_dir is not None:
+        for warning in check_scenarios(the_plan.scenarios, resume, out_dir, allow_changed):
+            click.echo(f"launchbench: warning: {warning}", err=True)
+    return the_plan
 
 
 def _check_plan_expectations(the_plan: Any) -> None:

@@ -29,10 +29,15 @@ DEFAULT_PATH = Path("results") / "history.sqlite"
 MIGRATIONS = Path(__file__).parent / "migrations"
 LOCK_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another process's lock before giving up
 CONNECT_TIMEOUT_S = 5  # PostgreSQL: how long to wait for the server to answer
+SCHEMA_LOCK_KEY = 0x6C62_6869_7374  # PostgreSQL: the advisory lock migrations hold ("lbhist")
 
 
 class HistoryError(LaunchbenchError):
     """The history database cannot be opened, read or written."""
+
+
+class DuplicateKey(HistoryError):
+    """A write broke a unique constraint (e.g. a run another process added meanwhile)."""
 
 
 def resolve_url(db: str | None = None) -> str:
@@ -74,7 +79,9 @@ def _script() -> ScriptDirectory:
     return ScriptDirectory.from_config(config)
 
 
-def _engine(url: str, lock_timeout: float) -> Engine:
+def _engine(url: str, lock_timeout: float, immediate: bool = False) -> Engine:
+    """The engine of a database URL; ``immediate``: a SQLite engine whose transactions begin with BEGIN
+    IMMEDIATE (the database's write lock taken at once, waiting up to ``lock_timeout`` for it)."""
     try:
         parsed = make_url(url)
     except exc.ArgumentError:
@@ -92,6 +99,14 @@ def _engine(url: str, lock_timeout: float) -> Engine:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
+            if immediate:
+                dbapi_connection.isolation_level = None  # the driver's own BEGIN off: _begin's instead
+
+        if immediate:
+
+            @event.listens_for(engine, "begin")
+            def _begin(connection: Connection) -> None:
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
     if parsed.get_backend_name() == "postgresql":
@@ -110,10 +125,30 @@ def current_revision(connection: Connection) -> str | None:
     return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def upgrade(engine: Engine, url: str) -> str:
-    """Bring the schema to the newest revision (one transaction); refuse a database of an unknown,
-    newer revision. Returns the revision. A database at the newest revision costs one query (Alembic is
-    loaded only to migrate or refuse)."""
+@contextmanager
+def _schema_lock(engine: Engine, url: str, lock_timeout: float) -> Iterator[Connection]:
+    """A transaction that holds the database's schema lock: a SQLite file's write lock (BEGIN
+    IMMEDIATE) or a PostgreSQL advisory lock. Of processes opening a new database at once, one migrates
+    it while the others wait, then find it at the newest revision."""
+    database = engine.url.database
+    if engine.dialect.name == "sqlite" and database and database != ":memory:":
+        locking = _engine(url, lock_timeout, immediate=True)
+        try:
+            with locking.begin() as connection:
+                yield connection
+        finally:
+            locking.dispose()
+        return
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":  # released when the transaction ends
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK_KEY})
+        yield connection
+
+
+def upgrade(engine: Engine, url: str, lock_timeout: float = LOCK_TIMEOUT_S) -> str:
+    """Bring the schema to the newest revision (one transaction, under the schema lock); refuse a
+    database of an unknown, newer revision. Returns the revision. A database at the newest revision
+    costs one query (Alembic is loaded only to migrate or refuse)."""
     with engine.connect() as connection:
         if current_revision(connection) == HEAD:
             return HEAD
@@ -122,8 +157,8 @@ def upgrade(engine: Engine, url: str) -> str:
 
     script = _script()
     head = script.get_current_head()
-    with engine.begin() as connection:
-        current = current_revision(connection)
+    with _schema_lock(engine, url, lock_timeout) as connection:
+        current = current_revision(connection)  # again, under the lock: another process may have migrated
         if current is not None and current not in {r.revision for r in script.walk_revisions()}:
             raise HistoryError(
                 f"{describe_url(url)}: the history database has schema revision {current!r}, newer than this "
@@ -147,7 +182,7 @@ class HistoryDB:
         self.lock_timeout = LOCK_TIMEOUT_S if lock_timeout is None else lock_timeout
         self.engine = _engine(self.url, self.lock_timeout)
         try:
-            self.revision = upgrade(self.engine, self.url)
+            self.revision = upgrade(self.engine, self.url, self.lock_timeout)
         except exc.SQLAlchemyError as err:
             self.engine.dispose()
             raise explain(err, self.url, self.lock_timeout) from None
@@ -181,6 +216,8 @@ class HistoryDB:
         try:
             with self._sessions.begin() as session:
                 yield session
+        except exc.IntegrityError as err:
+            raise DuplicateKey(str(explain(err, self.url, self.lock_timeout))) from None
         except exc.SQLAlchemyError as err:
             raise explain(err, self.url, self.lock_timeout) from None
 

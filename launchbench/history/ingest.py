@@ -23,7 +23,7 @@ import numpy as np
 from sqlalchemy import insert, select
 
 from launchbench.analysis.drift import HOST_BOUND_SHARE
-from launchbench.history.db import HistoryDB, HistoryError
+from launchbench.history.db import DuplicateKey, HistoryDB, HistoryError
 from launchbench.history.models import SERIES, PassResult, RowResult, Run
 from launchbench.measure.precision import median_ci
 from launchbench.results.schema import (
@@ -256,8 +256,20 @@ def ingest_loaded(
     db: HistoryDB, loaded: LoadedRun, git_commit: str | None = None, git_branch: str | None = None
 ) -> IngestOutcome:
     """Add a read run in one transaction (bulk inserts: the run, its rows, their passes); nothing when
-    its content hash is there already."""
+    its content hash is there already, also when another process added it while this one was writing
+    (the unique content hash refuses the second run: it is already in the history)."""
     run, rows = build_run(loaded, git_commit, git_branch)
+    try:
+        return _insert(db, loaded, run, rows)
+    except DuplicateKey:
+        with db.session() as session:
+            existing = session.scalar(select(Run.id).where(Run.content_hash == loaded.content_hash))
+        if existing is None:
+            raise  # another constraint than the run's content hash
+        return IngestOutcome(existing, loaded.content_hash, False, str(loaded.path))
+
+
+def _insert(db: HistoryDB, loaded: LoadedRun, run: dict[str, Any], rows: list[RowValues]) -> IngestOutcome:
     with db.session() as session:
         existing = session.scalar(select(Run.id).where(Run.content_hash == loaded.content_hash))
         if existing is not None:

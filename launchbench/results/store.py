@@ -16,6 +16,7 @@ finiteness (``schema.record_problems`` for the checks across fields). Every fail
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -63,16 +64,63 @@ def refuse_used_run_dir(path: Path) -> None:
     if path.exists() and not path.is_dir():
         raise ResultsFileError(f"{path} exists and is not a directory")
     if any((path / name).exists() for name in (RESULTS_JSON, RESULTS_CSV, JOURNAL)):
-        raise ResultsFileError(
-            f"{path} already holds results; choose another --out (runs are never overwritten)"
-        )
+        raise _used(path)
+
+
+def _used(path: Path) -> ResultsFileError:
+    return ResultsFileError(
+        f"{path} already holds results; choose another -d/--out-dir (runs are never overwritten)"
+    )
+
+
+def _make_parents(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"cannot make the folder {path.parent}: {os_reason(err)}") from None
 
 
 def create_run_dir(path: Path) -> Path:
-    """Make a fresh run directory; refuse one that already holds results."""
+    """Claim a fresh run directory, atomically: the directory made with os.mkdir, or an existing empty
+    one taken by creating its journal exclusively (O_EXCL), so of two runs given one directory only one
+    writes into it; the other is refused as if it held results."""
     refuse_used_run_dir(path)
-    path.mkdir(parents=True, exist_ok=True)
+    _make_parents(path)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        pass  # an existing folder: claimed by its journal below
+    except OSError as err:
+        raise OutputError(f"cannot make the run directory {path}: {os_reason(err)}") from None
+    try:
+        os.close(os.open(path / JOURNAL, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        raise _used(path) from None
+    except OSError as err:
+        raise OutputError(f"cannot write {path / JOURNAL}: {os_reason(err)}") from None
     return path
+
+
+def claim_new_dir(candidate: Path) -> Path:
+    """Make a new directory named ``candidate``, or ``candidate-2``, ``-3``, … where that name is taken
+    (os.mkdir, atomic: runs started together in the same second get a directory each)."""
+    _make_parents(candidate)
+    for suffix in range(1, 10_000):
+        path = candidate if suffix == 1 else candidate.with_name(f"{candidate.name}-{suffix}")
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise OutputError(f"cannot make the run directory {path}: {os_reason(err)}") from None
+    raise OutputError(f"cannot make the run directory {candidate}: 9999 directories of that name exist")
+
+
+def release_if_empty(path: Path) -> None:
+    """Remove a claimed directory that nothing was written into (a run that failed before it started)."""
+    with contextlib.suppress(OSError):  # it holds the run's files (or is gone): kept as it is
+        path.rmdir()
 
 
 def write_run(run_dir: Path, run: RunRecord) -> None:

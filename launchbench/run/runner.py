@@ -22,8 +22,9 @@ from launchbench import __version__
 from launchbench.errors import LaunchbenchError
 from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
-from launchbench.results.store import RunJournal, create_run_dir, refuse_used_run_dir
+from launchbench.results.store import RunJournal, claim_new_dir, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
+from launchbench.run.resume import RunSettings, refuse_incomplete
 from launchbench.run.worker import cupy_backend
 from launchbench.scenario.core import Case, measure_overrides_error, with_overrides
 from launchbench.scenario.expand import expand_loaded, load_bounded
@@ -76,6 +77,7 @@ class Plan:
     cases: list[Case]
     scenarios: list[ScenarioInfo]
     files: list[ScenarioFile] = field(default_factory=list)  # as loaded, in the order of scenarios
+    max_cases: int | None = None  # the case limit the files were expanded under (None: each file's own)
 
 
 def plan(
@@ -113,19 +115,16 @@ def plan(
             )
         )
         files.append(loaded)
-    return Plan(cases, infos, files)
+    return Plan(cases, infos, files, max_cases)
 
 
 def default_run_dir(root: Path, scenarios: Sequence[ScenarioInfo]) -> Path:
+    """A new directory under ``root`` named by the time and the scenarios, made now (a suffix where a run
+    started in the same second took the name)."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     names = "+".join(s.name for s in scenarios)[:80]
     safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", names)
-    candidate = root / f"{stamp}-{safe}"
-    suffix = 1
-    while candidate.exists():
-        suffix += 1
-        candidate = root / f"{stamp}-{safe}-{suffix}"
-    return candidate
+    return claim_new_dir(root / f"{stamp}-{safe}")
 
 
 def _now() -> str:
@@ -203,6 +202,7 @@ def run(
                 events.case_finished(
                     merged if pass_index == case.measure.passes - 1 or merged.error else result
                 )
+            refuse_incomplete(the_plan.cases, record, run_dir)  # complete only with every case-pass
         except BaseException:
             _finish(journal, record, "interrupted", options)
             raise
@@ -257,17 +257,25 @@ def _started_record(
     resume: RunRecord | None,
     argv: Sequence[str] | None,
 ) -> RunRecord:
-    record = resume or RunRecord(launchbench_version=__version__, started=_now(), argv=list(argv or sys.argv))
+    """The record the run starts from: a resumed run keeps its own environment, scenarios and settings
+    (the command line is held to them before the run starts; a setting it did not record is added)."""
+    settings = RunSettings(options.overrides, options.isolate, options.device, the_plan.max_cases)
+    if resume is not None:
+        return resume.model_copy(
+            update={
+                "status": "running",
+                "environment": resume.environment or environment,
+                "scenarios": resume.scenarios or the_plan.scenarios,
+                "settings": {**settings.as_settings(), **resume.settings},
+            }
+        )
+    record = RunRecord(launchbench_version=__version__, started=_now(), argv=list(argv or sys.argv))
     return record.model_copy(
         update={
             "status": "running",
-            "environment": record.environment or environment,
-            "scenarios": record.scenarios or the_plan.scenarios,
-            "settings": {
-                "overrides": options.overrides,
-                "isolate": options.isolate,
-                "device": options.device,
-            },
+            "environment": environment,
+            "scenarios": the_plan.scenarios,
+            "settings": settings.as_settings(),
         }
     )
 
