@@ -287,6 +287,7 @@ class ScriptedBackend:
     ):
         self.clock = clock or SteppingClock()
         self.monitor = None
+        self.pci_address: str | None = None
         self.eager_per_launch = eager_per_launch
         self.graph_per_launch = graph_per_launch
         self.noise = noise

@@ -228,6 +228,14 @@ class CupyPreparedCase:
             self.comm = None
 
 
+def _pci_address(device: cupy.cuda.Device) -> str | None:
+    """The device's PCI bus id (cudaDeviceGetPCIBusId), None where CUDA does not say."""
+    try:
+        return str(device.pci_bus_id)
+    except Exception:  # noqa: BLE001 - a fact for the record only, never the reason a run fails
+        return None
+
+
 class CupyBackend:
     """Runs cases on one CUDA device through CuPy.
 
@@ -243,6 +251,7 @@ class CupyBackend:
         self.device.use()
         self.clock = clock
         self.monitor = NvmlMonitor.for_cuda_device(device)
+        self.pci_address = _pci_address(self.device)
         self._streams: dict[int, cupy.cuda.Stream] = {}
         self.stream(0)
         self._warm_graph_machinery()
