@@ -80,7 +80,9 @@ class ConsoleEvents:
     def case_started(self, case: Case, index: int, total: int) -> None:
         self._index = index
         self._case = case
-        self.progress.update(self._task, description=f"{case.scenario} {case.case_id}", completed=index)
+        self.progress.update(
+            self._task, description=f"{case.scenario} {case.case_id}", completed=index, total=total
+        )
 
     def case_progress(self, fraction: float) -> None:
         self.progress.update(self._task, completed=self._index + min(fraction, 0.99))

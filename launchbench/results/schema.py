@@ -378,6 +378,8 @@ class CaseResult(_Frozen):
     error_kind: Literal["input", "runtime", "mismatch", "resources"] | None = None
     passes_done: Annotated[int, Field(ge=1)] = 1
     shapes: ShapeInfo | None = Field(None, exclude_if=_absent)
+    # passes added beyond the planned ones because a host level held too few (launchbench.run.extra_passes)
+    extra_passes: Count = Field(0, exclude_if=_empty)
 
     def pass_sizes(self, mode: str) -> list[int] | None:
         result = self.modes.get(mode)  # type: ignore[call-overload]
