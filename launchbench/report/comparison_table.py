@@ -117,6 +117,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("verdict", "verdict", lambda x: x.metric.verdict, _verdict_text),
     Column("gate", "gate", lambda x: x.gate, gate_only=True),
     Column("detail", None, lambda x: x.metric.detail or x.row.detail),
+    Column("levels", None, lambda x: x.metric.levels),
 )
 
 DATA_COLUMNS: tuple[Column, ...] = tuple(c for c in COLUMNS if c.key is not None)
@@ -137,6 +138,13 @@ def lines(comparison: Comparison, report: GateReport | None = None) -> Iterator[
 def records(comparison: Comparison, report: GateReport | None = None) -> list[dict[str, Any]]:
     """One record per line, keyed by DATA_KEYS in order."""
     return [{c.key: c.value(line) for c in DATA_COLUMNS} for line in lines(comparison, report)]  # type: ignore[misc]
+
+
+def level_notes(comparison: Comparison) -> list[str]:
+    """One line per row-metric with a host-level note (analysis.host_levels.comparison_note)."""
+    return [
+        f"{row.label} {mc.metric}: {mc.levels}" for row in comparison.rows for mc in row.metrics if mc.levels
+    ]
 
 
 def summary(line: Line) -> str:

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from launchbench.analysis.host_levels import level_lines
 from launchbench.analysis.table import run_table
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
@@ -268,6 +269,13 @@ def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
         )
         for line in shape_model:
             console.print(f"  {line}")
+    levels = level_lines(run)
+    if levels:
+        console.print(
+            "[bold]host levels[/] (per row, the pass medians: see docs/methodology.md, Host levels):"
+        )
+        for line in levels:
+            console.print(f"  {escape(line)}")
     failed = [c for c in run.cases if c.error]
     budget = [(c.case_id, m) for c in run.cases for m, r in c.modes.items() if r.status == "budget"]
     if budget:
