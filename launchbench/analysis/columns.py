@@ -54,11 +54,13 @@ LEVEL_SUFFIXES: dict[str, tuple[str, str]] = {
 
 
 def level_columns() -> dict[str, tuple[str, str]]:
-    return {
+    """Each level metric's LEVEL_SUFFIXES, then the levels group of columns.csv."""
+    per_metric = {
         f"{metric}_{suffix}": (unit, f"{metric}: {meaning}")
         for metric in LEVEL_METRICS
         for suffix, (unit, meaning) in LEVEL_SUFFIXES.items()
     }
+    return {**per_metric, **_GROUPS["levels"]}
 
 
 COLUMNS: dict[str, tuple[str, str]] = {
