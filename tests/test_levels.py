@@ -13,7 +13,7 @@ from builders import make_run
 from fakes import SLOW_FACTOR, SLOW_WORKERS_VARIABLE, STARTS_FILE_VARIABLE, levels_backend
 
 from launchbench.analysis.compare import compare_runs
-from launchbench.analysis.host_levels import level_lines, metric_levels
+from launchbench.analysis.host_levels import describe_levels, level_lines, metric_levels
 from launchbench.analysis.table import run_table
 from launchbench.measure.levels import ENOUGH_PASSES, find_levels
 from launchbench.report.compare_console import render_comparison
@@ -229,8 +229,13 @@ def test_the_summary_names_both_levels_and_what_the_thread_ran_on(tmp_path):
     )
     assert "two levels: 4.47 µs (2 of 5 passes, 4.43–4.52) and 6.35 µs (3 of 5 passes, 6.1–6.43)" in line
     assert "low: CPU 0, 2 node 0 3000 MHz GPU node 0; high: CPU 41, 43, 44 node 1 2000 MHz" in line
-    lines = level_lines(two_level_run([6.1, 6.0, 6.2, 4.43, 6.15])[0])
-    assert any("1 of 5 passes sit apart (passes 4)" in line for line in lines)
+    assert "also at two levels: cpu_us_per_launch, latency_us" in line
+    apart_run = two_level_run([6.1, 6.0, 6.2, 4.43, 6.15])[0]
+    levels = metric_levels(apart_run.cases[0], "eager", "wall_us_per_launch")
+    assert describe_levels(levels) == "one level; 1 of 5 passes sit apart (passes 4)"
+    lines = level_lines(apart_run)
+    assert not any(apart_run.cases[0].case_id + " [eager]" in line for line in lines)
+    assert "row-metric(s) with passes apart from their one level" in lines[-1]
 
 
 # --- compare ---------------------------------------------------------------------------------------
@@ -248,7 +253,11 @@ def test_compare_notes_levels_mixed_differently():
     assert not other.metric("wall_us_per_launch").levels  # GPU-bound: its passes agree within 0.2%
     out = io.StringIO()
     render_comparison(plain_console(out), comparison, None)
-    assert "Host levels (" in out.getvalue() and "may reflect level shares" in out.getvalue()
+    text = out.getvalue()
+    assert "Host levels (" in text
+    line = next(line for line in text.splitlines() if f"{case_id} [eager] wall_us_per_launch:" in line)
+    assert "may reflect level shares" in line
+    assert line.endswith("(also wall_us_per_iter, cpu_us_per_launch, gpu_us_per_iter, latency_us)")
 
 
 def test_compare_of_two_sides_at_the_same_levels_says_so_without_the_warning():

@@ -37,8 +37,8 @@ MDE (minimum detectable effect): the relative change the row's test detects with
 (80%) at level alpha, exp((t₁₋α/₂ + t_power)·SE) − 1 on the row's moderated degrees of freedom. A gate
 rule tighter than a row's MDE cannot fail on that row; the gate says so (launchbench.analysis.gate).
 
-Host levels (launchbench.measure.levels): where either side's pass medians sit at two levels, or have
-passes apart from their one level, the row-metric's ``levels`` says so, and whether the sides mix the
+Host levels (launchbench.measure.levels): where either side's pass medians sit at two levels, the
+row-metric's ``levels`` says so, and whether the sides mix the
 levels differently, in which case the verdict may reflect the level shares rather than a change.
 
 Rows present on one side only get ``missing``; rows whose status is neither ``ok`` nor ``budget`` on
@@ -169,7 +169,7 @@ class MetricComparison:
     passes_current: int = 1
     mde: float = math.nan  # relative change this row's test detects with probability POWER
     detail: str = ""
-    levels: str = ""  # the sides' host levels where either has two or passes apart (host_levels)
+    levels: str = ""  # the sides' host levels where either is at two (host_levels.comparison_note)
 
     @property
     def change(self) -> float:

@@ -3,7 +3,7 @@
 A row's levels come from its pass medians (launchbench.measure.levels: the rule and its constants).
 results.json stores every pass's samples, so the levels are derived here, not stored: results.csv
 carries them (``level_columns``), the run summary names the rows at two levels or with passes apart
-(``level_lines``), and ``compare`` notes them per row and metric (``comparison_note``).
+(``level_lines``), and ``compare`` notes rows at two levels per metric (``comparison_note``).
 """
 
 from __future__ import annotations
@@ -105,10 +105,26 @@ def level_host(result: ModeResult, passes: Sequence[int]) -> LevelHost:
     )
 
 
+def _row_line(case: CaseResult, mode: str, result: ModeResult) -> str | None:
+    """The row's first level metric at two levels, in full, with the other metrics at two levels."""
+    two = [(m, levels) for m in LEVEL_METRICS if (levels := metric_levels(case, mode, m)).two]
+    if not two:
+        return None
+    metric, levels = two[0]
+    pooled = float(statistics.median(case.metric_samples(mode, metric)))
+    hosts = [level_host(result, level.passes).text() for level in levels.levels]
+    line = f"[{mode}] {metric}: {describe_levels(levels)}; pooled median {pooled:.3g}"
+    line += f"; low: {hosts[0]}; high: {hosts[1]}"
+    others = [m for m, _ in two[1:]]
+    return line + (f"; also at two levels: {', '.join(others)}" if others else "")
+
+
 def level_lines(run: RunRecord) -> list[str]:
-    """One line per row and metric at two levels or with passes apart: the levels, the pooled median
-    they replace, and per level what the launching thread ran on; one per case given added passes."""
+    """One line per row at two levels (its first level metric's levels, the pooled median they
+    replace, and per level what the launching thread ran on), one per case given added passes, and one
+    counting the row-metrics with passes apart from their one level."""
     lines = []
+    apart = 0
     for case in run.cases:
         where = f"{case.scenario} {case.case_id}" if len(run.scenarios) > 1 else case.case_id
         if case.extra_passes:
@@ -116,17 +132,14 @@ def level_lines(run: RunRecord) -> list[str]:
                 f"{where}: {case.extra_passes} pass(es) added for its levels ({case.passes_done} in all)"
             )
         for mode, result in case.modes.items():
-            for metric in LEVEL_METRICS:
-                levels = metric_levels(case, mode, metric)
-                text = describe_levels(levels)
-                if not text:
-                    continue
-                pooled = float(statistics.median(case.metric_samples(mode, metric)))
-                line = f"{where} [{mode}] {metric}: {text}; pooled median {pooled:.3g}"
-                if levels.two:
-                    hosts = [level_host(result, level.passes).text() for level in levels.levels]
-                    line += f"; low: {hosts[0]}; high: {hosts[1]}"
-                lines.append(line)
+            line = _row_line(case, mode, result)
+            if line is not None:
+                lines.append(f"{where} {line}")
+            apart += sum(bool(metric_levels(case, mode, m).apart) for m in LEVEL_METRICS)
+    if apart:
+        lines.append(
+            f"{apart} row-metric(s) with passes apart from their one level (results.csv *_passes_apart)"
+        )
     return lines
 
 

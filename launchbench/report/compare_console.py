@@ -72,7 +72,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
     console.print(comparison_table(comparison, report))
     notes = level_notes(comparison)
     if notes:
-        console.print(f"[yellow]Host levels ({len(notes)} row-metrics):[/]")
+        console.print(f"[yellow]Host levels ({len(notes)} rows):[/]")
         for note in notes:
             console.print(f"  {escape(note)}")
     for side in ("baseline", "current"):

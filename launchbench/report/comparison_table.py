@@ -141,10 +141,15 @@ def records(comparison: Comparison, report: GateReport | None = None) -> list[di
 
 
 def level_notes(comparison: Comparison) -> list[str]:
-    """One line per row-metric with a host-level note (analysis.host_levels.comparison_note)."""
-    return [
-        f"{row.label} {mc.metric}: {mc.levels}" for row in comparison.rows for mc in row.metrics if mc.levels
-    ]
+    """One line per row with a host-level note (analysis.host_levels.comparison_note): its first noted
+    metric's note, and which other metrics have one."""
+    out = []
+    for row in comparison.rows:
+        noted = [mc for mc in row.metrics if mc.levels]
+        if noted:
+            also = f" (also {', '.join(mc.metric for mc in noted[1:])})" if len(noted) > 1 else ""
+            out.append(f"{row.label} {noted[0].metric}: {noted[0].levels}{also}")
+    return out
 
 
 def summary(line: Line) -> str:
