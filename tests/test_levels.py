@@ -17,7 +17,9 @@ from launchbench.analysis.host_levels import describe_levels, level_lines, metri
 from launchbench.analysis.table import run_table
 from launchbench.measure.levels import ENOUGH_PASSES, find_levels
 from launchbench.report.compare_console import render_comparison
+from launchbench.report.comparison_table import records
 from launchbench.report.console import plain_console, print_summary
+from launchbench.report.markdown import comparison_markdown
 from launchbench.report.run_files import write_tables
 from launchbench.results.schema import WALL, CaseResult, HostData, ModePass, ModeResult, ThreadPlace
 from launchbench.results.store import load_run, write_run
@@ -255,6 +257,9 @@ def test_compare_notes_levels_mixed_differently():
     render_comparison(plain_console(out), comparison, None)
     text = out.getvalue()
     assert "Host levels (" in text
+    assert "### Host levels" in comparison_markdown(comparison)
+    record = next(r for r in records(comparison) if (r["case"], r["mode"]) == (case_id, "eager"))
+    assert record["levels"] == note
     line = next(line for line in text.splitlines() if f"{case_id} [eager] wall_us_per_launch:" in line)
     assert "may reflect level shares" in line
     assert line.endswith("(also wall_us_per_iter, cpu_us_per_launch, gpu_us_per_iter, latency_us)")

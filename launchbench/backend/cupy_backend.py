@@ -229,11 +229,13 @@ class CupyPreparedCase:
 
 
 def _pci_address(device: cupy.cuda.Device) -> str | None:
-    """The device's PCI bus id (cudaDeviceGetPCIBusId), None where CUDA does not say."""
-    try:
-        return str(device.pci_bus_id)
-    except Exception:  # noqa: BLE001 - a fact for the record only, never the reason a run fails
-        return None
+    """The device's PCI bus id (cudaDeviceGetPCIBusId, "0000:19:00.0"), None where CUDA does not say."""
+    for read in (lambda: device.pci_bus_id, lambda: cupy.cuda.runtime.deviceGetPCIBusId(device.id)):
+        try:
+            return str(read())
+        except Exception:  # noqa: BLE001 - a fact for the record only, never the reason a run fails
+            continue
+    return None
 
 
 class CupyBackend:
