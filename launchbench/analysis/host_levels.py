@@ -88,7 +88,7 @@ class LevelHost:
             parts.append("/".join(self.governors))
         if self.gpu_nodes:
             parts.append(f"GPU node {', '.join(map(str, self.gpu_nodes))}")
-        return " ".join(parts) if parts else "no host facts recorded"
+        return " ".join(parts)
 
 
 def level_host(result: ModeResult, passes: Sequence[int]) -> LevelHost:
@@ -114,7 +114,8 @@ def _row_line(case: CaseResult, mode: str, result: ModeResult) -> str | None:
     pooled = float(statistics.median(case.metric_samples(mode, metric)))
     hosts = [level_host(result, level.passes).text() for level in levels.levels]
     line = f"[{mode}] {metric}: {describe_levels(levels)}; pooled median {pooled:.3g}"
-    line += f"; low: {hosts[0]}; high: {hosts[1]}"
+    if any(hosts):  # results recorded without host places have none
+        line += f"; low: {hosts[0] or '—'}; high: {hosts[1] or '—'}"
     others = [m for m, _ in two[1:]]
     return line + (f"; also at two levels: {', '.join(others)}" if others else "")
 
