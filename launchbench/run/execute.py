@@ -169,21 +169,14 @@ class CaseSession:
             outcome = self.sampling.finish()
             prepared = self.prepared
             counts = prepared.shape_counts()  # before the output check walks the shapes
+            host = pass_ended(self.host)
             check = prepared.check_outputs()
             if self.case.shapes is None:
                 check = _verify_nodes(
                     self.case, check, prepared.lifecycle.nodes if prepared.lifecycle else None
                 )
             return _case_result(
-                self.case,
-                outcome,
-                check,
-                prepared,
-                pass_ended(self.host),
-                self.harness,
-                self.clock,
-                self.start,
-                counts,
+                self.case, outcome, check, prepared, host, self.harness, self.clock, self.start, counts
             )
         finally:
             self.close()
