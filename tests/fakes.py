@@ -287,6 +287,7 @@ class ScriptedBackend:
     ):
         self.clock = clock or SteppingClock()
         self.monitor = None
+        self.pci_address: str | None = None
         self.eager_per_launch = eager_per_launch
         self.graph_per_launch = graph_per_launch
         self.noise = noise
@@ -343,6 +344,23 @@ def counting_backend(device: int) -> ScriptedBackend:
     with open(os.environ[STARTS_FILE_VARIABLE], "a") as starts:
         starts.write(f"{os.getpid()}\n")
     return ScriptedBackend()
+
+
+SLOW_WORKERS_VARIABLE = "LAUNCHBENCH_TEST_SLOW_WORKERS"  # e.g. "1,3,5": which worker starts launch slower
+SLOW_FACTOR = 1.3
+
+
+def levels_backend(device: int) -> ScriptedBackend:
+    """A scripted backend at one of two host levels: the n-th worker process to start (counted in the
+    file named by STARTS_FILE_VARIABLE, from 0) launches eager kernels SLOW_FACTOR times slower when n is
+    in SLOW_WORKERS_VARIABLE (by default every odd one: one process in two)."""
+    with open(os.environ[STARTS_FILE_VARIABLE], "a+") as starts:
+        starts.seek(0)
+        count = len(starts.read().split())
+        starts.write(f"{os.getpid()}\n")
+    listed = os.environ.get(SLOW_WORKERS_VARIABLE)
+    slow = count in {int(n) for n in listed.split(",")} if listed else count % 2 == 1
+    return ScriptedBackend(eager_per_launch=6.5e-6 * (SLOW_FACTOR if slow else 1.0), noise=0.005)
 
 
 ORDER_FILE_VARIABLE = "LAUNCHBENCH_TEST_ORDER"

@@ -120,6 +120,21 @@ def test_lifecycle_is_split_with_cuda_bindings(backend):
     assert life.split and life.instantiate_s > 0 and life.capture_s > 0 and life.upload_s > 0
 
 
+def test_every_pass_records_where_its_launching_thread_ran(backend):
+    """The GPU's PCI bus id names a sysfs device directory, and each pass records the launching
+    thread's CPU at its start and end (its NUMA node and the GPU's where the host has them)."""
+    from launchbench.results.thread_place import sysfs_pci_address
+    from launchbench.run.execute import execute_case
+
+    assert backend.pci_address is not None and sysfs_pci_address(backend.pci_address) is not None
+    assert Path("/sys/bus/pci/devices", sysfs_pci_address(backend.pci_address)).is_dir()
+    result = execute_case(backend, _cases("every_kind.yaml")["empty"], backend.clock)
+    for mode in result.modes.values():
+        host = mode.passes[0].host
+        assert host.start is not None and host.start.cpu is not None
+        assert host.end is not None and host.end.cpu is not None
+
+
 def test_ten_thousand_eager_launches_keep_the_queue_bounded(backend):
     """A 10,000-launch chain of a slow kernel measures (bounded queue), and the CPU time per launch stays
     a launch cost instead of becoming GPU time."""

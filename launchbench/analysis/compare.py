@@ -37,6 +37,10 @@ MDE (minimum detectable effect): the relative change the row's test detects with
 (80%) at level alpha, exp((t₁₋α/₂ + t_power)·SE) − 1 on the row's moderated degrees of freedom. A gate
 rule tighter than a row's MDE cannot fail on that row; the gate says so (launchbench.analysis.gate).
 
+Host levels (launchbench.measure.levels): where either side's pass medians sit at two levels, the
+row-metric's ``levels`` says so, and whether the sides mix the
+levels differently, in which case the verdict may reflect the level shares rather than a change.
+
 Rows present on one side only get ``missing``; rows whose status is neither ``ok`` nor ``budget`` on
 either side get ``failed``. Nothing here prints or exits; a different GPU model raises
 DifferentGpuError (a LaunchbenchError: exit 2 in the CLI).
@@ -56,8 +60,10 @@ from scipy import stats as sps
 
 from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.analysis.drift import HOST_BOUND_SHARE, NoisePrior, RowVariance, fit_priors, stratum
+from launchbench.analysis.host_levels import comparison_note
 from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
 from launchbench.errors import LaunchbenchError
+from launchbench.measure.levels import find_levels
 from launchbench.results.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
 from launchbench.results.schema import (
     CPU,
@@ -163,6 +169,7 @@ class MetricComparison:
     passes_current: int = 1
     mde: float = math.nan  # relative change this row's test detects with probability POWER
     detail: str = ""
+    levels: str = ""  # the sides' host levels where either is at two (host_levels.comparison_note)
 
     @property
     def change(self) -> float:
@@ -621,24 +628,40 @@ def compare_row(
         c_samples, c_logs, c_median = c_series.metric(m)
         evidence = evidence_of(b_logs, c_logs, (b_median, c_median), paired)
         metrics.append(
-            compare_samples(
-                m,
-                b_samples,
-                c_samples,
-                settings,
-                b_series.sizes,
-                c_series.sizes,
-                (priors or {}).get(stratum(m, host_bound)),
-                paired,
-                evidence,
-                (b_median, c_median),
-                abs((shifts or {}).get(m, 0.0)) if b_series.host_paced(m) or c_series.host_paced(m) else 0.0,
+            with_levels(
+                compare_samples(
+                    m,
+                    b_samples,
+                    c_samples,
+                    settings,
+                    b_series.sizes,
+                    c_series.sizes,
+                    (priors or {}).get(stratum(m, host_bound)),
+                    paired,
+                    evidence,
+                    (b_median, c_median),
+                    abs((shifts or {}).get(m, 0.0))
+                    if b_series.host_paced(m) or c_series.host_paced(m)
+                    else 0.0,
+                ),
+                b_logs,
+                c_logs,
             )
         )
     detail = ""
     if b_case.launches_per_iter != c_case.launches_per_iter:
         detail = f"launches per iteration differ: {b_case.launches_per_iter} → {c_case.launches_per_iter}"
     return RowComparison(scenario, case_id, mode, b_status, c_status, tuple(metrics), detail)
+
+
+def with_levels(
+    comparison: MetricComparison, b_logs: np.ndarray | None, c_logs: np.ndarray | None
+) -> MetricComparison:
+    """The comparison with its note on the sides' host levels (from their log pass medians), if any."""
+    if b_logs is None or c_logs is None:
+        return comparison
+    note = comparison_note(find_levels(np.exp(b_logs).tolist()), find_levels(np.exp(c_logs).tolist()))
+    return replace(comparison, levels=note) if note else comparison
 
 
 def noise_priors(

@@ -15,6 +15,7 @@ from scipy import special
 
 from launchbench.analysis.columns import COLUMNS, GRAPH_COLUMNS, SHAPE_COLUMNS
 from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors, is_host_bound, stratum
+from launchbench.analysis.host_levels import level_columns
 from launchbench.analysis.stats import Summary, log_pass_medians, summarize
 from launchbench.results.schema import METRICS, WALL, CaseResult, ModeResult, RunRecord
 
@@ -139,6 +140,7 @@ def case_rows(
             rank_wall_us_per_iter=_rank_walls(result),
         )
         row.update(_shape_columns(case, result))
+        row.update(level_columns(case, mode), extra_passes=case.extra_passes)
         row.update(_canary_columns(result))
         rows.append(row)
     return rows

@@ -71,6 +71,7 @@ class PreparedCase(Protocol):
 class Backend(Protocol):
     monitor: ClockMonitor | None
     clock: Clock
+    pci_address: str | None  # the GPU's PCI bus id ("0000:19:00.0"), None where unknown
 
     def environment(self) -> dict[str, Any]: ...
 

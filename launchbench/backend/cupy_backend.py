@@ -229,6 +229,16 @@ class CupyPreparedCase:
             self.comm = None
 
 
+def _pci_address(device: cupy.cuda.Device) -> str | None:
+    """The device's PCI bus id (cudaDeviceGetPCIBusId, "0000:19:00.0"), None where CUDA does not say."""
+    for read in (lambda: device.pci_bus_id, lambda: cupy.cuda.runtime.deviceGetPCIBusId(device.id)):
+        try:
+            return str(read())
+        except Exception:  # noqa: BLE001 - a fact for the record only, never the reason a run fails
+            continue
+    return None
+
+
 class CupyBackend:
     """Runs cases on one CUDA device through CuPy.
 
@@ -244,6 +254,7 @@ class CupyBackend:
         self.device.use()
         self.clock = clock
         self.monitor = NvmlMonitor.for_cuda_device(device)
+        self.pci_address = _pci_address(self.device)
         self._streams: dict[int, cupy.cuda.Stream] = {}
         self.stream(0)
         # before anything else touches the GPU, so its first reading is that of a fresh process

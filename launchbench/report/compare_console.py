@@ -12,7 +12,7 @@ from rich.table import Table
 
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateReport
-from launchbench.report.comparison_table import lines, text_columns
+from launchbench.report.comparison_table import level_notes, lines, text_columns
 from launchbench.report.console import plain_console
 from launchbench.results.environment import describe_environment
 
@@ -70,6 +70,11 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
     else:
         console.print(f"[dim]Same environment: {escape(describe_environment(comparison.current_env))}[/]")
     console.print(comparison_table(comparison, report))
+    notes = level_notes(comparison)
+    if notes:
+        console.print(f"[yellow]Host levels ({len(notes)} rows):[/]")
+        for note in notes:
+            console.print(f"  {escape(note)}")
     for side in ("baseline", "current"):
         only = comparison.only_in(side)
         if only:

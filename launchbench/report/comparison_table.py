@@ -117,6 +117,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("verdict", "verdict", lambda x: x.metric.verdict, _verdict_text),
     Column("gate", "gate", lambda x: x.gate, gate_only=True),
     Column("detail", None, lambda x: x.metric.detail or x.row.detail),
+    Column("levels", None, lambda x: x.metric.levels),
 )
 
 DATA_COLUMNS: tuple[Column, ...] = tuple(c for c in COLUMNS if c.key is not None)
@@ -137,6 +138,18 @@ def lines(comparison: Comparison, report: GateReport | None = None) -> Iterator[
 def records(comparison: Comparison, report: GateReport | None = None) -> list[dict[str, Any]]:
     """One record per line, keyed by DATA_KEYS in order."""
     return [{c.key: c.value(line) for c in DATA_COLUMNS} for line in lines(comparison, report)]  # type: ignore[misc]
+
+
+def level_notes(comparison: Comparison) -> list[str]:
+    """One line per row with a host-level note (analysis.host_levels.comparison_note): its first noted
+    metric's note, and which other metrics have one."""
+    out = []
+    for row in comparison.rows:
+        noted = [mc for mc in row.metrics if mc.levels]
+        if noted:
+            also = f" (also {', '.join(mc.metric for mc in noted[1:])})" if len(noted) > 1 else ""
+            out.append(f"{row.label} {noted[0].metric}: {noted[0].levels}{also}")
+    return out
 
 
 def summary(line: Line) -> str:

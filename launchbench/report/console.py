@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from launchbench.analysis.host_levels import level_lines
 from launchbench.analysis.table import run_table
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
@@ -81,7 +82,9 @@ class ConsoleEvents:
     def case_started(self, case: Case, index: int, total: int) -> None:
         self._index = index
         self._case = case
-        self.progress.update(self._task, description=f"{case.scenario} {case.case_id}", completed=index)
+        self.progress.update(
+            self._task, description=f"{case.scenario} {case.case_id}", completed=index, total=total
+        )
 
     def case_progress(self, fraction: float) -> None:
         self.progress.update(self._task, completed=self._index + min(fraction, 0.99))
@@ -292,6 +295,13 @@ def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
         )
         for line in shape_model:
             console.print(f"  {line}")
+    levels = level_lines(run)
+    if levels:
+        console.print(
+            "[bold]host levels[/] (per row, the pass medians: see docs/methodology.md, Host levels):"
+        )
+        for line in levels:
+            console.print(f"  {escape(line)}")
     canary = canary_line(run)
     if canary:
         console.print(canary)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateCheck, GateReport
-from launchbench.report.comparison_table import Line, text_columns
+from launchbench.report.comparison_table import Line, level_notes, text_columns
 from launchbench.report.comparison_table import lines as comparison_lines
 from launchbench.results.environment import describe_environment
 
@@ -105,6 +105,9 @@ def comparison_markdown(
             lines += ["### Cannot judge", "", *_check_lines(blind, "🙈"), ""]
         if report.notes:
             lines += [f"- {_cell(n)}" for n in report.notes] + [""]
+    notes = level_notes(comparison)
+    if notes:
+        lines += ["### Host levels", "", *[f"- {_cell(n)}" for n in notes], ""]
     every = list(comparison_lines(comparison, report))
     changed = [line for line in every if line.metric.verdict != "same"]
     gate = report is not None

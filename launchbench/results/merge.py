@@ -1,5 +1,5 @@
 """Passes: a case measured in several passes over the whole run is one CaseResult whose modes hold one
-ModePass per pass, in order."""
+ModePass per pass, in order; its ``extra_passes`` adds up the passes marked as added beyond the plan."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ def merge_pass(previous: CaseResult | None, new: CaseResult) -> CaseResult:
                 "outputs_match": new.outputs_match,
                 "check_detail": new.check_detail,
                 "passes_done": previous.passes_done + 1,
+                "extra_passes": previous.extra_passes + new.extra_passes,
             }
         )
     matches = [previous.outputs_match, new.outputs_match]
@@ -45,5 +46,6 @@ def merge_pass(previous: CaseResult | None, new: CaseResult) -> CaseResult:
             "harness_s_per_iter": statistics.median(harness) if harness else None,
             "elapsed_s": previous.elapsed_s + new.elapsed_s,
             "passes_done": previous.passes_done + 1,
+            "extra_passes": previous.extra_passes + new.extra_passes,
         }
     )

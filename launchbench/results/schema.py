@@ -202,11 +202,25 @@ class PassClocks(_Frozen):
     throttle_reasons: list[str] = Field(default_factory=list)
 
 
+class ThreadPlace(_Frozen):
+    """Where the launching thread ran at one moment (Linux; each field None where it cannot be read)."""
+
+    cpu: Count | None = None  # the CPU number (/proc/thread-self/stat)
+    mhz: Annotated[float, Field(gt=0)] | None = None  # its current frequency (cpufreq or /proc/cpuinfo)
+    governor: str | None = None  # that CPU's cpufreq scaling governor
+    node: Count | None = None  # that CPU's NUMA node
+    siblings: str | None = None  # the CPUs sharing its core (SMT), as the kernel lists them ("3,67")
+
+
 class HostData(_Frozen):
-    """The host process that measured a pass."""
+    """The host process that measured a pass, and where its launching thread ran as the pass began and
+    ended; ``gpu_node`` is the GPU's NUMA node. The places are absent (not null) where not recorded."""
 
     pid: Annotated[int, Field(ge=1)] | None = None  # the worker process (the run's own process in-process)
     load_1m: Annotated[float, Field(ge=0)] | None = None  # the host's 1-minute load average as the pass began
+    start: ThreadPlace | None = Field(None, exclude_if=_absent)
+    end: ThreadPlace | None = Field(None, exclude_if=_absent)
+    gpu_node: Count | None = Field(None, exclude_if=_absent)
 
 
 class CanaryReading(_Frozen):
@@ -323,6 +337,10 @@ class ModeResult(_Frozen):
             }
         )
 
+    def pass_medians(self, key: str) -> list[float]:
+        """The median of each pass's samples of one series, in run order (passes without it left out)."""
+        return [statistics.median(p.samples[key]) for p in self.passes if p.samples.get(key)]
+
     @property
     def samples(self) -> dict[str, list[float]]:
         """Every pass's samples pooled, pass after pass."""
@@ -406,6 +424,8 @@ class CaseResult(_Frozen):
     error_kind: Literal["input", "runtime", "mismatch", "resources"] | None = None
     passes_done: Annotated[int, Field(ge=1)] = 1
     shapes: ShapeInfo | None = Field(None, exclude_if=_absent)
+    # passes added beyond the planned ones because a host level held too few (launchbench.run.extra_passes)
+    extra_passes: Count = Field(0, exclude_if=_empty)
 
     @property
     def disturbed_passes(self) -> int:

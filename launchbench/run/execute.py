@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import cast
 
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase
@@ -28,6 +29,7 @@ from launchbench.results.schema import (
     ShapeCounts,
     ShapeInfo,
 )
+from launchbench.results.thread_place import ROOT, pci_node, thread_place
 from launchbench.scenario.core import Case
 
 Progress = Callable[[float], None]
@@ -35,13 +37,21 @@ Progress = Callable[[float], None]
 IDENTITY_FIELDS = ("scenario", "case_id", "chain", "kinds", "params", "launches_per_iter")
 
 
-def host_data() -> HostData:
-    """This process and the host's load, as a pass begins."""
+def host_data(gpu_address: str | None = None, root: Path = ROOT) -> HostData:
+    """This process, the host's load, where the launching thread runs and the NUMA node of the GPU at
+    ``gpu_address`` (its PCI bus id), as a pass begins; ``root``: where /proc and /sys are."""
     try:
         load: float | None = os.getloadavg()[0]
     except OSError:  # not every platform has a load average
         load = None
-    return HostData(pid=os.getpid(), load_1m=load)
+    return HostData(
+        pid=os.getpid(), load_1m=load, start=thread_place(root), gpu_node=pci_node(gpu_address, root)
+    )
+
+
+def pass_ended(host: HostData, root: Path = ROOT) -> HostData:
+    """The pass's host data with where the launching thread runs as the pass ends."""
+    return host.model_copy(update={"end": thread_place(root)})
 
 
 def _mode_result(
@@ -137,7 +147,7 @@ class CaseSession:
     ):
         self.case, self.clock, self.prepared = case, clock, prepared
         self.start = clock.wall()
-        self.host = host_data()
+        self.host = host_data(backend.pci_address)
         try:
             self.harness = prepared.harness_cost()
             self.sampling = Sampler(case.measure, clock, backend.monitor).start(prepared.workloads, progress)
@@ -159,13 +169,14 @@ class CaseSession:
             outcome = self.sampling.finish()
             prepared = self.prepared
             counts = prepared.shape_counts()  # before the output check walks the shapes
+            host = pass_ended(self.host)
             check = prepared.check_outputs()
             if self.case.shapes is None:
                 check = _verify_nodes(
                     self.case, check, prepared.lifecycle.nodes if prepared.lifecycle else None
                 )
             return _case_result(
-                self.case, outcome, check, prepared, self.host, self.harness, self.clock, self.start, counts
+                self.case, outcome, check, prepared, host, self.harness, self.clock, self.start, counts
             )
         finally:
             self.close()

@@ -36,7 +36,7 @@ from launchbench.results.schema import (
     ModeResult,
     RankSamples,
 )
-from launchbench.run.execute import case_identity, failed_case, host_data
+from launchbench.run.execute import case_identity, failed_case, host_data, pass_ended
 from launchbench.scenario.core import Case
 
 BATCH, LATENCY_RUN, STOP = 1, 2, 3
@@ -128,7 +128,7 @@ def execute_rank(
     """This rank's part of a case on several GPUs: its own samples (a pass per mode), its graph life
     cycle and its output check."""
     start = clock.wall()
-    host = host_data()
+    host = host_data(backend.pci_address)
     try:
         prepared = backend.prepare(case, ranks)
     except CaseRefused as err:
@@ -165,6 +165,7 @@ def execute_rank(
         lifecycle, graph_failure = prepared.lifecycle, prepared.graph_failure
     finally:
         prepared.close()
+    host = pass_ended(host)
     modes: dict[Mode, ModeResult] = {}
     for index, mode in enumerate(order):
         iters, series = log.samples(index)

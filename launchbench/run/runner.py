@@ -2,7 +2,8 @@
 hand each case-pass to an executor (executor.py: in this process, or in worker processes), merge its
 result into the record and append it to the run's journal (the tables after every pass; results.json
 compacted at the start, the end and on interruption).
-Interruptions and dead workers lose only the case in flight."""
+Interruptions and dead workers lose only the case in flight.
+Passes added for host levels follow the planned ones (extra_passes.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import datetime as _dt
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -24,11 +25,14 @@ from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
 from launchbench.results.store import RunJournal, claim_new_dir, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
+from launchbench.run.extra_passes import extra_passes, marked, pass_cap
 from launchbench.run.resume import RunSettings, refuse_incomplete
 from launchbench.run.worker import cupy_backend
 from launchbench.scenario.core import Case, measure_overrides_error, with_overrides
 from launchbench.scenario.expand import expand_loaded, load_bounded
 from launchbench.scenario.load import ScenarioFile
+
+T = TypeVar("T")
 
 
 class RunEvents(Protocol):
@@ -187,12 +191,18 @@ def run(
         schedule = pass_schedule(the_plan.cases, record)
         events.run_started(run_dir, [case for case, _ in schedule], environment)
         try:
-            for index, (case, pass_index) in enumerate(schedule):
+
+            def more() -> list[tuple[Case, int]]:
+                """Passes added for host levels, read from the record as it is when the schedule runs out."""
+                return _added_passes(the_plan.cases, record, events)
+
+            for index, (case, pass_index) in enumerate(growing(schedule, more)):
                 previous = record.case(case.scenario, case.case_id)
                 if previous is not None and previous.error:
                     continue  # a case that failed in an earlier pass is not measured again
                 events.case_started(case, index, len(schedule))
                 result = executor.execute(pass_settings(case), pass_index, events.case_progress)
+                result = marked(result, case, pass_index)
                 merged = merge_pass(previous, result)
                 record = record.with_case(merged)
                 journal.append(result, pass_index)
@@ -209,6 +219,28 @@ def run(
     finally:
         executor.close()
     return _finish(journal, record, "complete", options)
+
+
+def growing(items: list[T], more: Callable[[], list[T]]) -> Iterator[T]:
+    """The items, then, each time they run out, what ``more`` adds to them (until it adds nothing)."""
+    index = 0
+    while True:
+        if index == len(items):
+            items += more()
+            if index == len(items):
+                return
+        yield items[index]
+        index += 1
+
+
+def _added_passes(cases: Sequence[Case], record: RunRecord, events: RunEvents) -> list[tuple[Case, int]]:
+    """The next round of passes added for host levels (extra_passes), each announced."""
+    added = extra_passes(cases, record)
+    for case, pass_index, why in added:
+        events.note(
+            f"{case.scenario} {case.case_id}: {why}; adding pass {pass_index + 1} (at most {pass_cap(case)})"
+        )
+    return [(case, pass_index) for case, pass_index, _ in added]
 
 
 def _widest(the_plan: Plan) -> tuple[int, str]:

@@ -1,0 +1,149 @@
+"""Host levels: whether one row's pass medians sit at one level or at two.
+
+The unit is the pass (a fresh worker process): a process can land at one of two speeds and keep it for
+its whole life, so a row's passes can form two clusters whose pooled median describes neither. The
+rule (docs/statistics.md, "Host levels"):
+
+1. Fewer than MIN_PASSES pass medians, or all of them within MIN_SEPARATION of each other: one level.
+2. On the logs of the pass medians, scikit-learn's GaussianMixture with one and with two components
+   (one variance shared by both, ``covariance_type="tied"``; seeded, the two started from the split at
+   the widest gap), compared by BIC: the gain is BIC(one) − BIC(two).
+3. Each pass goes to its likelier component; the components' centers (the median of their passes'
+   medians) must be at least MIN_SEPARATION apart, or it is one level.
+4. Two levels when the gain exceeds BIC_MARGIN (6: "strong" evidence on Kass & Raftery's scale) and
+   each component holds at least MIN_LEVEL_PASSES passes. A single pass is never a level.
+5. Otherwise, with a gain above SAMPLE_MARGIN, one level with the smaller component's passes named as
+   sitting apart (``Levels.apart``): a possible second level that the passes so far cannot show.
+
+A row with passes apart, or with two levels one of which holds fewer than ENOUGH_PASSES passes, asks
+for more passes (``Levels.wants_passes``); the runner adds them up to its cap
+(launchbench.run.extra_passes). Here, below the run layer, because the runner uses it; never prints.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_PASSES = 4  # fewer pass medians: one level, no test
+MIN_SEPARATION = 0.05  # two levels' centers at least 5% apart
+BIC_MARGIN = 6.0  # two levels are reported when two components lower the BIC by more than this
+SAMPLE_MARGIN = 2.0  # more passes are asked for when they lower it by more than this
+MIN_LEVEL_PASSES = 2  # a cluster of fewer passes is an outlying pass, not a level
+ENOUGH_PASSES = 3  # K: a level (or an outlying pass) seen in fewer passes asks for more
+SEED = 0
+REG_COVAR = 1e-6  # added to the variance (log units: a 0.1% spread), so identical passes fit
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of a row: the median of its passes' medians (``center``), their lowest and highest
+    (``low``, ``high``), its share of the row's passes and which passes (indices, in run order)."""
+
+    center: float
+    low: float
+    high: float
+    share: float
+    passes: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.passes)
+
+
+@dataclass(frozen=True)
+class Levels:
+    """A row's levels, lowest first (one or two; none without passes), and the passes that sit apart
+    from its one level without the evidence or the count of a level of their own (``apart``)."""
+
+    levels: tuple[Level, ...]
+    apart: tuple[int, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.levels)
+
+    @property
+    def two(self) -> bool:
+        return len(self.levels) == 2
+
+    @property
+    def wants_passes(self) -> bool:
+        """Passes apart from the one level, or two levels one of which holds fewer than ENOUGH_PASSES."""
+        return bool(self.apart) or (self.two and min(level.count for level in self.levels) < ENOUGH_PASSES)
+
+
+def _level(values: Sequence[float], members: Sequence[int], total: int) -> Level:
+    chosen = [values[i] for i in members]
+    return Level(
+        center=statistics.median(chosen),
+        low=min(chosen),
+        high=max(chosen),
+        share=len(members) / total,
+        passes=tuple(members),
+    )
+
+
+def one_level(values: Sequence[float], apart: Sequence[int] = ()) -> Levels:
+    """Every pass at one level (``apart``: passes that sit apart without forming a level)."""
+    return Levels((_level(values, range(len(values)), len(values)),), tuple(apart))
+
+
+def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
+    """Each value's likelier component under the two-component mixture, and by how much two components
+    lower the BIC below one."""
+    from sklearn.mixture import GaussianMixture
+
+    data = logs.reshape(-1, 1)
+    ordered = np.sort(logs)
+    cut = int(np.argmax(np.diff(ordered))) + 1  # start from the split at the widest gap
+    parts = (ordered[:cut], ordered[cut:])
+    within = sum(float(np.sum((part - part.mean()) ** 2)) for part in parts) / len(logs) + REG_COVAR
+    start = {
+        "weights_init": [len(part) / len(logs) for part in parts],
+        "means_init": [[part.mean()] for part in parts],
+        "precisions_init": [[1 / within]],
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence notes on a handful of points
+        one = GaussianMixture(1, covariance_type="tied", reg_covar=REG_COVAR, random_state=SEED).fit(data)
+        two = GaussianMixture(
+            2,
+            covariance_type="tied",
+            reg_covar=REG_COVAR,
+            random_state=SEED,
+            init_params="random_from_data",
+            **start,
+        ).fit(data)
+    return np.asarray(two.predict(data)), float(one.bic(data) - two.bic(data))
+
+
+def find_levels(pass_medians: Sequence[float]) -> Levels:
+    """One row's levels from its pass medians (any unit; positive and finite, in run order)."""
+    return _find_levels(tuple(float(v) for v in pass_medians))
+
+
+@functools.lru_cache(maxsize=4096)  # a run's tables and its summary ask about the same rows
+def _find_levels(values: tuple[float, ...]) -> Levels:
+    if len(values) < MIN_PASSES or not all(math.isfinite(v) and v > 0 for v in values):
+        return one_level(values) if values else Levels(())
+    if max(values) < (1 + MIN_SEPARATION) * min(values):
+        return one_level(values)
+    labels, gain = _two_components(np.log(np.asarray(values)))
+    groups = [[i for i, label in enumerate(labels) if label == k] for k in (0, 1)]
+    if gain <= SAMPLE_MARGIN or not all(groups):
+        return one_level(values)
+    groups.sort(key=lambda members: statistics.median(values[i] for i in members))
+    low, high = (statistics.median(values[i] for i in members) for members in groups)
+    if high < (1 + MIN_SEPARATION) * low:
+        return one_level(values)
+    small = min(groups, key=len)
+    if gain <= BIC_MARGIN or len(small) < MIN_LEVEL_PASSES:
+        return one_level(values, small)
+    return Levels(tuple(_level(values, members, len(values)) for members in groups))

@@ -1,0 +1,57 @@
+"""Passes added to a case whose host levels the planned passes cannot show.
+
+After the planned passes, each case's rows are read for host levels (launchbench.measure.levels, on
+the pass medians of the wall time): a row with passes sitting apart from its one level, or with two
+levels one of which holds fewer than ENOUGH_PASSES passes, gets its case one more pass in a fresh
+worker process, round after round, until no row asks or the case has run EXTRA_PASS_FACTOR times its
+planned passes. Each added pass is marked (``CaseResult.extra_passes``), so the run records that it
+added them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from launchbench.measure.levels import ENOUGH_PASSES, find_levels
+from launchbench.results.schema import MEASURED_STATUSES, WALL, CaseResult, RunRecord
+from launchbench.scenario.core import Case
+
+EXTRA_PASS_FACTOR = 2  # a case runs at most this many times its planned passes
+
+
+def pass_cap(case: Case) -> int:
+    """The most passes a case runs, planned and added together."""
+    return EXTRA_PASS_FACTOR * case.measure.passes
+
+
+def wanting_row(result: CaseResult) -> str | None:
+    """Why the case needs another pass (its first row whose levels ask for one), or None."""
+    for mode, one in result.modes.items():
+        if one.status not in MEASURED_STATUSES:
+            continue
+        levels = find_levels(one.pass_medians(WALL))
+        if not levels.wants_passes:
+            continue
+        if levels.two:
+            fewest = min(level.count for level in levels.levels)
+            return f"{mode} wall time sits at two levels, one in {fewest} of {len(one.passes)} passes (want {ENOUGH_PASSES})"
+        return f"{mode} wall time: {len(levels.apart)} of {len(one.passes)} passes sit apart from the rest"
+    return None
+
+
+def extra_passes(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, int, str]]:
+    """The next round of added passes: (case, pass index, why) for every case whose planned passes are
+    done, that has not failed, is below its cap and has a row that asks for a pass."""
+    out = []
+    for case in cases:
+        result = record.case(case.scenario, case.case_id)
+        if result is None or result.error or not case.measure.passes <= result.passes_done < pass_cap(case):
+            continue
+        why = wanting_row(result)
+        if why is not None:
+            out.append((case, result.passes_done, why))
+    return out
+
+
+def marked(result: CaseResult, case: Case, pass_index: int) -> CaseResult:
+    """A pass's result, marked as added when it lies beyond the case's planned passes."""
+    return result.model_copy(update={"extra_passes": 1}) if pass_index >= case.measure.passes else result
