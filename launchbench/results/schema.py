@@ -34,7 +34,11 @@ files forward and refuses newer ones):
   5 — a pass's ``canary``: the worker's fixed reference (a 100-node graph of empty kernels replayed, and
       100 eager empty launches) read when the worker started, before the case and after it, and whether
       the case was measured in a disturbed state (the graph reading after it moved beyond the bound
-      from the start). Absent where not measured, so a v4 file reads as v5 with nothing else changed.
+      from the start); a pass's ``host.start`` and ``host.end`` (where the launching thread ran as the
+      pass began and ended: CPU, its MHz and governor, NUMA node, SMT siblings) and ``host.gpu_node``; a
+      case's ``extra_passes`` (passes added beyond the planned ones for its host levels); the run's
+      ``settings`` hold ``max_cases`` where a case limit was given. All absent where not measured, so a
+      v4 file reads as v5 with nothing else changed.
 """
 
 from __future__ import annotations
