@@ -29,7 +29,7 @@ from launchbench.cli.history import ingest_after_run, ingest_options, wants_hist
 from launchbench.cli.run import _overrides, _terminate_as_interrupt
 
 if TYPE_CHECKING:
-    from launchbench.analysis.gate import GateRule
+    from launchbench.analysis.gate import GateRule, GateScope
 
 # ab's default rounds: the interval over rounds narrows with their number, its t quantile with their df
 AB_ROUNDS = 10
@@ -130,7 +130,9 @@ def ab(
     rules: list[GateRule],
     allow_missing: bool,
     allow_empty: bool,
+    allow_blind: bool,
     fail_on_blind: bool,
+    gate_rows: GateScope,
     fmt: str,
     output: Path | None,
     junit: Path | None,
@@ -196,7 +198,11 @@ def ab(
     if rules:  # as in compare: a gate that checks nothing fails
         policy = CoveragePolicy(allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=False)
         report = comparison_coverage(
-            evaluate_rules(comparison, rules, not allow_missing, fail_on_blind), comparison, a, b, policy
+            evaluate_rules(comparison, rules, not allow_missing, allow_blind, gate_rows),
+            comparison,
+            a,
+            b,
+            policy,
         )
     emit_comparison(comparison, report, fmt, output, junit)
     from launchbench.report.markdown import comparison_markdown
