@@ -161,17 +161,17 @@ def ab(
     from launchbench.report.console import ConsoleEvents, make_console
     from launchbench.report.run_files import write_tables
     from launchbench.run import runner
-    from launchbench.run.ab import Side, default_cpus, parse_variant, run_ab
+    from launchbench.run.ab import Side, check_interpreter, chosen_cpus, parse_variant, run_ab
 
     check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))  # before any measuring
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:
         raise click.UsageError(str(err)) from None
-    if cpu not in ("auto", "none") and not cpu.isdigit():
-        raise click.BadParameter(f"{cpu!r}: give a CPU number, auto or none", param_hint="--cpu")
-    cpus = default_cpus() if cpu == "auto" else () if cpu == "none" else (int(cpu),)
+    cpus = chosen_cpus(cpu)
     variants = (parse_variant(a_spec), parse_variant(b_spec))
+    for variant in variants:
+        check_interpreter(variant)
     overrides = _overrides(quick, target_noise, max_time, min_samples)
     if passes is not None or not quick:
         overrides["passes"] = passes or AB_ROUNDS

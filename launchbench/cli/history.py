@@ -393,11 +393,12 @@ def history_baseline_for(
     from launchbench.history.baseline import as_one_run, history_baseline
     from launchbench.history.ingest import run_environment
     from launchbench.history.query import RunFilter
-    from launchbench.results.store import load_run, resolve_results_file
+    from launchbench.results.store import load_run, read_capped, resolve_results_file
 
     record = load_run(current)
     env = run_environment(record)
-    digest = hashlib.sha256(resolve_results_file(current).read_bytes()).hexdigest()
+    file = resolve_results_file(current)  # a run replayed from its journal alone is not in the history
+    digest = hashlib.sha256(read_capped(file)).hexdigest() if file.is_file() else None
     filters = RunFilter(
         gpu_name=env["gpu_name"],
         driver=env["driver"] if same_driver else None,

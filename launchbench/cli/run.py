@@ -157,7 +157,7 @@ def run(
 
     resume = None
     if resume_dir is not None:
-        resume = load_run(resume_dir)
+        resume = load_run(resume_dir, allow_empty=True)
         if not scenarios:
             scenarios = tuple(s.file for s in resume.scenarios)
         out_dir = resume_dir

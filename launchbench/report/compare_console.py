@@ -15,6 +15,7 @@ from launchbench.analysis.gate import GateReport, blind_summary
 from launchbench.report.comparison_table import lines, text_columns
 from launchbench.report.console import plain_console
 from launchbench.results.environment import describe_environment
+from launchbench.results.sanity import visible
 
 VERDICT_STYLE = {
     "slower": "bold red",
@@ -28,7 +29,7 @@ GATE_STYLE = {"fail": "bold red", "pass": "green"}
 
 
 def _styled(text: str, style: str | None) -> str:
-    return f"[{style}]{escape(text)}[/]" if style and text else escape(text)
+    return f"[{style}]{escape(visible(text))}[/]" if style and text else escape(visible(text))
 
 
 def comparison_table(comparison: Comparison, report: GateReport | None) -> Table:
@@ -88,21 +89,21 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
 def render_report(console: Console, report: GateReport, what: str, list_checks: bool = True) -> None:
     """Notes, improvements and failures (unless a table showed them already), then PASS or FAIL."""
     for note in report.notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
+        console.print(f"[dim]note: {escape(visible(note))}[/]")
     if list_checks:
         for check in report.improvements:
             console.print(
-                f"[green]improved[/] {escape(check.subject)} ({escape(check.rule)}): {escape(check.message)}"
+                f"[green]improved[/] {escape(visible(check.subject))} ({escape(check.rule)}): {escape(visible(check.message))}"
             )
         for check in report.blind:
             if check.passed:
                 console.print(
-                    f"[yellow]blind[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}"
+                    f"[yellow]blind[/] {escape(visible(check.subject))} {escape(check.rule)}: {escape(visible(check.message))}"
                 )
         for check in report.failures:
             kind = f" ({check.kind})" if check.kind in ("blind", "missing") else ""
             console.print(
-                f"[bold red]FAIL{kind}[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}"
+                f"[bold red]FAIL{kind}[/] {escape(visible(check.subject))} {escape(check.rule)}: {escape(visible(check.message))}"
             )
     console.print(_styled(outcome_line(report, what), "bold green" if report.passed else "bold red"))
 
@@ -114,7 +115,9 @@ def render_checks(console: Console, report: GateReport) -> None:
         table.add_column(name)
     for check in report.checks:
         mark = "[green]pass[/]" if check.passed else "[bold red]FAIL[/]"
-        table.add_row(mark, escape(check.subject), escape(check.rule), escape(check.message))
+        table.add_row(
+            mark, escape(visible(check.subject)), escape(check.rule), escape(visible(check.message))
+        )
     console.print(table)
     render_report(console, report, "failed expectation", list_checks=False)
 

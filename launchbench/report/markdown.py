@@ -10,6 +10,7 @@ from launchbench.report.compare_console import failure_parts
 from launchbench.report.comparison_table import Line, text_columns
 from launchbench.report.comparison_table import lines as comparison_lines
 from launchbench.results.environment import describe_environment
+from launchbench.results.sanity import visible
 
 VERDICT_MARK = {
     "slower": "🔴 slower",
@@ -22,7 +23,7 @@ VERDICT_MARK = {
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return visible(str(text).replace("\n", " ")).replace("|", "\\|")
 
 
 def _marked(line: Line, text: str) -> str:
