@@ -26,7 +26,7 @@ from launchbench.cli.common import (
 )
 from launchbench.cli.compare import FORMATS, _settings, comparison_options
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
-from launchbench.cli.run import _overrides, _terminate_as_interrupt
+from launchbench.cli.run import _overrides, _terminate_as_interrupt, warn_unused_axes
 
 if TYPE_CHECKING:
     from launchbench.analysis.gate import GateRule, GateScope
@@ -176,6 +176,8 @@ def ab(
     if passes is not None or not quick:
         overrides["passes"] = passes or AB_ROUNDS
     plans = tuple(runner.plan(v.scenarios or scenarios, overrides, max_cases) for v in variants)
+    for the_plan in plans[: 1 if variants[0].scenarios == variants[1].scenarios else 2]:
+        warn_unused_axes(the_plan, max_cases)
     root = out_dir or runner.default_run_dir(
         results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios]
     )

@@ -169,6 +169,7 @@ def run(
     elif out_dir is None:
         check_output_dir(results_root, "--results-root")
     the_plan = runner.plan(scenarios, overrides, max_cases)
+    warn_unused_axes(the_plan, max_cases)
     _check_plan_expectations(the_plan)
     if resume is not None:
         _refuse_changed_scenarios(the_plan, resume, allow_changed_scenario)
@@ -226,6 +227,15 @@ def _refuse_changed_scenarios(the_plan: Any, resume: Any, allow: bool) -> None:
                 f"{message}; resuming would merge passes of two different scenarios (pass --allow-changed-scenario to resume anyway)"
             )
         click.echo(f"launchbench: warning: {message}; resuming anyway (--allow-changed-scenario)", err=True)
+
+
+def warn_unused_axes(the_plan: Any, max_cases: int | None) -> None:
+    """A warning (stderr, one line each) for every sweep axis no step of its file uses."""
+    from launchbench.scenario.expand import sweep_warnings
+
+    for loaded in the_plan.files:
+        for warning in sweep_warnings(loaded, max_cases):
+            click.echo(f"launchbench: warning: {warning}", err=True)
 
 
 def _check_plan_expectations(the_plan: Any) -> None:
