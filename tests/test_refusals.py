@@ -185,7 +185,7 @@ def test_a_sweep_axis_no_step_uses_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_control_characters_are_escaped_on_their_way_out() -> None:
-    from launchbench.results.sanity import visible
+    from launchbench.printable import visible
 
     assert visible("empty/\u202elength=1\nx\x1b[31m") == "empty/\\u202elength=1\\nx\\x1b[31m"
     assert visible("quickstart/empty/length=10 [graph] µs") == "quickstart/empty/length=10 [graph] µs"

@@ -12,10 +12,10 @@ from rich.table import Table
 
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateReport, blind_summary
+from launchbench.printable import visible
 from launchbench.report.comparison_table import lines, text_columns
 from launchbench.report.console import plain_console
 from launchbench.results.environment import describe_environment
-from launchbench.results.sanity import visible
 
 VERDICT_STYLE = {
     "slower": "bold red",

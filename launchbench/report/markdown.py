@@ -6,11 +6,11 @@ from collections.abc import Iterable, Sequence
 
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateCheck, GateReport
+from launchbench.printable import visible
 from launchbench.report.compare_console import failure_parts
 from launchbench.report.comparison_table import Line, text_columns
 from launchbench.report.comparison_table import lines as comparison_lines
 from launchbench.results.environment import describe_environment
-from launchbench.results.sanity import visible
 
 VERDICT_MARK = {
     "slower": "🔴 slower",

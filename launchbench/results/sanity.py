@@ -19,10 +19,10 @@ Each problem comes with its location in the record (a JSON path as a tuple) and 
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
+from launchbench.printable import control_characters
 from launchbench.results.schema import MAX_WHOLE, MEASURED_STATUSES, WALL, Location, ModePass, RunRecord
 
 MIN_TIME_S = 1e-12  # a nonzero time below a picosecond is not a measurement
@@ -100,19 +100,6 @@ def _json_problems(value: Any, where: Location) -> Problems:
     if isinstance(value, list):
         return [p for k, item in enumerate(value) for p in _json_problems(item, (*where, k))]
     return []
-
-
-def control_characters(text: str) -> list[str]:
-    """The control and format characters of ``text`` (newlines, escapes, U+202E ...), as U+XXXX."""
-    return [f"U+{ord(c):04X}" for c in text if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
-
-
-def visible(text: str) -> str:
-    """``text`` with each control and format character written as its escape (\\n, \\u202e): what may
-    reach a terminal or a step summary from a source the readers did not check."""
-    if not control_characters(text):
-        return text
-    return "".join(c.encode("unicode_escape").decode("ascii") if control_characters(c) else c for c in text)
 
 
 def _text_problems(text: str, where: Location) -> Problems:
