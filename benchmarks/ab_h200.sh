@@ -44,18 +44,18 @@ print(f"examples/ab/base eager launch (cp.multiply(x, alpha, out=x), 1000 floats
 PY
 has aa && for n in $(seq 1 "${AA:-3}"); do
   timed "aa-$n" lb ab scenarios/quickstart.yaml --quiet --out "$out/aa-$n" "${aa_options[@]}" \
-    --fail-on wall_us_per_launch:5% --format markdown -o "$out/aa-$n-gate.md" --junit "$out/aa-$n-junit.xml"
+    --gate-rows host-bound --fail-on wall_us_per_launch:5% --format markdown -o "$out/aa-$n-gate.md" --junit "$out/aa-$n-junit.xml"
 done
 has regression && timed regression lb ab scenarios/ab_launch.yaml --a path=examples/ab/base --b path=examples/ab/pr --quiet \
-  --out "$out/regression" --fail-on wall_us_per_launch:5% --format markdown -o "$out/regression-gate.md" \
+  --out "$out/regression" --gate-rows host-bound --fail-on wall_us_per_launch:5% --format markdown -o "$out/regression-gate.md" \
   --junit "$out/regression-junit.xml"
 if has separate; then
 timed run-base lb run scenarios/quickstart.yaml --quiet --out "$out/separate/base"
 timed run-longer lb run tests/data/gpu/quickstart_longer.yaml --quiet --out "$out/separate/longer"
 timed run-base-2 lb run scenarios/quickstart.yaml --quiet --out "$out/separate/base-2"
-timed compare-aa lb compare "$out/separate/base" "$out/separate/base-2" --fail-on wall_us_per_iter:5% \
+timed compare-aa lb compare "$out/separate/base" "$out/separate/base-2" --gate-rows gpu-bound --fail-on wall_us_per_iter:8% \
   --format markdown -o "$out/separate/base-vs-base-2.md"
-timed compare-longer lb compare "$out/separate/base" "$out/separate/longer" --fail-on wall_us_per_iter:5% \
+timed compare-longer lb compare "$out/separate/base" "$out/separate/longer" --gate-rows gpu-bound --fail-on wall_us_per_iter:8% \
   --format markdown -o "$out/separate/base-vs-longer.md"
 fi
 cat "$out/wall_time.txt"

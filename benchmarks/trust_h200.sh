@@ -21,13 +21,13 @@ done
 lb run tests/data/gpu/quickstart_longer.yaml --quiet --out-dir "$out/quickstart-longer" || failed+=("quickstart-longer run")
 python3 benchmarks/aa_check.py "$out/quickstart-a" "$out/quickstart-b" --out "$out/aa/aa_check.txt" | tail -1 || failed+=("A/A rule")
 lb compare "$out/quickstart-a" "$out/quickstart-b" --format markdown --output "$out/compare/quickstart-a-vs-b.md" \
-  --fail-on wall_us_per_launch:5%
+  --gate-rows gpu-bound --fail-on wall_us_per_iter:8%
 status=$?
 [ "$status" -eq 0 ] || failed+=("A/A gate (exit $status, expected 0)")
 echo "compare a b gate: exit $status" | tee "$out/compare/gates.txt"
 lb compare "$out/quickstart-a" "$out/quickstart-b" --format json --output "$out/compare/quickstart-a-vs-b.json"
 lb compare "$out/quickstart-a" "$out/quickstart-longer" --format markdown --output "$out/compare/quickstart-vs-longer.md" \
-  --fail-on wall_us_per_iter:5%
+  --gate-rows gpu-bound --fail-on wall_us_per_iter:8%
 status=$?
 [ "$status" -eq 1 ] || failed+=("longer-chain gate (exit $status, expected 1)")
 echo "compare a longer gate: exit $status" | tee -a "$out/compare/gates.txt"

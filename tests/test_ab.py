@@ -302,3 +302,52 @@ def test_compare_pairs_the_two_sides_of_one_ab_directory(tmp_path: Path) -> None
     shutil.copytree(source / "a", tmp_path / "one" / "a")
     shutil.copytree(source / "b", tmp_path / "two" / "b")
     assert not paired(tmp_path / "one" / "a", tmp_path / "two" / "b")
+
+
+def test_paired_rows_that_cannot_see_the_rule_fail_the_gate(drifting: list[float]) -> None:
+    """B's rounds drift on their own (not with A's): the pairing cannot cancel it, the eager rows' MDE
+    exceeds 5%, and the gate fails them as blind unless allowed."""
+    from launchbench.analysis.gate import evaluate_rules, parse_rule
+
+    a = _with_round_levels(make_run(seed=0, passes=5), [1.0] * 5, 1.0)
+    b = _with_round_levels(make_run(seed=1, passes=5), drifting, 1.0)
+    comparison = compare_paired(a, b, CompareSettings(metrics=("wall_us_per_launch",)))
+    rule = [parse_rule("wall_us_per_launch:5%")]
+    report = evaluate_rules(comparison, rule)
+    blind = {(c.case, c.mode) for c in report.failures if c.kind == "blind"}
+    assert not report.passed and blind and {mode for _, mode in blind} == {"eager"}
+    assert evaluate_rules(comparison, rule, allow_blind=True).passed
+    host = evaluate_rules(comparison, rule, scope="gpu-bound")
+    assert host.passed and {c.mode for c in host.checks} == {"graph"}
+
+
+def test_ab_gate_rows_leaves_the_other_rows_ungated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """B's eager launches cost 30% more: ab's gate over the GPU-bound rows alone does not see them
+    (exit 0, the host-bound rows noted as not gated); --allow-blind is accepted."""
+    import functools
+
+    from click.testing import CliRunner
+
+    from launchbench.cli import cli
+
+    monkeypatch.setattr(
+        runner, "RunOptions", functools.partial(runner.RunOptions, backend_factory=recording_backend)
+    )
+    monkeypatch.setenv(ORDER_FILE_VARIABLE, str(tmp_path / "order.txt"))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(SCENARIO)
+    args = ["ab", str(scenario), "--b", f"env={SLOWDOWN_VARIABLE}=0.3", "-d", str(tmp_path / "ab")]
+    rule = [
+        "--passes",
+        "2",
+        "--fail-on",
+        "wall_us_per_launch:5%",
+        "--gate-rows",
+        "gpu-bound",
+        "--allow-blind",
+    ]
+    result = CliRunner().invoke(cli, [*args, *rule])
+    assert result.exit_code == 0, result.output
+    assert "host-bound row(s) not gated (--gate-rows gpu-bound)" in result.output

@@ -131,7 +131,12 @@ for _i, _args in enumerate(
 _add("compare-one-run", ["compare", "{a}"], 2)
 _add("compare-missing-run", ["compare", "{a}", "{tmp}/nowhere"], 2)
 _add("compare-same-run", ["compare", "{a}", "{a}"], 0)
-_add("compare-gate-same-run", ["compare", "{a}", "{a}", "--fail-on", "wall_us_per_launch:5%"], 0)
+_add(
+    "compare-gate-same-run",
+    ["compare", "{a}", "{a}", "--fail-on", "wall_us_per_launch:5%", "--allow-blind"],
+    0,
+)
+_add("compare-gate-same-run-blind", ["compare", "{a}", "{a}", "--fail-on", "wall_us_per_launch:5%"], 1)
 _add("check-format-csv", ["check", "{a}", "--format", "csv"], 2)
 _add("check-missing-run", ["check", "{tmp}/nowhere"], 2)
 _add("check-missing-scenario", ["check", "{a}", "--scenario", "{tmp}/nowhere.yaml"], 2)

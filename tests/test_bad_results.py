@@ -1,7 +1,8 @@
 """Bad results files: every file under tests/data/bad/results/ (with the message fragments it must give in
 NAME.expected beside it), and the special files a test makes (a FIFO, /dev/zero, a symbolic link loop, a
-file over the size cap), is refused by every command that reads results (compare, check, plot): exit 2,
-one line naming the file and the JSON path, no traceback, nothing written."""
+file over the size cap), is refused by every command that reads results (compare, check, plot, history
+ingest): exit 2, one line naming the file and the JSON path, no traceback, nothing written (no history
+database made)."""
 
 from __future__ import annotations
 
@@ -149,6 +150,29 @@ def test_special_file_in_a_real_process(name, tmp_path):
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
     for text in SPECIAL[name][1]:
         assert text in proc.stderr
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_bad_results_file_is_refused_by_history_ingest(name, tmp_path):
+    """history ingest takes run directories: the bad file as a run directory's results.json (a bad run
+    directory as it is); refused before the database is opened, so none is made."""
+    source = BAD / name
+    if source.is_dir():
+        run, shown = source, source
+    else:
+        run = tmp_path / "run"
+        run.mkdir()
+        shown = run / "results.json"
+        shown.write_bytes(source.read_bytes())
+    db = tmp_path / "history.sqlite"
+    result = CliRunner().invoke(cli, ["history", "ingest", str(run), "--db", str(db)], catch_exceptions=True)
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    message = result.stderr.strip()
+    assert len(message.splitlines()) == 1 and message.startswith(f"launchbench: error: {shown}"), message
+    for text in expected(name):
+        assert text in message, f"{text!r} not in {message!r}"
+    assert not db.exists()
 
 
 def test_the_library_raises_results_file_error_naming_the_file():

@@ -67,20 +67,25 @@ def test_parse_rule_errors(text: str) -> None:
 def test_regressions_are_exactly_the_slower_rows(baseline_run: RunRecord) -> None:
     chosen = chosen_keys(baseline_run)
     comparison = compare_runs(baseline_run, scale_rows(baseline_run, chosen, 1.10))
-    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")])
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], allow_blind=True)
     assert not report.passed
     assert {(c.scenario, c.case, c.mode) for c in report.failures} == chosen
     assert len(report.checks) == len(comparable_keys(baseline_run))
     assert report.improvements == ()
     assert all("slower" in c.message for c in report.failures)
     # a looser rule lets the same change pass
-    assert evaluate_rules(comparison, [parse_rule("wall_us_per_launch:15%")]).passed
+    assert evaluate_rules(comparison, [parse_rule("wall_us_per_launch:15%")], allow_blind=True).passed
+    # by default the rows that cannot see 5% fail too, as blind
+    strict = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")])
+    blind = {(c.scenario, c.case, c.mode) for c in strict.failures if c.kind == "blind"}
+    assert blind and not blind & chosen
+    assert {(c.scenario, c.case, c.mode) for c in strict.failures} == chosen | blind
 
 
 def test_improvements_never_fail(baseline_run: RunRecord) -> None:
     chosen = chosen_keys(baseline_run)
     comparison = compare_runs(baseline_run, scale_rows(baseline_run, chosen, 0.90))
-    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")])
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], allow_blind=True)
     assert report.passed
     assert {(c.scenario, c.case, c.mode) for c in report.improvements} == chosen
 
@@ -90,9 +95,13 @@ def test_absolute_rule(baseline_run: RunRecord) -> None:
     comparison = compare_runs(baseline_run, scale_rows(baseline_run, chosen, 1.10))
     deltas = {r.key: r.metric("wall_us_per_iter").delta for r in comparison.rows if r.key in chosen}
     smallest = min(deltas.values())
-    loose = evaluate_rules(comparison, [GateRule("wall_us_per_iter", max(deltas.values()) * 1.01, "us")])
+    loose = evaluate_rules(
+        comparison, [GateRule("wall_us_per_iter", max(deltas.values()) * 1.01, "us")], allow_blind=True
+    )
     assert loose.passed
-    tight = evaluate_rules(comparison, [GateRule("wall_us_per_iter", smallest * 0.99, "us")])
+    tight = evaluate_rules(
+        comparison, [GateRule("wall_us_per_iter", smallest * 0.99, "us")], allow_blind=True
+    )
     assert {(c.scenario, c.case, c.mode) for c in tight.failures} == chosen
 
 
@@ -101,30 +110,29 @@ def test_uncertain_rows_never_fail(baseline_run: RunRecord) -> None:
     the gate fails slower rows only, so it passes and says why."""
     key = drifting_eager_key(baseline_run)
     comparison = compare_runs(baseline_run, scale_rows(baseline_run, [key], 1.10))
-    report = evaluate_rules(
-        comparison, [parse_rule("wall_us_per_launch:5%"), parse_rule("wall_us_per_iter:0.001us")]
-    )
+    rules = [parse_rule("wall_us_per_launch:5%"), parse_rule("wall_us_per_iter:0.001us")]
+    report = evaluate_rules(comparison, rules, allow_blind=True)
     assert report.passed
     checks = [c for c in report.checks if (c.scenario, c.case, c.mode) == key]
     assert len(checks) == 2 and all("uncertain, not significant" in c.message for c in checks)
-    # the row could not have failed a 5% rule: the check says so, and --fail-on-blind fails it
+    # the row could not have failed a 5% rule: the check says so, and by default that fails the gate
     percent = next(c for c in checks if c.rule == "wall_us_per_launch:5%")
     assert (
         percent.blind
         and percent.message.startswith("cannot detect < ")
         and "launchbench ab" in percent.message
     )
-    assert any("cannot detect" in note for note in report.notes)
-    strict = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], fail_on_blind=True)
+    assert any("cannot detect" in note and "--allow-blind" in note for note in report.notes)
+    strict = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")])
     failed = [c for c in strict.failures if (c.scenario, c.case, c.mode) == key]
     assert not strict.passed and [c.kind for c in failed] == ["blind"]
 
 
 def test_rows_that_can_see_the_rule_are_not_blind(baseline_run: RunRecord) -> None:
     """Graph rows bound by the GPU whose passes agree within 1% have MDEs below 5%: never blind, so
-    --fail-on-blind fails none of them on a run compared with itself."""
+    the gate fails none of them on a run compared with itself."""
     comparison = compare_runs(baseline_run, baseline_run)
-    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], fail_on_blind=True)
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")])
     chosen = {k for k in chosen_keys(baseline_run) if pass_spread(baseline_run, k) < 0.01}
     assert chosen
     for check in report.checks:
@@ -141,15 +149,17 @@ def test_absolute_rule_needs_a_slower_verdict(baseline_run: RunRecord) -> None:
     rule = GateRule("wall_us_per_iter", 1e-6, "us")
     comparison = compare_runs(baseline_run, current)
     assert {r.metric("wall_us_per_iter").verdict for r in comparison.rows if r.key in steady} == {"same"}
-    assert evaluate_rules(comparison, [rule]).passed
+    assert evaluate_rules(comparison, [rule], allow_blind=True).passed
     strict = compare_runs(baseline_run, current, CompareSettings(default_threshold=0.02))
-    assert {(c.scenario, c.case, c.mode) for c in evaluate_rules(strict, [rule]).failures} == steady
+    failures = evaluate_rules(strict, [rule], allow_blind=True).failures
+    assert {(c.scenario, c.case, c.mode) for c in failures} == steady
 
 
 def test_self_comparison_passes_every_rule(baseline_run: RunRecord) -> None:
     settings = CompareSettings(metrics=("wall_us_per_launch", "latency_us"))
     comparison = compare_runs(baseline_run, baseline_run, settings)
-    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:1%"), parse_rule("latency_us:0.1us")])
+    rules = [parse_rule("wall_us_per_launch:1%"), parse_rule("latency_us:0.1us")]
+    report = evaluate_rules(comparison, rules, allow_blind=True)
     assert report.passed and report.checks
 
 
@@ -163,8 +173,8 @@ def test_fail_on_missing(baseline_run: RunRecord) -> None:
     dropped, *kept = baseline_run.cases
     comparison = compare_runs(baseline_run, baseline_run.model_copy(update={"cases": kept}))
     rule = parse_rule("wall_us_per_launch:5%")
-    assert evaluate_rules(comparison, [rule]).passed
-    report = evaluate_rules(comparison, [rule], fail_on_missing=True)
+    assert evaluate_rules(comparison, [rule], allow_blind=True).passed
+    report = evaluate_rules(comparison, [rule], fail_on_missing=True, allow_blind=True)
     assert {(c.case, c.mode) for c in report.failures} == {(dropped.case_id, m) for m in dropped.modes}
     assert all(c.kind == "missing" for c in report.failures)
 

@@ -397,7 +397,7 @@ def test_comparison_colours_regressions_and_improvements(synthetic: RunRecord, t
 
 
 def test_cli_plot_writes_into_the_run_directory(synthetic: RunRecord, tmp_path: Path) -> None:
-    write_run(tmp_path / "run", caseless(synthetic))
+    write_run(tmp_path / "run", small(synthetic))
     result = CliRunner().invoke(cli, ["plot", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     printed = [Path(line) for line in result.output.splitlines()]

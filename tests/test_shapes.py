@@ -429,7 +429,16 @@ def test_check_bounds_a_strategy_of_a_shape_case(shape_run: RunRecord, tmp_path:
 
 def test_compare_and_plot_work_on_the_committed_h200_run(tmp_path: Path):
     run_dir = str(ROOT / "results" / "shape-changes-h200")
-    args = ["compare", run_dir, run_dir, "--fail-on", "wall_us_per_iter:5%", "--format", "json"]
+    args = [
+        "compare",
+        run_dir,
+        run_dir,
+        "--fail-on",
+        "wall_us_per_iter:5%",
+        "--allow-blind",
+        "--format",
+        "json",
+    ]
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     modes = {r["mode"] for r in json.loads(result.stdout)["rows"]}

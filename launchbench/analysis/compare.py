@@ -198,6 +198,7 @@ class RowComparison:
     current_status: str | None
     metrics: tuple[MetricComparison, ...]
     detail: str = ""
+    host_bound: bool = False  # the host's launch cost sets its time (RowSeries.host_bound, either side)
 
     @property
     def key(self) -> RowKey:
@@ -613,7 +614,12 @@ def compare_row(
             MetricComparison(m, verdict, threshold=settings.threshold(m), detail=detail)
             for m in settings.metrics
         )
-        return RowComparison(scenario, case_id, mode, b_status, c_status, metrics, detail)
+        measured = [
+            RowSeries(case, mode).host_bound
+            for case, status in ((b_case, b_status), (c_case, c_status))
+            if case is not None and status in COMPARABLE_STATUSES
+        ]
+        return RowComparison(scenario, case_id, mode, b_status, c_status, metrics, detail, any(measured))
 
     if b_case is None or c_case is None:
         return same_verdict("missing", f"only in {'current' if b_case is None else 'baseline'}")
@@ -651,7 +657,7 @@ def compare_row(
     detail = ""
     if b_case.launches_per_iter != c_case.launches_per_iter:
         detail = f"launches per iteration differ: {b_case.launches_per_iter} → {c_case.launches_per_iter}"
-    return RowComparison(scenario, case_id, mode, b_status, c_status, tuple(metrics), detail)
+    return RowComparison(scenario, case_id, mode, b_status, c_status, tuple(metrics), detail, host_bound)
 
 
 def with_levels(

@@ -7,6 +7,7 @@ the gate, and notes, which do not), each with its reason and the flag that relax
   fails; ``--allow-empty`` makes it a note;
 - no rows in common between baseline and current: fails; ``--allow-empty`` makes it a note;
 - a gated row missing in the current run: fails (evaluate_rules' missing check); ``--allow-missing``;
+- a gated row whose MDE exceeds its rule: fails (evaluate_rules' blind check); ``--allow-blind``;
 - the current run interrupted, failed or never finished: fails; ``--allow-interrupted`` makes it a note;
 - the baseline interrupted, failed or never finished: a note;
 - a scenario that ran from different file contents (sha256) on the two sides, or whose file changed
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from launchbench.analysis.compare import Comparison
-from launchbench.analysis.gate import GateCheck, GateReport
+from launchbench.analysis.gate import RULE_KINDS, GateCheck, GateReport
 from launchbench.results.schema import RunRecord
 
 
@@ -76,7 +77,7 @@ def comparison_coverage(
                 f"rows, current {sum(1 for r in comparison.rows if r.only_in == 'current')})",
             )
         )
-    elif not any(check.kind == "regression" for check in report.checks):
+    elif not report.of_kind(*RULE_KINDS):
         failing.append(
             (
                 policy.allow_empty,

@@ -3,6 +3,8 @@ line shows them in its options without loading the statistics (numpy, scipy)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 DEFAULT_METRICS: tuple[str, ...] = (
     "wall_us_per_launch",
     "wall_us_per_iter",
@@ -12,3 +14,5 @@ DEFAULT_METRICS: tuple[str, ...] = (
 )
 DEFAULT_THRESHOLD = 0.05  # the smallest relative change that counts
 DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons
+GateScope = Literal["all", "gpu-bound", "host-bound"]  # which rows a --fail-on gate judges
+GATE_SCOPES: tuple[GateScope, ...] = ("all", "gpu-bound", "host-bound")

@@ -13,8 +13,13 @@ metric's threshold to its tightest ``N%`` rule, so a rule is never looser than i
 (verdict ``faster`` by as much) are reported, never failed.
 
 A gate that cannot see: when a gated row's minimum detectable effect (MetricComparison.mde) exceeds
-the rule's amount, the rule could not have failed on that row whatever happened. The check says so
-("blind": "cannot detect < 38% here"); with ``fail_on_blind`` such a check fails instead of passing.
+the rule's amount, the rule could not have failed on that row whatever happened. Such a check fails
+(kind ``blind``: "cannot detect < 38% here"); with ``allow_blind`` it passes with that said.
+
+Which rows a gate judges (``GateScope``): every row, only the GPU-bound rows (RowComparison.host_bound
+false: graph replays bound by the GPU's own time, which separate runs judge to a few percent) or only
+the host-bound rows (the launch cost, which ``launchbench ab`` judges). Rows outside the scope get no
+check, and a note says how many.
 
 Expectations come from a scenario file's ``expect:`` entries: a case pattern (fnmatch), a mode, a
 results.csv column and a max and/or min, checked against the run table's value (the median for
@@ -34,7 +39,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from launchbench.analysis.columns import COLUMNS
-from launchbench.analysis.compare import COMPARABLE_STATUSES, Comparison, MetricComparison
+from launchbench.analysis.compare import COMPARABLE_STATUSES, Comparison, MetricComparison, RowComparison
+from launchbench.analysis.defaults import GateScope
 from launchbench.analysis.expectations import load_checked, stale_scenarios
 from launchbench.analysis.formatting import format_change_summary
 from launchbench.analysis.table import run_table
@@ -44,6 +50,7 @@ from launchbench.scenario.model import Expectation, Scenario
 
 CheckKind = Literal["regression", "missing", "expectation", "blind", "coverage"]  # coverage: see coverage.py
 BLIND_ADVICE = "use `launchbench ab` or more passes"
+RULE_KINDS: frozenset[CheckKind] = frozenset({"regression", "blind"})  # the checks of a --fail-on rule
 
 
 class GateRuleError(LaunchbenchError):
@@ -156,6 +163,9 @@ class GateReport:
         """Checks whose row could not have shown a change of the rule's size."""
         return tuple(c for c in self.checks if c.blind)
 
+    def of_kind(self, *kinds: CheckKind) -> tuple[GateCheck, ...]:
+        return tuple(c for c in self.checks if c.kind in kinds)
+
     def checks_for(self, key: tuple[str | None, str, str], metric: str) -> tuple[GateCheck, ...]:
         """The checks that judge one row's metric: its rules for that metric, and a --fail-on-missing
         check of the row (which has no metric: it judges every metric of the row)."""
@@ -174,12 +184,15 @@ class GateReport:
 
 def blind_message(rule: GateRule, mc: MetricComparison) -> str:
     """'cannot detect < 38% here; use `launchbench ab` or more passes'."""
-    amount = f"{rule.detectable(mc) * 100:.0f}%" if rule.unit == "%" else f"{rule.detectable(mc):.3g} µs"
+    percent = rule.detectable(mc) * 100
+    amount = (
+        f"{percent:.{0 if percent >= 10 else 1}f}%" if rule.unit == "%" else f"{rule.detectable(mc):.3g} µs"
+    )
     return f"cannot detect < {amount} here; {BLIND_ADVICE}"
 
 
 def _rule_check(
-    rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison, fail_on_blind: bool = False
+    rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison, allow_blind: bool = False
 ) -> GateCheck:
     regressed, improved = rule.regressed(mc), rule.improved(mc)
     mde = f"MDE {mc.mde * 100:.1f}%" if not math.isnan(mc.mde) else "MDE —"
@@ -202,49 +215,73 @@ def _rule_check(
         message = numbers
     if blind:
         message = f"{blind_message(rule, mc)}: {message}"
-    kind: CheckKind = "blind" if blind and fail_on_blind else "regression"
-    passed = not regressed and not (blind and fail_on_blind)
+    kind: CheckKind = "blind" if blind and not allow_blind else "regression"
+    passed = not regressed and not (blind and not allow_blind)
     return GateCheck(
         kind, scenario, case, mode, mc.metric, rule.spec, passed, message, mc.current_median, improved, blind
     )
+
+
+def in_scope(row: RowComparison, scope: GateScope) -> bool:
+    """Whether a gate of this scope judges the row."""
+    return scope == "all" or row.host_bound == (scope == "host-bound")
+
+
+def _missing_check(row: RowComparison) -> GateCheck:
+    message = "missing from the current run" if row.current_status is None else f"current run: {row.detail}"
+    message += " (--allow-missing allows it)"
+    return GateCheck("missing", row.scenario, row.case, row.mode, "", "--fail-on-missing", False, message)
 
 
 def evaluate_rules(
     comparison: Comparison,
     rules: Sequence[GateRule],
     fail_on_missing: bool = False,
-    fail_on_blind: bool = False,
+    allow_blind: bool = False,
+    scope: GateScope = "all",
 ) -> GateReport:
-    """Apply every rule to every compared row. With ``fail_on_missing``, a row that was ok (or budget)
-    in the baseline and is absent or not ok in the current run fails too. With ``fail_on_blind``, a
-    row whose MDE exceeds a rule's amount fails that rule (it could not have seen the regression)."""
+    """Apply every rule to every compared row in ``scope``. With ``fail_on_missing``, a row that was ok
+    (or budget) in the baseline and is absent or not ok in the current run fails too. A row whose MDE
+    exceeds a rule's amount fails that rule (it could not have seen the regression) unless
+    ``allow_blind``."""
     checks: list[GateCheck] = []
     notes: list[str] = []
     for rule in rules:
         if rule.metric not in comparison.settings.metrics:
             notes.append(f"rule {rule.spec}: metric {rule.metric} was not compared")
-    for row in comparison.rows:
+    judged = [row for row in comparison.rows if in_scope(row, scope)]
+    if len(judged) < len(comparison.rows):
+        other = "host-bound" if scope == "gpu-bound" else "GPU-bound"
+        notes.append(f"{len(comparison.rows) - len(judged)} {other} row(s) not gated (--gate-rows {scope})")
+    for row in judged:
         for rule in rules:
             mc = row.metric(rule.metric)
             if mc is not None and mc.compared:
-                checks.append(_rule_check(rule, row.scenario, row.case, row.mode, mc, fail_on_blind))
+                checks.append(_rule_check(rule, row.scenario, row.case, row.mode, mc, allow_blind))
         lost = row.baseline_status in COMPARABLE_STATUSES and row.current_status not in COMPARABLE_STATUSES
         if fail_on_missing and lost:
-            message = (
-                "missing from the current run" if row.current_status is None else f"current run: {row.detail}"
-            )
-            message += " (--allow-missing allows it)"
-            checks.append(
-                GateCheck(
-                    "missing", row.scenario, row.case, row.mode, "", "--fail-on-missing", False, message
-                )
-            )
+            checks.append(_missing_check(row))
     blind = sum(c.blind for c in checks)
     if blind:
+        allowed = " (allowed by --allow-blind)" if allow_blind else ""
         notes.append(
-            f"{blind} gated row-metric(s) cannot detect a change of their rule's size ({BLIND_ADVICE})"
+            f"{blind} gated row-metric(s) cannot detect a change of their rule's size{allowed} ({BLIND_ADVICE})"
         )
     return GateReport(tuple(checks), tuple(notes))
+
+
+def blind_summary(report: GateReport) -> list[str]:
+    """Per rule with blind rows: 'N of M gated rows cannot see 5%' (the rule's metric named when the
+    report holds several rules)."""
+    rules = list(dict.fromkeys(c.rule for c in report.of_kind(*RULE_KINDS)))
+    parts = []
+    for rule in rules:
+        gated = [c for c in report.checks if c.rule == rule and c.kind in RULE_KINDS]
+        blind = [c for c in gated if c.blind]
+        if blind:
+            amount = rule.partition(":")[2] if len(rules) == 1 else rule
+            parts.append(f"{len(blind)} of {len(gated)} gated rows cannot see {amount}")
+    return parts
 
 
 # -------------------------------------------------------------------------------------- expectations

@@ -91,11 +91,17 @@ def _tolerant_streams() -> None:
 
 
 def _output_failed(err: OSError) -> NoReturn:
-    """stdout cannot be written (a full device, a closed pipe): one line on stderr, exit 2."""
+    """stdout cannot be written (a full device, a closed pipe): one line on stderr, exit 2. An error that
+    names a file is not stdout's: every file launchbench writes goes through launchbench.files (an
+    OutputError), so it is a file being read, and the line says so and names it."""
     from launchbench.files import os_reason
 
+    if err.filename is not None:
+        message = f"{err.filename}: cannot be read: {os_reason(err)}"
+    else:
+        message = f"cannot write the output: {os_reason(err)}"
     try:
-        sys.stderr.write(f"launchbench: error: cannot write the output: {os_reason(err)}\n")
+        sys.stderr.write(f"launchbench: error: {message}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

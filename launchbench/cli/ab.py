@@ -26,10 +26,10 @@ from launchbench.cli.common import (
 )
 from launchbench.cli.compare import FORMATS, _settings, comparison_options
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
-from launchbench.cli.run import _overrides, _terminate_as_interrupt
+from launchbench.cli.run import _overrides, _terminate_as_interrupt, warn_unused_axes
 
 if TYPE_CHECKING:
-    from launchbench.analysis.gate import GateRule
+    from launchbench.analysis.gate import GateRule, GateScope
 
 # ab's default rounds: the interval over rounds narrows with their number, its t quantile with their df
 AB_ROUNDS = 10
@@ -130,7 +130,9 @@ def ab(
     rules: list[GateRule],
     allow_missing: bool,
     allow_empty: bool,
+    allow_blind: bool,
     fail_on_blind: bool,
+    gate_rows: GateScope,
     fmt: str,
     output: Path | None,
     junit: Path | None,
@@ -160,21 +162,23 @@ def ab(
     from launchbench.report.run_files import write_tables
     from launchbench.results.store import release_if_empty
     from launchbench.run import runner
-    from launchbench.run.ab import Side, default_cpus, parse_variant, run_ab
+    from launchbench.run.ab import Side, check_interpreter, chosen_cpus, parse_variant, run_ab
 
     check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))  # before any measuring
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:
         raise click.UsageError(str(err)) from None
-    if cpu not in ("auto", "none") and not cpu.isdigit():
-        raise click.BadParameter(f"{cpu!r}: give a CPU number, auto or none", param_hint="--cpu")
-    cpus = default_cpus() if cpu == "auto" else () if cpu == "none" else (int(cpu),)
+    cpus = chosen_cpus(cpu)
     variants = (parse_variant(a_spec), parse_variant(b_spec))
+    for variant in variants:
+        check_interpreter(variant)
     overrides = _overrides(quick, target_noise, max_time, min_samples)
     if passes is not None or not quick:
         overrides["passes"] = passes or AB_ROUNDS
     plans = tuple(runner.plan(v.scenarios or scenarios, overrides, max_cases) for v in variants)
+    for the_plan in plans[: 1 if variants[0].scenarios == variants[1].scenarios else 2]:
+        warn_unused_axes(the_plan, max_cases)
     root = out_dir or runner.default_run_dir(
         results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios]
     )
@@ -199,7 +203,11 @@ def ab(
     if rules:  # as in compare: a gate that checks nothing fails
         policy = CoveragePolicy(allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=False)
         report = comparison_coverage(
-            evaluate_rules(comparison, rules, not allow_missing, fail_on_blind), comparison, a, b, policy
+            evaluate_rules(comparison, rules, not allow_missing, allow_blind, gate_rows),
+            comparison,
+            a,
+            b,
+            policy,
         )
     emit_comparison(comparison, report, fmt, output, junit)
     from launchbench.report.markdown import comparison_markdown

@@ -238,14 +238,16 @@ def trend(
     row: str, mode: str, metric: str, db: str | None, fmt: str, output: str | None, **filters: Any
 ) -> None:
     """One row's metric over runs (ROW is SCENARIO/CASE, e.g. quickstart/empty/length=10): the median
-    and its 95% CI in each run, oldest first."""
-    from launchbench.history.query import parse_row
+    and its 95% CI in each run, oldest first. A row no run in the history measured is an error (exit 2)."""
+    from launchbench.history.query import parse_row, require_row
     from launchbench.history.query import trend as query_trend
     from launchbench.report.history import TREND_COLUMNS, render, trend_records
 
     key = parse_row(row, mode)
     with _open(db) as opened:
         points = query_trend(opened, key, metric, make_filter(**filters))
+        if not points:  # a row no run measured is a mistake; a filter that matches no run is an answer
+            require_row(opened, key)
     _emit(
         render(
             trend_records(points, metric), fmt, f"{row} [{mode}] {metric}: {len(points)} runs", TREND_COLUMNS
@@ -383,6 +385,28 @@ def history_baseline_options(func: F) -> F:
     return func
 
 
+def _refuse_missing_sqlite(db: str | None) -> None:
+    """A baseline is read from a history that exists: a SQLite file that is not there is an error, and
+    is not made."""
+    from sqlalchemy import exc
+    from sqlalchemy.engine import make_url
+
+    from launchbench.history.db import HistoryError, resolve_url
+
+    url = resolve_url(db)
+    if not url.startswith("sqlite"):
+        return
+    try:
+        database = make_url(url).database
+    except exc.ArgumentError:  # a URL SQLAlchemy cannot parse: HistoryDB says so
+        return
+    if database and database != ":memory:" and not Path(database).exists():
+        raise HistoryError(
+            f"{database}: no such history database (reading the baseline); ingest runs into it first "
+            f"(launchbench history ingest --db {database} RUN_DIR...)"
+        )
+
+
 def history_baseline_for(
     current: str, db: str | None, same_driver: bool, same_cupy: bool, git_branch: str | None, last: int
 ) -> tuple[Any, str, Any]:
@@ -393,11 +417,12 @@ def history_baseline_for(
     from launchbench.history.baseline import as_one_run, history_baseline
     from launchbench.history.ingest import run_environment
     from launchbench.history.query import RunFilter
-    from launchbench.results.store import load_run, resolve_results_file
+    from launchbench.results.store import load_run, read_capped, resolve_results_file
 
     record = load_run(current)
     env = run_environment(record)
-    digest = hashlib.sha256(resolve_results_file(current).read_bytes()).hexdigest()
+    file = resolve_results_file(current)  # a run replayed from its journal alone is not in the history
+    digest = hashlib.sha256(read_capped(file)).hexdigest() if file.is_file() else None
     filters = RunFilter(
         gpu_name=env["gpu_name"],
         driver=env["driver"] if same_driver else None,
@@ -406,6 +431,7 @@ def history_baseline_for(
         last=last,
         exclude_hash=digest,
     )
+    _refuse_missing_sqlite(db)
     with _open(db) as opened:
         baseline, runs = history_baseline(opened, filters)
     label = f"history ({len(runs)} runs: {runs[0].name} … {runs[-1].name}; {filters.describe()})"

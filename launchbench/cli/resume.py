@@ -32,7 +32,7 @@ def resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tuple
         raise ResumeRefused(
             f"-d {out_dir}: --resume writes into the run it resumes ({resume_dir}); leave -d out"
         )
-    record = load_run(resume_dir)
+    record = load_run(resume_dir, allow_empty=True)
     recorded = RunSettings.of(record)
     for key, shown, value in _given_again(given):
         if (key if key in RUN_KEYS else "overrides") not in record.settings:

@@ -238,11 +238,21 @@ def _planned(
     elif out_dir is None:
         check_output_dir(results_root, "--results-root")
     the_plan = runner.plan(scenarios, settings.overrides, settings.max_cases)
+    warn_unused_axes(the_plan, settings.max_cases)
     _check_plan_expectations(the_plan)
     if resume is not None and out_dir is not None:
         for warning in check_scenarios(the_plan.scenarios, resume, out_dir, allow_changed):
             click.echo(f"launchbench: warning: {warning}", err=True)
     return the_plan
+
+
+def warn_unused_axes(the_plan: Any, max_cases: int | None) -> None:
+    """A warning (stderr, one line each) for every sweep axis no step of its file uses."""
+    from launchbench.scenario.expand import sweep_warnings
+
+    for loaded in the_plan.files:
+        for warning in sweep_warnings(loaded, max_cases):
+            click.echo(f"launchbench: warning: {warning}", err=True)
 
 
 def _check_plan_expectations(the_plan: Any) -> None:

@@ -31,7 +31,7 @@ def validate(scenarios: tuple[str, ...], max_cases: int | None, quiet: bool) -> 
     Exit 0 when every file is valid, 2 on the first invalid file (its path, line and key path).
     """
     from launchbench.analysis.expectations import load_checked
-    from launchbench.scenario.expand import iter_cases
+    from launchbench.scenario.expand import iter_cases, sweep_warnings
 
     names: dict[str, str] = {}
     seen: set[str] = set()
@@ -45,6 +45,8 @@ def validate(scenarios: tuple[str, ...], max_cases: int | None, quiet: bool) -> 
         if name in names:
             raise LaunchbenchError(f"{path}: scenario name '{name}' is used by another file ({names[name]})")
         names[name] = path
+        for warning in sweep_warnings(loaded, max_cases):
+            click.echo(f"launchbench: warning: {warning}", err=True)
         count = launches = 0
         for case in iter_cases(loaded.scenario, loaded.file, loaded.lines, max_cases):  # one case at a time
             count += 1

@@ -240,6 +240,27 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
     return sorted(points, key=lambda p: order[p.run.id])
 
 
+def require_row(db: HistoryDB, key: RowKey) -> None:
+    """HistoryError unless some run in the history measured this row (scenario, case and mode), with
+    the modes the history has of that case when it has some."""
+    scenario, case, mode = key
+    with db.connect() as connection:
+        modes = sorted(
+            set(
+                connection.execute(
+                    select(row_results.c.mode).where(
+                        row_results.c.scenario == scenario, row_results.c.case_id == case
+                    )
+                ).scalars()
+            )
+        )
+    if mode not in modes:
+        has = f"; it has the modes {', '.join(modes)} of that case" if modes else ""
+        raise HistoryError(
+            f"{db.label}: no such row in the history (reading): {scenario}/{case} [{mode}]{has}"
+        )
+
+
 @dataclass(frozen=True)
 class RunConditions:
     """What a run's passes recorded of the GPU and host, over all its rows: medians of the passes' median

@@ -11,7 +11,8 @@ from rich.panel import Panel
 from rich.table import Table
 
 from launchbench.analysis.compare import Comparison
-from launchbench.analysis.gate import GateReport
+from launchbench.analysis.gate import GateReport, blind_summary
+from launchbench.printable import visible
 from launchbench.report.comparison_table import level_notes, lines, text_columns
 from launchbench.report.console import plain_console
 from launchbench.results.environment import describe_environment
@@ -28,7 +29,7 @@ GATE_STYLE = {"fail": "bold red", "pass": "green"}
 
 
 def _styled(text: str, style: str | None) -> str:
-    return f"[{style}]{escape(text)}[/]" if style and text else escape(text)
+    return f"[{style}]{escape(visible(text))}[/]" if style and text else escape(visible(text))
 
 
 def comparison_table(comparison: Comparison, report: GateReport | None) -> Table:
@@ -93,20 +94,21 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
 def render_report(console: Console, report: GateReport, what: str, list_checks: bool = True) -> None:
     """Notes, improvements and failures (unless a table showed them already), then PASS or FAIL."""
     for note in report.notes:
-        console.print(f"[dim]note: {escape(note)}[/]")
+        console.print(f"[dim]note: {escape(visible(note))}[/]")
     if list_checks:
         for check in report.improvements:
             console.print(
-                f"[green]improved[/] {escape(check.subject)} ({escape(check.rule)}): {escape(check.message)}"
+                f"[green]improved[/] {escape(visible(check.subject))} ({escape(check.rule)}): {escape(visible(check.message))}"
             )
         for check in report.blind:
             if check.passed:
                 console.print(
-                    f"[yellow]blind[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}"
+                    f"[yellow]blind[/] {escape(visible(check.subject))} {escape(check.rule)}: {escape(visible(check.message))}"
                 )
         for check in report.failures:
+            kind = f" ({check.kind})" if check.kind in ("blind", "missing") else ""
             console.print(
-                f"[bold red]FAIL[/] {escape(check.subject)} {escape(check.rule)}: {escape(check.message)}"
+                f"[bold red]FAIL{kind}[/] {escape(visible(check.subject))} {escape(check.rule)}: {escape(visible(check.message))}"
             )
     console.print(_styled(outcome_line(report, what), "bold green" if report.passed else "bold red"))
 
@@ -118,18 +120,43 @@ def render_checks(console: Console, report: GateReport) -> None:
         table.add_column(name)
     for check in report.checks:
         mark = "[green]pass[/]" if check.passed else "[bold red]FAIL[/]"
-        table.add_row(mark, escape(check.subject), escape(check.rule), escape(check.message))
+        table.add_row(
+            mark, escape(visible(check.subject)), escape(check.rule), escape(visible(check.message))
+        )
     console.print(table)
     render_report(console, report, "failed expectation", list_checks=False)
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def failure_parts(report: GateReport) -> list[str]:
+    """What failed, in words: '10 of 16 gated rows cannot see 5%', '2 regressions', '1 row missing',
+    then the other failed checks counted."""
+    failures = report.failures
+    parts = blind_summary(report) if any(c.kind == "blind" for c in failures) else []
+    regressions = sum(c.kind == "regression" for c in failures)
+    missing = sum(c.kind == "missing" for c in failures)
+    if regressions:
+        parts.append(_plural(regressions, "regression"))
+    if missing:
+        parts.append(f"{_plural(missing, 'row')} missing")
+    rest = sum(c.kind not in ("blind", "regression", "missing") for c in failures)
+    if rest:
+        parts.append(f"{rest} of {len(report.checks)} checks failed" if not parts else f"{rest} more failed")
+    return parts
+
+
 def outcome_line(report: GateReport | None, what: str) -> str:
-    """One line: PASS or FAIL and the number of checks (or that no gate rule was given)."""
+    """One line: PASS or FAIL, what failed (blind rows per rule, regressions, missing rows) or the number
+    of checks (or that no gate rule was given)."""
     if report is None:
         return "no gate rules given (--fail-on): exit 0"
     if report.passed:
-        return f"PASS: no {what} ({len(report.checks)} checks)"
-    return f"FAIL: {len(report.failures)} of {len(report.checks)} checks failed"
+        allowed = "".join(f"; {part}, allowed by --allow-blind" for part in blind_summary(report))
+        return f"PASS: no {what} ({len(report.checks)} checks{allowed})"
+    return "FAIL: " + "; ".join(failure_parts(report))
 
 
 def render_text(render: Callable[[Console], None]) -> str:

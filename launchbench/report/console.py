@@ -52,8 +52,9 @@ def _fmt(value: Any, digits: int = 2, suffix: str = "") -> str:
 
 
 class ConsoleEvents:
-    """RunEvents on a rich console: a bar over the case passes (on a terminal), one line per finished case
-    (after its last pass, or when it fails)."""
+    """RunEvents on a rich console: a bar over the case passes (on an interactive terminal only: a CI log
+    gets no bar and no blank line where it stopped), one line per finished case (after its last pass, or
+    when it fails)."""
 
     def __init__(self, console: Console, quiet: bool = False):
         self.console = console
@@ -65,7 +66,7 @@ class ConsoleEvents:
             TimeElapsedColumn(),
             console=console,
             transient=True,
-            disable=quiet,
+            disable=quiet or not console.is_interactive,
         )
         self._task: Any = None
         self._index = 0
@@ -109,7 +110,10 @@ class ConsoleEvents:
         self.console.print(f"[yellow]note:[/] {message}")
 
     def close(self) -> None:
-        self.progress.stop()
+        """Stop the bar (once; a bar never started prints nothing)."""
+        if self._task is not None:
+            self.progress.stop()
+            self._task = None
 
 
 def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from launchbench.history.tables import ENV_COLUMNS
+from launchbench.printable import visible
 
 if TYPE_CHECKING:  # loaded by the command that asked for them (changes: ruptures and scipy)
     from launchbench.history.changes import ChangePoint
@@ -130,11 +131,11 @@ def render(records: list[dict[str, Any]], fmt: str, title: str, columns: Sequenc
     from rich.table import Table
 
     shown = list(columns or (records[0].keys() if records else []))
-    table = Table(title=escape(title), title_justify="left")
+    table = Table(title=escape(visible(title)), title_justify="left")
     for name in shown:
         table.add_column(name, overflow="fold")
     for record in records:
-        table.add_row(*(escape(_cell(record.get(name))) for name in shown))
+        table.add_row(*(escape(visible(_cell(record.get(name)))) for name in shown))
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None, highlight=False, soft_wrap=False).print(table)
     return buffer.getvalue()

@@ -22,8 +22,10 @@ def _document(suite: ET.Element) -> str:
 
 
 def comparison_junit(comparison: Comparison, report: GateReport | None = None) -> str:
-    """One testcase per (row, metric); failures are the report's failed checks of that row and metric.
-    A row failed under --fail-on-missing fails every one of its testcases."""
+    """One testcase per (row, metric); failures are the report's failed checks of that row and metric,
+    of type ``regression``, ``blind`` (the row cannot see the rule) or ``missing`` (the row is missing or
+    failed in the current run: every one of its testcases fails). The gate's coverage failures (it
+    checked nothing, an unfinished run) are testcases of their own."""
     suite = ET.Element("testsuite", {"name": "launchbench compare"})
     tests = failures = skipped = 0
     for line in lines(comparison, report):
@@ -43,7 +45,8 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
         if hits:
             failures += 1
             message = "; ".join(f"{c.rule}: {c.message}" for c in hits)
-            kind = "blind" if all(c.kind == "blind" for c in hits) else "regression"
+            kinds = {c.kind for c in hits}
+            kind = kinds.pop() if len(kinds) == 1 else "regression"
             ET.SubElement(case, "failure", {"message": message, "type": kind}).text = summary(line)
         elif not mc.compared:
             skipped += 1
@@ -51,6 +54,12 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
         else:
             warnings = "".join(f"\nwarning: {c.rule}: {c.message}" for c in blind)
             ET.SubElement(case, "system-out").text = summary(line) + warnings
+    for check in report.of_kind("coverage") if report is not None else ():
+        tests += 1
+        case = ET.SubElement(suite, "testcase", {"classname": "launchbench.compare.gate", "name": check.rule})
+        if not check.passed:
+            failures += 1
+            ET.SubElement(case, "failure", {"message": check.message, "type": check.kind})
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

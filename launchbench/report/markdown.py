@@ -6,6 +6,8 @@ from collections.abc import Iterable, Sequence
 
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateCheck, GateReport
+from launchbench.printable import visible
+from launchbench.report.compare_console import failure_parts
 from launchbench.report.comparison_table import Line, level_notes, text_columns
 from launchbench.report.comparison_table import lines as comparison_lines
 from launchbench.results.environment import describe_environment
@@ -21,7 +23,7 @@ VERDICT_MARK = {
 
 
 def _cell(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return visible(str(text).replace("\n", " ")).replace("|", "\\|")
 
 
 def _marked(line: Line, text: str) -> str:
@@ -53,6 +55,31 @@ def _capped(table_lines: list[Line], gate: bool, max_rows: int | None) -> list[s
     return [*_table(table_lines[:max_rows], gate), "", f"… and {more} more (see the csv or json output)"]
 
 
+def _gate_sections(report: GateReport) -> list[str]:
+    """The gate's checks by what they say: regressions, rows that cannot see their rule, missing rows,
+    what the gate failed to cover, improvements; then the notes. Every failed check is named."""
+    failures = report.failures
+    sections = [
+        ("Regressions", [c for c in failures if c.kind == "regression"], "❌"),
+        (
+            "Cannot see the rule (blind: fails the gate; --allow-blind allows it)",
+            [c for c in failures if c.kind == "blind"],
+            "🙈",
+        ),
+        ("Missing rows", [c for c in failures if c.kind == "missing"], "⚪"),
+        ("Gate coverage", [c for c in failures if c.kind not in ("regression", "blind", "missing")], "❌"),
+        ("Improvements", list(report.improvements), "✅"),
+        ("Cannot see the rule (allowed by --allow-blind)", [c for c in report.blind if c.passed], "🙈"),
+    ]
+    lines: list[str] = []
+    for title, checks, mark in sections:
+        if checks:
+            lines += [f"### {title}", "", *_check_lines(checks, mark), ""]
+    if report.notes:
+        lines += [f"- {_cell(n)}" for n in report.notes] + [""]
+    return lines
+
+
 def comparison_markdown(
     comparison: Comparison, report: GateReport | None = None, max_rows: int | None = None
 ) -> str:
@@ -65,7 +92,7 @@ def comparison_markdown(
     elif report.passed:
         headline = f"## {command}: ✅ no regression"
     else:
-        headline = f"## {command}: ❌ {len(report.failures)} regression(s)"
+        headline = f"## {command}: ❌ {'; '.join(failure_parts(report))}"
     lines = [
         headline,
         "",
@@ -96,15 +123,7 @@ def comparison_markdown(
             )
             lines.append("")
     if report is not None:
-        if report.failures:
-            lines += ["### Regressions", "", *_check_lines(report.failures, "❌"), ""]
-        if report.improvements:
-            lines += ["### Improvements", "", *_check_lines(report.improvements, "✅"), ""]
-        blind = [c for c in report.blind if c.passed]
-        if blind:
-            lines += ["### Cannot judge", "", *_check_lines(blind, "🙈"), ""]
-        if report.notes:
-            lines += [f"- {_cell(n)}" for n in report.notes] + [""]
+        lines += _gate_sections(report)
     notes = level_notes(comparison)
     if notes:
         lines += ["### Host levels", "", *[f"- {_cell(n)}" for n in notes], ""]

@@ -84,9 +84,13 @@ SPREAD_SUFFIXES: dict[str, str] = {
 }
 
 
-Seconds = Annotated[float, Field(ge=0)]  # a duration that may be zero (a CPU or GPU share, a setup step)
-PositiveSeconds = Annotated[float, Field(gt=0)]  # a duration that cannot be zero (wall time, latency)
-Count = Annotated[int, Field(ge=0)]
+MAX_WHOLE = 2**53  # the largest whole number a float holds exactly: every count is at most this
+MAX_DURATION_S = 1e7  # about 116 days: no duration launchbench records is longer
+Seconds = Annotated[float, Field(ge=0, le=MAX_DURATION_S)]  # may be zero (a CPU or GPU share, a setup step)
+PositiveSeconds = Annotated[float, Field(gt=0, le=MAX_DURATION_S)]  # cannot be zero (wall time, latency)
+Count = Annotated[int, Field(ge=0, le=MAX_WHOLE)]
+PositiveCount = Annotated[int, Field(ge=1, le=MAX_WHOLE)]
+Megahertz = Annotated[float, Field(gt=0, le=1e5)]  # a clock reading: no chip runs at 100 GHz
 SERIES_MINIMUM: dict[str, float] = {WALL: 0.0, LATENCY: 0.0}  # series whose samples must be above zero
 
 
@@ -187,10 +191,10 @@ class ShapeInfo(_Frozen):
 
     param: str
     values: list[float | int] = Field(min_length=2)
-    per_shape: Annotated[int, Field(ge=1)]
+    per_shape: PositiveCount
     order: Literal["cycle", "shuffle"] = "cycle"
-    cache_limit: Annotated[int, Field(ge=1)] | None = None
-    launches: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    cache_limit: PositiveCount | None = None
+    launches: list[PositiveCount] = Field(default_factory=list)
 
     @property
     def distinct(self) -> int:
@@ -200,9 +204,7 @@ class ShapeInfo(_Frozen):
 class PassClocks(_Frozen):
     """The GPU's clocks while one mode was sampled in one pass."""
 
-    sm_mhz: list[Annotated[float, Field(gt=0)]] = Field(
-        default_factory=list
-    )  # NVML SM clock after each round
+    sm_mhz: list[Megahertz] = Field(default_factory=list)  # NVML SM clock after each round
     throttle_reasons: list[str] = Field(default_factory=list)
 
 
@@ -220,8 +222,10 @@ class HostData(_Frozen):
     """The host process that measured a pass, and where its launching thread ran as the pass began and
     ended; ``gpu_node`` is the GPU's NUMA node. The places are absent (not null) where not recorded."""
 
-    pid: Annotated[int, Field(ge=1)] | None = None  # the worker process (the run's own process in-process)
-    load_1m: Annotated[float, Field(ge=0)] | None = None  # the host's 1-minute load average as the pass began
+    pid: PositiveCount | None = None  # the worker process (the run's own process in-process)
+    load_1m: Annotated[float, Field(ge=0, le=MAX_WHOLE)] | None = (
+        None  # the host's 1-minute load average as the pass began
+    )
     start: ThreadPlace | None = Field(None, exclude_if=_absent)
     end: ThreadPlace | None = Field(None, exclude_if=_absent)
     gpu_node: Count | None = Field(None, exclude_if=_absent)
@@ -263,8 +267,8 @@ class RankSamples(_Frozen):
     """One rank of a case on several GPUs, in one pass: its own series (seconds per iteration), sample
     for sample beside the pass's whole-step series."""
 
-    rank: Annotated[int, Field(ge=0)]
-    device: Annotated[int, Field(ge=0)]
+    rank: Count
+    device: Count
     samples: dict[str, list[float]] = Field(default_factory=dict)
 
 
@@ -272,7 +276,7 @@ class ModePass(_Frozen):
     """One mode of a case measured in one pass: the samples of each series (seconds per iteration; every
     series holds one sample per throughput sample, or none where the backend has no such time)."""
 
-    iters_per_sample: Annotated[int, Field(ge=1)]
+    iters_per_sample: PositiveCount
     samples: dict[str, list[float]] = Field(default_factory=dict)
     throttled_samples: Count = 0
     target_met: bool = False
@@ -405,8 +409,8 @@ class ModeResult(_Frozen):
 
 
 class Clocks(_Frozen):
-    sm_mhz: Annotated[float, Field(gt=0)] | None = None
-    mem_mhz: Annotated[float, Field(gt=0)] | None = None
+    sm_mhz: Megahertz | None = None
+    mem_mhz: Megahertz | None = None
     throttle_reasons: list[str] = Field(default_factory=list)
     settle_s: Seconds | None = None
 
@@ -417,7 +421,7 @@ class CaseResult(_Frozen):
     chain: str
     kinds: str
     params: dict[str, Any] = Field(default_factory=dict)
-    launches_per_iter: Annotated[int, Field(ge=1)]
+    launches_per_iter: PositiveCount
     modes: dict[Mode, ModeResult] = Field(default_factory=dict)
     outputs_match: bool | None = None
     check_detail: str | None = None
@@ -426,7 +430,7 @@ class CaseResult(_Frozen):
     elapsed_s: Seconds = 0.0
     error: str | None = None
     error_kind: Literal["input", "runtime", "mismatch", "resources"] | None = None
-    passes_done: Annotated[int, Field(ge=1)] = 1
+    passes_done: PositiveCount = 1
     shapes: ShapeInfo | None = Field(None, exclude_if=_absent)
     # passes added beyond the planned ones because a host level held too few (launchbench.run.extra_passes)
     extra_passes: Count = Field(0, exclude_if=_empty)

@@ -10,7 +10,8 @@ results is never overwritten.
 
 Every file is read with limits and checks: a regular file (a FIFO or a device is refused before it is
 opened for reading), at most ``MAX_RESULTS_BYTES``, UTF-8 JSON, the schema with types, ranges and
-finiteness (``schema.record_problems`` for the checks across fields). Every failure is a
+finiteness (``schema.record_problems`` for the checks across fields, ``sanity.sanity_problems`` for what
+cannot hold: counts, physical bounds, the environment's types, control characters). Every failure is a
 ``ResultsFileError`` that names the file and the JSON path of what is wrong.
 """
 
@@ -29,7 +30,9 @@ from launchbench import files
 from launchbench.errors import ResultsFileError
 from launchbench.files import OutputError, os_reason, read_regular_file
 from launchbench.results.merge import merge_pass
+from launchbench.results.sanity import sanity_problems
 from launchbench.results.schema import (
+    MAX_WHOLE,
     MEASURED_STATUSES,
     SCHEMA_VERSION,
     TOOL_NAME,
@@ -55,7 +58,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise OutputError(f"cannot make the folder {path.parent}: {os_reason(err)}") from None
+        raise OutputError(f"cannot make the folder {path.parent} (writing): {os_reason(err)}") from None
     files.atomic_write_text(path, text)
 
 
@@ -77,7 +80,7 @@ def _make_parents(path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise OutputError(f"cannot make the folder {path.parent}: {os_reason(err)}") from None
+        raise OutputError(f"cannot make the run directory {path} (writing): {os_reason(err)}") from None
 
 
 def create_run_dir(path: Path) -> Path:
@@ -91,13 +94,13 @@ def create_run_dir(path: Path) -> Path:
     except FileExistsError:
         pass  # an existing folder: claimed by its journal below
     except OSError as err:
-        raise OutputError(f"cannot make the run directory {path}: {os_reason(err)}") from None
+        raise OutputError(f"cannot make the run directory {path} (writing): {os_reason(err)}") from None
     try:
         os.close(os.open(path / JOURNAL, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     except FileExistsError:
         raise _used(path) from None
     except OSError as err:
-        raise OutputError(f"cannot write {path / JOURNAL}: {os_reason(err)}") from None
+        raise OutputError(f"cannot write {path / JOURNAL} (writing): {os_reason(err)}") from None
     return path
 
 
@@ -172,6 +175,8 @@ def json_path(loc: Iterable[str | int]) -> str:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return f"a number of {len(str(abs(value)))} digits"
     try:
         text = json.dumps(value)
     except (TypeError, ValueError):
@@ -200,7 +205,8 @@ def _message(error: Any) -> str:
             kind
         ]
         bound = next(iter(ctx.values()), "?")
-        return f"must be {op} {bound} (got {_shown(got)})"
+        shown = "2^53" if bound == MAX_WHOLE else f"{bound:g}" if isinstance(bound, float) else bound
+        return f"must be {op} {shown} (got {_shown(got)})"
     if kind == "missing":
         return "required field missing"
     if kind == "extra_forbidden":
@@ -274,7 +280,9 @@ def _v1_mode(mode: Any, where: Location) -> tuple[Any, Callable[[Location], Loca
     if not sizes:
         sizes = [len(wall)] if samples or mode.get("status") in MEASURED_STATUSES else []
     for key, values in samples.items():
-        if values and len(values) != sum(sizes):
+        if (values or (key == WALL and mode.get("status") in MEASURED_STATUSES)) and len(values) != sum(
+            sizes
+        ):
             raise ResultsFileError(
                 f"{json_path((*where, 'samples', key))}: holds {len(values)} samples; the pass sizes add up to {sum(sizes)}"
             )
@@ -353,7 +361,7 @@ def record_from_data(data: Any, where: str) -> RunRecord:
     if version < 5:  # v4 → v5 adds an optional field only (a pass's canary)
         data = {**data, "schema_version": 5}
     record: RunRecord = _validate(RunRecord, data, where, relocate)
-    problems = record_problems(record)
+    problems = record_problems(record) + sanity_problems(record)
     if problems:
         _refuse(where, [(relocate(loc), message) for loc, message in problems])
     return record
@@ -464,7 +472,7 @@ def replay_journal(path: Path) -> RunRecord:
     if record is None:
         raise ResultsFileError(f"{path}: no run record; not a launchbench journal")
     record = record.model_copy(update={"cases": list(cases.values()), "journal_bytes": None})
-    problems = record_problems(record)
+    problems = record_problems(record) + sanity_problems(record)
     if problems:
         _refuse(str(path), problems)
     return record
@@ -483,24 +491,34 @@ def resolve_results_file(path: str | Path) -> Path:
     return p
 
 
-def load_run(path: str | Path) -> RunRecord:
+def load_run(path: str | Path, allow_empty: bool = False) -> RunRecord:
     """Read a run (directory or results file), validating it and migrating older schemas. A run whose
     results.json is missing or holds less than its journal (crashed, or still running) is replayed from
-    the journal. Every failure is a ResultsFileError whose message starts with the file's path."""
+    the journal. A run with no cases is no run (refused unless ``allow_empty``: a run to resume that
+    stopped before its first case). Every failure is a ResultsFileError whose message starts with the
+    file's path."""
     file = resolve_results_file(path)
-    journal = file.with_name(JOURNAL) if file.name == RESULTS_JSON else None
-    has_journal = journal is not None and journal.is_file()
+    record, source = _load(path, file)
+    if not record.cases and not allow_empty:
+        raise ResultsFileError(f"{source}: cases: no cases; a run that measured nothing is not a run")
+    return record
+
+
+def _load(path: str | Path, file: Path) -> tuple[RunRecord, Path]:
+    """The record, and the file it was read from (results.json or the journal)."""
+    journal = file.with_name(JOURNAL)
+    has_journal = file.name == RESULTS_JSON and journal.is_file()
     if not file.exists() and not file.is_symlink():
         if has_journal:
-            return replay_journal(journal)  # type: ignore[arg-type]
+            return replay_journal(journal), journal
         if Path(path).is_dir():
             raise ResultsFileError(f"{path}: no {RESULTS_JSON} in this directory; not a launchbench run")
     raw = read_capped(file)
     if not raw.strip():
         if has_journal:
-            return replay_journal(journal)  # type: ignore[arg-type]
+            return replay_journal(journal), journal
         raise ResultsFileError(f"{file}: file is empty (truncated or corrupt?)")
     record = record_from_data(_parse_json(_decode(raw, str(file)), str(file)), str(file))
-    if has_journal and journal.stat().st_size > (record.journal_bytes or 0):  # type: ignore[union-attr]
-        return replay_journal(journal)  # type: ignore[arg-type]
-    return record.model_copy(update={"journal_bytes": None})  # the store's bookkeeping, not the run's
+    if has_journal and journal.stat().st_size > (record.journal_bytes or 0):
+        return replay_journal(journal), journal
+    return record.model_copy(update={"journal_bytes": None}), file  # the store's bookkeeping, not the run's

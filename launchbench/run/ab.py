@@ -229,6 +229,55 @@ def default_cpus() -> tuple[int, ...]:
     return (max(os.sched_getaffinity(0)),)
 
 
+def chosen_cpus(text: str) -> tuple[int, ...]:
+    """``--cpu``: a CPU number this process may use (os.sched_getaffinity), ``auto`` (default_cpus) or
+    ``none`` (no pinning); a VariantError names the CPUs allowed."""
+    if text == "auto":
+        return default_cpus()
+    if text == "none":
+        return ()
+    allowed = sorted(os.sched_getaffinity(0))
+    if not text.isdigit() or int(text) not in allowed:
+        shown = ", ".join(map(str, allowed[:16])) + (", …" if len(allowed) > 16 else "")
+        raise VariantError(f"--cpu {text}: give auto, none or a CPU this process may use ({shown})")
+    return (int(text),)
+
+
+READY = "launchbench worker importable"
+INTERPRETER_CHECK_S = 120.0
+
+
+def check_interpreter(variant: Variant) -> None:
+    """Before any worker starts: the variant's interpreter is a Python that imports this launchbench's
+    worker with the variant's paths and environment (its output is captured, never shown); a
+    VariantError says what it printed last otherwise."""
+    if variant.python is None:
+        return
+    code = f"import sys, launchbench.run.worker; sys.stdout.write({READY!r})"
+    command = [variant.python, "-c", code]
+    try:
+        done = subprocess.run(
+            command,
+            env=child_environment(variant),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=INTERPRETER_CHECK_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise VariantError(
+            f"python={variant.python}: cannot run it as a Python interpreter ({err})"
+        ) from None
+    if done.returncode == 0 and done.stdout == READY.encode():
+        return
+    said = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
+    last = said[-1][:200] if said else "nothing"
+    raise VariantError(
+        f"python={variant.python}: not a Python that can import launchbench's worker "
+        f"(exit {done.returncode}; it said: {last!r})"
+    )
+
+
 class _SideState:
     def __init__(self, side: Side, options: RunOptions, cpus: tuple[int, ...]):
         self.side, self.options, self.cpus = side, options, cpus

@@ -144,6 +144,12 @@ class Expansion:
     axes: dict[str, list[float | int]]
     shape_chains: frozenset[str] = frozenset()  # chains whose steps use the shape parameter
 
+    @property
+    def unused_axes(self) -> list[str]:
+        """Sweep axes no chain varies along (no step or default it takes references them)."""
+        used = {a for chain_axes in self.chain_axes.values() for a in chain_axes}
+        return [a for a in self.axes if a not in used]
+
     def case_ids(self, scenario: Scenario) -> Iterator[str]:
         for chain_name in scenario.chains:
             chain_axes = self.chain_axes[chain_name]
@@ -219,6 +225,21 @@ def plan_expansion(
                 f"sweep.{name}",
             )
     return Expansion(total, steps, chain_axes_of, axes, frozenset(shape_chains))
+
+
+def sweep_warnings(loaded: ScenarioFile, max_cases: int | None = None) -> list[str]:
+    """One line per sweep axis that no step uses (it makes no case: a misspelt ``$name``?), with the
+    file, line and key, for validate and run to print as warnings."""
+    expansion = plan_expansion(loaded.scenario, loaded.file, loaded.lines, max_cases)
+    warnings = []
+    for name in expansion.unused_axes:
+        line = loaded.lines.get(("sweep", name))
+        where = f"{loaded.file}:{line}" if line else loaded.file
+        warnings.append(
+            f"{where} at 'sweep.{name}': no step uses the sweep axis '{name}' (no ${name} in any chain or "
+            "default it takes), so it makes no cases"
+        )
+    return warnings
 
 
 def _shape_param(scenario: Scenario, file: str, lines: dict[KeyPath, int]) -> str | None:
