@@ -85,3 +85,56 @@ def test_a_clean_run_reads_its_canary_in_the_summary(tmp_path):
         line == "canary: graph 0.500 → 0.500 µs/node (largest move +0.0% over 25 case-passes)"
     )  # 5 cases x 5 passes
     assert pd.read_csv(tmp_path / "run" / "results.csv")["disturbed_passes"].dropna().eq(0).all()
+
+
+def _invoke(*args: str):
+    from click.testing import CliRunner
+
+    from launchbench.cli import cli
+
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    """three.yaml in worker processes, 2 passes, nothing disturbed: the baseline of the gate tests."""
+    run_dir = tmp_path_factory.mktemp("clean") / "run"
+    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
+    options = runner.RunOptions(isolate=True, backend_factory=scripted_backend, write_tables=write_tables)
+    runner.run(plan, run_dir, options)
+    return run_dir
+
+
+def test_compare_does_not_pass_a_gate_on_a_disturbed_row(clean_run, disturbed_run, tmp_path):
+    current = disturbed_run[0]
+    gate = ["--fail-on", "wall_us_per_iter:50%", "--allow-blind", "--junit", str(tmp_path / "g.xml")]
+    failing = _invoke("compare", str(clean_run), str(current), *gate, "--format", "markdown")
+    assert failing.exit_code == 1
+    assert "FAIL: 2 rows measured in a disturbed state" in failing.output  # eager and graph of one case
+    assert (
+        "### Measured in a disturbed state" in failing.output and "scale/length=1 [graph]" in failing.output
+    )
+    junit = (tmp_path / "g.xml").read_text()
+    assert 'type="disturbed"' in junit and "scale/length=1 [eager] disturbed" in junit
+    allowed = _invoke("compare", str(clean_run), str(current), *gate, "--allow-disturbed")
+    assert allowed.exit_code == 0, allowed.output
+    assert (
+        "measured in a disturbed state" in allowed.output and "allowed by --allow-disturbed" in allowed.output
+    )
+    clean = _invoke("compare", str(clean_run), str(clean_run), *gate)
+    assert clean.exit_code == 0 and "disturbed" not in clean.output
+
+
+def test_check_does_not_pass_an_expectation_on_a_disturbed_row(disturbed_run, tmp_path):
+    scenario = tmp_path / "three.yaml"
+    text = (DATA / "three.yaml").read_text()
+    scenario.write_text(
+        text + "expect:\n  - {case: 'scale/length=1', mode: graph, metric: wall_us_per_launch, max: 1000}\n"
+        "  - {case: 'empty/length=1', mode: graph, metric: wall_us_per_launch, max: 1000}\n"
+    )
+    checked = _invoke("check", str(disturbed_run[0]), "-s", str(scenario))
+    assert checked.exit_code == 1
+    assert "FAIL: 1 row measured in a disturbed state" in checked.output
+    assert "scale/length=1 [graph]" in checked.output and "--allow-disturbed" in checked.output
+    allowed = _invoke("check", str(disturbed_run[0]), "-s", str(scenario), "--allow-disturbed")
+    assert allowed.exit_code == 0, allowed.output

@@ -199,6 +199,7 @@ class RowComparison:
     metrics: tuple[MetricComparison, ...]
     detail: str = ""
     host_bound: bool = False  # the host's launch cost sets its time (RowSeries.host_bound, either side)
+    disturbed: int = 0  # passes of either side measured in a disturbed state (their canary moved)
 
     @property
     def key(self) -> RowKey:
@@ -608,6 +609,7 @@ def compare_row(
     c_case, c_result = current if current else (None, None)
     b_status = b_result.status if b_result else None
     c_status = c_result.status if c_result else None
+    disturbed = sum(r.disturbed_passes for r in (b_result, c_result) if r is not None)
 
     def same_verdict(verdict: Verdict, detail: str) -> RowComparison:
         metrics = tuple(
@@ -619,7 +621,9 @@ def compare_row(
             for case, status in ((b_case, b_status), (c_case, c_status))
             if case is not None and status in COMPARABLE_STATUSES
         ]
-        return RowComparison(scenario, case_id, mode, b_status, c_status, metrics, detail, any(measured))
+        return RowComparison(
+            scenario, case_id, mode, b_status, c_status, metrics, detail, any(measured), disturbed
+        )
 
     if b_case is None or c_case is None:
         return same_verdict("missing", f"only in {'current' if b_case is None else 'baseline'}")
@@ -657,7 +661,9 @@ def compare_row(
     detail = ""
     if b_case.launches_per_iter != c_case.launches_per_iter:
         detail = f"launches per iteration differ: {b_case.launches_per_iter} → {c_case.launches_per_iter}"
-    return RowComparison(scenario, case_id, mode, b_status, c_status, tuple(metrics), detail, host_bound)
+    return RowComparison(
+        scenario, case_id, mode, b_status, c_status, tuple(metrics), detail, host_bound, disturbed
+    )
 
 
 def with_levels(

@@ -8,6 +8,9 @@ the gate, and notes, which do not), each with its reason and the flag that relax
 - no rows in common between baseline and current: fails; ``--allow-empty`` makes it a note;
 - a gated row missing in the current run: fails (evaluate_rules' missing check); ``--allow-missing``;
 - a gated row whose MDE exceeds its rule: fails (evaluate_rules' blind check); ``--allow-blind``;
+- a gated row measured in a disturbed state in either run (the worker's reference moved beyond its bound
+  after the case: its numbers are not a fresh process's): fails, one check per row (kind ``disturbed``);
+  ``--allow-disturbed`` makes it a note;
 - the current run interrupted, failed or never finished: fails; ``--allow-interrupted`` makes it a note;
 - the baseline interrupted, failed or never finished: a note;
 - a scenario that ran from different file contents (sha256) on the two sides, or whose file changed
@@ -19,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from launchbench.analysis.compare import Comparison
+from launchbench.analysis.compare import Comparison, RowKey
 from launchbench.analysis.gate import RULE_KINDS, GateCheck, GateReport
 from launchbench.results.schema import RunRecord
 
@@ -29,6 +32,7 @@ class CoveragePolicy:
     allow_empty: bool = False
     allow_missing: bool = False
     allow_interrupted: bool = False
+    allow_disturbed: bool = False
 
 
 def _coverage(rule: str, message: str) -> GateCheck:
@@ -43,6 +47,44 @@ def unfinished(run: RunRecord) -> str | None:
     if run.status == "running":
         return f"never finished (status 'running': the process was killed?; {cases})"
     return f"{run.status} ({cases})"
+
+
+DISTURBED = "measured in a disturbed state (the worker's reference moved more than 3% after the case)"
+
+
+def _disturbed(report: GateReport, rows: Iterable[tuple[RowKey, int]], allowed: bool) -> GateReport:
+    """The report with a failing check per gated row (one that a rule or an expectation judged) whose
+    ``rows`` count of disturbed passes is not zero; notes instead when ``allowed``."""
+    gated = {(c.scenario, c.case, c.mode) for c in report.checks if c.kind in (*RULE_KINDS, "expectation")}
+    hits = [(key, count) for key, count in rows if count and (key in gated or (None, *key[1:]) in gated)]
+    if not hits:
+        return report
+    if allowed:
+        names = ", ".join(f"{case} [{mode}]" for (_, case, mode), _ in hits)
+        return replace(report, notes=(*report.notes, f"{names}: {DISTURBED} (allowed by --allow-disturbed)"))
+    checks = [
+        GateCheck(
+            "disturbed",
+            scenario,
+            case,
+            mode,
+            "",
+            "--allow-disturbed",
+            False,
+            f"{count} pass(es) {DISTURBED}; pass --allow-disturbed to allow it",
+        )  # fmt: skip
+        for (scenario, case, mode), count in hits
+    ]
+    return replace(report, checks=(*report.checks, *checks))
+
+
+def run_disturbed(run: RunRecord) -> list[tuple[RowKey, int]]:
+    """Every row of a run with its passes measured in a disturbed state."""
+    return [
+        ((case.scenario, case.case_id, mode), result.disturbed_passes)
+        for case in run.cases
+        for mode, result in case.modes.items()
+    ]
 
 
 def _apply(report: GateReport, failing: list[tuple[bool, str, str]], notes: Iterable[str]) -> GateReport:
@@ -92,7 +134,8 @@ def comparison_coverage(
     if why:
         notes.append(f"warning: the baseline run {why}")
     notes.extend(scenario_differences(baseline, current))
-    return _apply(report, failing, notes)
+    rows = [(row.key, row.disturbed) for row in comparison.rows]
+    return _apply(_disturbed(report, rows, policy.allow_disturbed), failing, notes)
 
 
 def check_coverage(report: GateReport, run: RunRecord, policy: CoveragePolicy) -> GateReport:
@@ -106,7 +149,7 @@ def check_coverage(report: GateReport, run: RunRecord, policy: CoveragePolicy) -
     why = unfinished(run)
     if why:
         failing.append((policy.allow_interrupted, "--allow-interrupted", f"the run {why}"))
-    return _apply(report, failing, [])
+    return _apply(_disturbed(report, run_disturbed(run), policy.allow_disturbed), failing, [])
 
 
 def scenario_differences(baseline: RunRecord, current: RunRecord) -> list[str]:

@@ -48,7 +48,9 @@ from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.scenario.model import Expectation, Scenario
 
-CheckKind = Literal["regression", "missing", "expectation", "blind", "coverage"]  # coverage: see coverage.py
+CheckKind = Literal[
+    "regression", "missing", "expectation", "blind", "coverage", "disturbed"
+]  # coverage and disturbed: see coverage.py
 BLIND_ADVICE = "use `launchbench ab` or more passes"
 RULE_KINDS: frozenset[CheckKind] = frozenset({"regression", "blind"})  # the checks of a --fail-on rule
 

@@ -92,6 +92,11 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
     "--allow-empty", is_flag=True, help="Do not fail the gate when it evaluated no check (a warning instead)."
 )
 @click.option(
+    "--allow-disturbed",
+    is_flag=True,
+    help="Do not fail the gate on a gated row measured in a disturbed state on either side (a note instead).",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True, help="Output format."
 )
 @output_option(old=())
@@ -130,6 +135,7 @@ def ab(
     rules: list[GateRule],
     allow_missing: bool,
     allow_empty: bool,
+    allow_disturbed: bool,
     allow_blind: bool,
     fail_on_blind: bool,
     gate_rows: GateScope,
@@ -201,7 +207,12 @@ def ab(
     comparison = compare_paired(a, b, settings, a_label=str(root / "a"), b_label=str(root / "b"))
     report = None
     if rules:  # as in compare: a gate that checks nothing fails
-        policy = CoveragePolicy(allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=False)
+        policy = CoveragePolicy(
+            allow_empty=allow_empty,
+            allow_missing=allow_missing,
+            allow_interrupted=False,
+            allow_disturbed=allow_disturbed,
+        )
         report = comparison_coverage(
             evaluate_rules(comparison, rules, not allow_missing, allow_blind, gate_rows),
             comparison,

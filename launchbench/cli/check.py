@@ -25,6 +25,7 @@ from launchbench.cli.output import Report, publish, report_options
 @allow_options(
     empty="Do not fail when no expectation was evaluated on a row with a value.",
     interrupted="Do not fail when the run is interrupted, failed or never finished.",
+    disturbed="Do not fail on a checked row measured in a disturbed state (a note instead).",
 )
 @report_options("one testcase per expectation and row")
 @handle_errors
@@ -33,6 +34,7 @@ def check(
     scenarios: tuple[str, ...],
     allow_empty: bool,
     allow_interrupted: bool,
+    allow_disturbed: bool,
     fmt: str,
     output: Path | None,
     junit: Path | None,
@@ -45,8 +47,8 @@ def check(
 
     A scenario file with a mistake (a metric that is not a results.csv column, a case pattern that
     matches no case of the file) is an input error. A file that changed since the run is noted. The
-    check fails when no expectation was evaluated or the run did not finish (--allow-empty,
-    --allow-interrupted relax them).
+    check fails when no expectation was evaluated, the run did not finish, or a checked row was
+    measured in a disturbed state (--allow-empty, --allow-interrupted, --allow-disturbed relax them).
 
     Exit 0 when every expectation holds, 1 when one fails or matches no row or the check covered
     nothing, 2 on a usage or input error.
@@ -65,7 +67,11 @@ def check(
 
     report = check_against_scenarios(record, scenarios)
     report = check_coverage(
-        report, record, CoveragePolicy(allow_empty=allow_empty, allow_interrupted=allow_interrupted)
+        report,
+        record,
+        CoveragePolicy(
+            allow_empty=allow_empty, allow_interrupted=allow_interrupted, allow_disturbed=allow_disturbed
+        ),
     )
     formats: dict[str, Callable[[], str]] = {
         "markdown": lambda: check_markdown(report),

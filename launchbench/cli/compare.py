@@ -125,6 +125,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
     missing="Do not fail the gate when a row that was ok in the baseline is missing or failed in the current run.",
     empty="Do not fail the gate when it evaluated no check or the runs have no rows in common (a warning instead).",
     interrupted="Do not fail the gate when the current run is interrupted, failed or never finished (a warning instead).",
+    disturbed="Do not fail the gate on a gated row measured in a disturbed state in either run (a note instead).",
     different_gpu="Compare runs taken on different GPU models (refused otherwise).",
 )
 @report_options("one testcase per row and metric")
@@ -140,6 +141,7 @@ def compare(
     allow_missing: bool,
     allow_empty: bool,
     allow_interrupted: bool,
+    allow_disturbed: bool,
     allow_blind: bool,
     fail_on_blind: bool,
     gate_rows: GateScope,
@@ -171,7 +173,7 @@ def compare(
     runs judge host-bound rows to tens of percent; gate them with `launchbench ab`, or gate only
     --gate-rows gpu-bound here), no row compared on a gated metric, no rows in common, a gated row
     missing in the current run, or a current run that is interrupted or failed, each with its reason
-    (--allow-blind, --allow-empty, --allow-missing, --allow-interrupted relax them).
+    (--allow-blind, --allow-empty, --allow-missing, --allow-interrupted, --allow-disturbed relax them).
 
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
@@ -210,7 +212,10 @@ def compare(
     report = None
     if rules or fail_on_missing:
         policy = CoveragePolicy(
-            allow_empty=allow_empty, allow_missing=allow_missing, allow_interrupted=allow_interrupted
+            allow_empty=allow_empty,
+            allow_missing=allow_missing,
+            allow_interrupted=allow_interrupted,
+            allow_disturbed=allow_disturbed,
         )
         report = evaluate_rules(comparison, rules, not allow_missing, allow_blind, gate_rows)
         report = comparison_coverage(report, comparison, baseline_run, current_run, policy)

@@ -106,7 +106,7 @@ def render_report(console: Console, report: GateReport, what: str, list_checks: 
                     f"[yellow]blind[/] {escape(visible(check.subject))} {escape(check.rule)}: {escape(visible(check.message))}"
                 )
         for check in report.failures:
-            kind = f" ({check.kind})" if check.kind in ("blind", "missing") else ""
+            kind = f" ({check.kind})" if check.kind in ("blind", "missing", "disturbed") else ""
             console.print(
                 f"[bold red]FAIL{kind}[/] {escape(visible(check.subject))} {escape(check.rule)}: {escape(visible(check.message))}"
             )
@@ -133,16 +133,19 @@ def _plural(count: int, word: str) -> str:
 
 def failure_parts(report: GateReport) -> list[str]:
     """What failed, in words: '10 of 16 gated rows cannot see 5%', '2 regressions', '1 row missing',
-    then the other failed checks counted."""
+    '1 row measured in a disturbed state', then the other failed checks counted."""
     failures = report.failures
     parts = blind_summary(report) if any(c.kind == "blind" for c in failures) else []
     regressions = sum(c.kind == "regression" for c in failures)
     missing = sum(c.kind == "missing" for c in failures)
+    disturbed = sum(c.kind == "disturbed" for c in failures)
     if regressions:
         parts.append(_plural(regressions, "regression"))
     if missing:
         parts.append(f"{_plural(missing, 'row')} missing")
-    rest = sum(c.kind not in ("blind", "regression", "missing") for c in failures)
+    if disturbed:
+        parts.append(f"{_plural(disturbed, 'row')} measured in a disturbed state")
+    rest = sum(c.kind not in ("blind", "regression", "missing", "disturbed") for c in failures)
     if rest:
         parts.append(f"{rest} of {len(report.checks)} checks failed" if not parts else f"{rest} more failed")
     return parts

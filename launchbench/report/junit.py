@@ -25,7 +25,8 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
     """One testcase per (row, metric); failures are the report's failed checks of that row and metric,
     of type ``regression``, ``blind`` (the row cannot see the rule) or ``missing`` (the row is missing or
     failed in the current run: every one of its testcases fails). The gate's coverage failures (it
-    checked nothing, an unfinished run) are testcases of their own."""
+    checked nothing, an unfinished run) and its rows measured in a disturbed state are testcases of
+    their own."""
     suite = ET.Element("testsuite", {"name": "launchbench compare"})
     tests = failures = skipped = 0
     for line in lines(comparison, report):
@@ -54,9 +55,10 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
         else:
             warnings = "".join(f"\nwarning: {c.rule}: {c.message}" for c in blind)
             ET.SubElement(case, "system-out").text = summary(line) + warnings
-    for check in report.of_kind("coverage") if report is not None else ():
+    for check in report.of_kind("coverage", "disturbed") if report is not None else ():
         tests += 1
-        case = ET.SubElement(suite, "testcase", {"classname": "launchbench.compare.gate", "name": check.rule})
+        name = check.rule if check.kind == "coverage" else f"{check.subject} disturbed"
+        case = ET.SubElement(suite, "testcase", {"classname": "launchbench.compare.gate", "name": name})
         if not check.passed:
             failures += 1
             ET.SubElement(case, "failure", {"message": check.message, "type": check.kind})

@@ -67,7 +67,12 @@ def _gate_sections(report: GateReport) -> list[str]:
             "🙈",
         ),
         ("Missing rows", [c for c in failures if c.kind == "missing"], "⚪"),
-        ("Gate coverage", [c for c in failures if c.kind not in ("regression", "blind", "missing")], "❌"),
+        ("Measured in a disturbed state", [c for c in failures if c.kind == "disturbed"], "⚠️"),
+        (
+            "Gate coverage",
+            [c for c in failures if c.kind not in ("regression", "blind", "missing", "disturbed")],
+            "❌",
+        ),
         ("Improvements", list(report.improvements), "✅"),
         ("Cannot see the rule (allowed by --allow-blind)", [c for c in report.blind if c.passed], "🙈"),
     ]
