@@ -8,7 +8,7 @@ from typing import Any
 
 from launchbench.backend.nvml import NvmlMonitor, complete_uuid
 from launchbench.errors import NoGpuError
-from launchbench.results.environment import host_environment
+from launchbench.results.environment import host_environment, pci_placement
 
 INSTALL_HINT = "install the CuPy wheel matching your CUDA: pip install -e '.[cuda13]' (or '.[cuda12]')"
 
@@ -63,6 +63,11 @@ def collect_environment(device: int = 0) -> dict[str, Any]:
         "memory_bytes": props.get("totalGlobalMem"),
         "pci_bus_id": props.get("pciBusID"),
     }
+    try:
+        address = str(cupy.cuda.runtime.deviceGetPCIBusId(device))
+        env["gpu"].update(pci_address=address, **pci_placement(address))
+    except Exception:  # noqa: BLE001 - the placement is informative; a run does not need it
+        pass
     env["cuda_driver"] = _version_string(cupy.cuda.runtime.driverGetVersion())
     env["cuda_runtime"] = _version_string(cupy.cuda.runtime.runtimeGetVersion())
     env["cupy"] = cupy.__version__

@@ -129,6 +129,27 @@ def device_option() -> Callable[[F], F]:
     )
 
 
+BACKEND_VARIABLE = "LAUNCHBENCH_BACKEND"
+
+
+def backend_option() -> Callable[[F], F]:
+    """``--backend MODULE:FUNCTION`` (or $LAUNCHBENCH_BACKEND): the backend factory the workers start."""
+    return click.option(
+        "--backend",
+        "backend",
+        envvar=BACKEND_VARIABLE,
+        metavar="MODULE:FUNCTION",
+        help=f"Backend factory the worker processes call with the device index (default: the CuPy backend, launchbench.run.worker:cupy_backend; also ${BACKEND_VARIABLE}).",
+    )
+
+
+def backend_factory(spec: str | None) -> Callable[[int], Any]:
+    """The factory ``--backend`` names, or the CuPy backend's."""
+    from launchbench.run.worker import cupy_backend, load_factory
+
+    return load_factory(spec) if spec else cupy_backend
+
+
 def metric_option(help: str) -> Callable[[F], F]:
     """``-m/--metric`` (repeatable): one of the results' metrics."""
     from launchbench.results.metrics import METRIC_BY_NAME

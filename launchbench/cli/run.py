@@ -14,6 +14,8 @@ from launchbench.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    backend_factory,
+    backend_option,
     device_option,
     handle_errors,
     out_dir_option,
@@ -95,6 +97,19 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
     help="Where default run directories go (created with its parents).",
 )
 @device_option()
+@click.option(
+    "--devices",
+    "devices_spec",
+    metavar="all|N,N,...",
+    help="Measure on these GPUs at once (all: every one CUDA shows), one runner per GPU, its workers pinned to the GPU's NUMA node; one run directory with a device column (each GPU's own run under devices/).",
+)
+@click.option(
+    "--shard",
+    "shard_spec",
+    metavar="K/N",
+    help="Measure shard K of N (K from 0): the cases whose index in the plan leaves K modulo N; `launchbench merge` joins the shards.",
+)
+@backend_option()
 @stack(*(click.option(name, type=kind, help=text) for name, (kind, text) in MEASURE_OVERRIDES.items()))
 @click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 passes, 5 samples minimum.")
 @click.option(
@@ -127,6 +142,9 @@ def run(
     out_dir: Path | None,
     results_root: Path,
     device: int,
+    devices_spec: str | None,
+    shard_spec: str | None,
+    backend: str | None,
     target_noise: float | None,
     max_time: float | None,
     min_samples: int | None,
@@ -157,9 +175,14 @@ def run(
 
     resume = None
     if resume_dir is not None:
+        if devices_spec is not None:
+            raise click.UsageError(
+                "--resume with --devices: resume each device's run (RUN/devices/N) instead"
+            )
         resume = load_run(resume_dir)
         if not scenarios:
             scenarios = tuple(s.file for s in resume.scenarios)
+        shard_spec = shard_spec or resume.settings.get("shard")
         out_dir = resume_dir
     if not scenarios:
         raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
@@ -168,7 +191,8 @@ def run(
         check_output_dir(out_dir, "-d")
     elif out_dir is None:
         check_output_dir(results_root, "--results-root")
-    the_plan = runner.plan(scenarios, overrides, max_cases)
+    factory = backend_factory(backend)
+    the_plan = _sharded(runner.plan(scenarios, overrides, max_cases), shard_spec)
     _check_plan_expectations(the_plan)
     if resume is not None:
         _refuse_changed_scenarios(the_plan, resume, allow_changed_scenario)
@@ -178,13 +202,21 @@ def run(
     from launchbench.report.run_files import write_tables
 
     options = runner.RunOptions(
-        device=device, overrides=overrides, isolate=not no_isolate, write_tables=write_tables
+        device=device,
+        overrides=overrides,
+        isolate=not no_isolate,
+        backend_factory=factory,
+        write_tables=write_tables,
+        shard=shard_spec,
     )
     console = make_console()
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
+        if devices_spec is not None:
+            record = _run_devices(the_plan, run_dir, options, devices_spec, console, quiet)
+        else:
+            record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
     except KeyboardInterrupt:
         events.close()
         console.print(
@@ -194,7 +226,10 @@ def run(
     finally:
         events.close()
         signal.signal(signal.SIGTERM, previous)
-    print_summary(console, record, run_dir)
+    if devices_spec is None:
+        print_summary(console, record, run_dir)
+    else:
+        console.print(f"results: {run_dir}")
     code = EXIT_FAIL if any(c.error and c.error_kind != "resources" for c in record.cases) else EXIT_OK
     input_errors = [c for c in record.cases if c.error_kind == "input"]
     for case in input_errors:
@@ -208,6 +243,37 @@ def run(
     if wants_history(history, db):
         code = max(code, ingest_after_run(db, run_dir))
     sys.exit(code)
+
+
+def _sharded(the_plan: Any, shard_spec: str | None) -> Any:
+    """The plan's shard K/N (the whole plan without --shard); a shard that holds no case is refused."""
+    import dataclasses
+
+    from launchbench.scenario.shard import Shard
+
+    if shard_spec is None:
+        return the_plan
+    shard = Shard.parse(shard_spec)
+    cases = shard.select(the_plan.cases)
+    if not cases:
+        raise LaunchbenchError(
+            f"--shard {shard}: holds no case; the scenarios hold {len(the_plan.cases)}, so N must be at most that"
+        )
+    return dataclasses.replace(the_plan, cases=cases)
+
+
+def _run_devices(the_plan: Any, run_dir: Path, options: Any, spec: str, console: Any, quiet: bool) -> Any:
+    """run --devices: one runner per GPU at once; a line per finished case, a summary per device."""
+    from launchbench.report.devices import DeviceLines, print_device_summary
+    from launchbench.run.devices import parse_devices, resolve_devices, run_devices
+
+    if not options.isolate:
+        raise click.UsageError("--devices runs a worker process per GPU; drop --no-isolate")
+    devices = resolve_devices(parse_devices(spec), options.backend_factory)
+    lines = DeviceLines(console, quiet)
+    record, parts = run_devices(the_plan, run_dir, options, devices, lines.for_device, argv=sys.argv)
+    print_device_summary(console, record, {p.device: p.cpus for p in parts})
+    return record
 
 
 def _refuse_changed_scenarios(the_plan: Any, resume: Any, allow: bool) -> None:

@@ -69,6 +69,7 @@ class RunOptions:
     backend_factory: Callable[[int], Any] = cupy_backend
     # writes the tables derived from results.json (after every pass and at the end); None writes none
     write_tables: Callable[[Path, RunRecord], None] | None = None
+    shard: str | None = None  # "K/N" when the plan holds one shard of the cases (recorded in the settings)
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,7 @@ def _started_record(
                 "overrides": options.overrides,
                 "isolate": options.isolate,
                 "device": options.device,
+                **({"shard": options.shard} if options.shard else {}),
             },
         }
     )
