@@ -376,6 +376,8 @@ NODE_VARIABLE = "LAUNCHBENCH_TEST_NODE"  # the host name the fleet backend repor
 SLOW_NODE_VARIABLE = "LAUNCHBENCH_TEST_SLOW_NODE"  # the node whose launches cost SLOW_NODE_FACTOR as much
 SLOW_NODE_FACTOR = 1.5
 TASK_VARIABLES = ("LAUNCHBENCH_FLEET_TASK", "SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX")
+LOCAL_CPUS_VARIABLE = "LAUNCHBENCH_TEST_LOCAL_CPUS"  # the cpulist the fleet backend's GPU is local to
+GPU_NAME_VARIABLE = "LAUNCHBENCH_TEST_GPU_NAME"
 
 
 def fleet_node() -> str:
@@ -402,12 +404,13 @@ class FleetBackend(ScriptedBackend):
     def environment(self) -> dict[str, Any]:
         env = super().environment()
         env["gpu"] = {
-            "name": "Scripted GPU",
+            "name": os.environ.get(GPU_NAME_VARIABLE, "Scripted GPU"),
             "uuid": f"GPU-{self.node}-{self.device}",
             "index": self.device,
             "numa_node": 0,
-            "local_cpus": f"0-{(os.cpu_count() or 1) - 1}",
+            "local_cpus": os.environ.get(LOCAL_CPUS_VARIABLE, f"0-{(os.cpu_count() or 1) - 1}"),
         }
+        env["worker_cpus"] = sorted(os.sched_getaffinity(0))  # where the worker runs: a test reads it
         env["host"] = {
             "hostname": self.node,
             "cpu": "Scripted CPU",

@@ -108,7 +108,8 @@ def figure_fleet(report: FleetReport, title: str) -> Figure:
         _strip(ax, [s for s in report.scores if s.row == row])
         ax.set_title(f"{row.label}\n{row.case} {row.mode}", fontsize=9)
         ax.set_ylabel(row.metric.replace("_us_", " µs ").replace("_", " "))
-    if rows:
-        axes[0].legend(loc="upper left", fontsize=8, frameon=False)
     fig.suptitle(title, fontsize=10)
+    if rows:  # above the panels, never over the data
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside upper right", fontsize=8, frameon=False)
     return fig
