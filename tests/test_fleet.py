@@ -87,6 +87,16 @@ def test_run_refuses_a_bad_or_empty_shard_in_one_line(scenario: Path, tmp_path: 
         assert result.exit_code == 2 and words in result.stderr and "Traceback" not in result.output
 
 
+def test_a_shard_keeps_the_expectations_of_cases_in_other_shards(tmp_path: Path) -> None:
+    scenario = tmp_path / "expects.yaml"
+    scenario.write_text(
+        TINY
+        + 'expect:\n  - case: "empty/length=10"\n    mode: graph\n    metric: wall_us_per_launch\n    max: 100\n'
+    )
+    measure(scenario, tmp_path / "s0", "--shard", "0/2")  # shard 0 holds empty/length=1 and scale/length=1
+    assert case_ids(tmp_path / "s0") == ["empty/length=1", "scale/length=1"]
+
+
 def test_two_shards_merged_hold_the_plain_runs_cases_in_its_order(scenario: Path, tmp_path: Path) -> None:
     measure(scenario, tmp_path / "plain")
     for k in (1, 0):

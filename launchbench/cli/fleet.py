@@ -22,7 +22,8 @@ from launchbench.errors import LaunchbenchError
 
 
 @click.group("fleet", short_help=short_help("fleet"))
-def fleet() -> None:
+@quiet_option("Print only errors and outliers (each subcommand takes -q too).")
+def fleet(quiet: bool) -> None:
     """Run on a fleet: Slurm and Kubernetes launchers, and a report that names the slow nodes.
 
     `fleet slurm` writes (and with --submit submits) a Slurm job array and a merge job that runs after it;
@@ -30,6 +31,13 @@ def fleet() -> None:
     against the fleet and its own history. See docs/fleet.md.
 
     Exit 0 on success, 1 when `fleet report --fail-on-outlier` finds an outlier, 2 on a usage or input error."""
+
+
+def _quiet(own: bool = False) -> bool:
+    """-q given to the subcommand or to `fleet` itself."""
+    ctx = click.get_current_context(silent=True)
+    parent = ctx.parent if ctx is not None else None
+    return own or bool(parent is not None and parent.params.get("quiet"))
 
 
 def _run_args(text: str) -> tuple[str, ...]:
@@ -94,7 +102,8 @@ def _shard_count(scenario: Path, shards: int) -> None:
 )
 @handle_errors
 def slurm(scenario: Path, nodes: int | None, nodelist: str | None, shards: int | None, partition: str | None,
-          gpus: int, time_limit: str | None, run_args: str, shared: Path, out_dir: Path | None, submit: bool) -> None:  # fmt: skip
+          gpus: int, time_limit: str | None, run_args: str, shared: Path, out_dir: Path | None, submit: bool,
+        quiet: bool) -> None:  # fmt: skip
     """Write a Slurm job array that runs SCENARIO, one task per node or per shard, and a merge job.
 
     The scripts call $LAUNCHBENCH (default: this interpreter with -m launchbench). Exit 0 when written
@@ -118,7 +127,8 @@ def slurm(scenario: Path, nodes: int | None, nodelist: str | None, shards: int |
     )  # fmt: skip
     folder = (out_dir or shared / "slurm").resolve()
     for path in write_scripts(job, folder):
-        click.echo(f"wrote {path}")
+        if not _quiet(quiet):
+            click.echo(f"wrote {path}")
     if submit:
         _submit(folder / SUBMIT_SCRIPT)
     sys.exit(EXIT_OK)
@@ -162,9 +172,10 @@ def _submit(script: Path) -> None:
 @click.option("--namespace", help="Namespace of the Job and its ConfigMap.")
 @click.option("--run-args", default="", metavar="ARGS", help="More options for each pod's `launchbench run`.")
 @output_option(help="Write the manifest to FILE instead of the terminal.", old=())
+@quiet_option("Print only the manifest (no note of the file written) and errors.")
 @handle_errors
 def k8s(scenario: Path, completions: int, parallelism: int | None, image: str, claim: str, gpus: int,
-        namespace: str | None, run_args: str, output: Path | None) -> None:  # fmt: skip
+        namespace: str | None, run_args: str, output: Path | None, quiet: bool) -> None:  # fmt: skip
     """Write a Kubernetes Indexed Job that runs SCENARIO in shards, one GPU per pod.
 
     The manifest holds a ConfigMap with the scenario file and the Job; each pod writes
@@ -181,7 +192,8 @@ def k8s(scenario: Path, completions: int, parallelism: int | None, image: str, c
         click.echo(text, nl=False)
     else:
         atomic_write_text(output, text)
-        click.echo(f"wrote {output}", err=True)
+        if not _quiet(quiet):
+            click.echo(f"wrote {output}", err=True)
     sys.exit(EXIT_OK)
 
 
@@ -261,6 +273,7 @@ def report(run_dir: Path, rows: tuple[str, ...], metric: str, threshold: str | N
         folder / "fleet.png"
     )
     console = make_console()
+    quiet = _quiet(quiet)
     if not quiet:
         console.print(fleet_table(scored))
         console.print(f"fleet.csv and fleet.png in {folder}")

@@ -192,8 +192,9 @@ def run(
     elif out_dir is None:
         check_output_dir(results_root, "--results-root")
     factory = backend_factory(backend)
-    the_plan = _sharded(runner.plan(scenarios, overrides, max_cases), shard_spec)
-    _check_plan_expectations(the_plan)
+    the_plan = runner.plan(scenarios, overrides, max_cases)
+    _check_plan_expectations(the_plan)  # against every case: a shard need not hold the ones expect: names
+    the_plan = _sharded(the_plan, shard_spec)
     if resume is not None:
         _refuse_changed_scenarios(the_plan, resume, allow_changed_scenario)
     run_dir = out_dir or runner.default_run_dir(results_root, the_plan.scenarios)
@@ -219,9 +220,12 @@ def run(
             record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
     except KeyboardInterrupt:
         events.close()
-        console.print(
-            f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with `launchbench run --resume {run_dir}`"
+        finish = (
+            f"`launchbench run --resume {run_dir}`"
+            if devices_spec is None
+            else f"`launchbench run --resume {run_dir}/devices/N --device N` for each device N, then `launchbench merge {run_dir}/devices/* -d DIR`"
         )
+        console.print(f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with {finish}")
         sys.exit(EXIT_INTERRUPTED)
     finally:
         events.close()
