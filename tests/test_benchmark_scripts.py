@@ -104,11 +104,7 @@ def test_compare_speed_repeats_cases_under_new_ids():
 
 
 def test_fleet_case_sets_name_the_rows_a_run_lacks_or_adds():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        case_sets = importlib.import_module("fleet_case_sets")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    case_sets = _benchmark_module("fleet_case_sets")
     plain = case_sets.case_set(H200 / "quickstart-a")
     assert len(plain) == 16 and case_sets.differences(plain, list(reversed(plain))) == ([], [])
     fewer = plain[1:] + [("quickstart", "other", "eager")]

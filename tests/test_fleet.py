@@ -22,20 +22,7 @@ from launchbench.scenario.shard import Shard, ShardError
 
 TESTS = Path(__file__).resolve().parent
 BACKEND = "fakes:fleet_backend"
-TINY = """\
-name: tiny
-description: two chains of two lengths
-sweep:
-  length: [1, 10]
-chains:
-  empty:
-    - kind: empty
-      repeat: $length
-  scale:
-    - kind: scale
-      size: 1000
-      repeat: $length
-"""
+TINY = (TESTS / "data" / "fleet" / "tiny.yaml").read_text()  # 2 chains × 2 lengths: 4 cases
 
 
 @pytest.fixture

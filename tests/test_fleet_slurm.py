@@ -20,7 +20,7 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 SLURM_VARIABLE = "LAUNCHBENCH_TEST_SLURM"
 WAIT_S = 120.0
-TINY = (TESTS / "test_fleet.py").read_text().split('TINY = """\\\n', 1)[1].split('"""', 1)[0]
+TINY = (TESTS / "data" / "fleet" / "tiny.yaml").read_text()
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -47,6 +47,15 @@ def _nccl_version(code: int) -> str:
     return f"{major}.{minor}.{patch}"
 
 
+def _placement(cupy: Any, device: int) -> dict[str, Any]:
+    """The GPU's PCI address, its NUMA node and the CPUs local to it ({} where CUDA cannot say)."""
+    try:
+        address = str(cupy.cuda.runtime.deviceGetPCIBusId(device))
+    except Exception:  # noqa: BLE001 - the placement is informative; a run does not need it
+        return {}
+    return {"pci_address": address, **pci_placement(address)}
+
+
 def collect_environment(device: int = 0) -> dict[str, Any]:
     import cupy
 
@@ -63,11 +72,7 @@ def collect_environment(device: int = 0) -> dict[str, Any]:
         "memory_bytes": props.get("totalGlobalMem"),
         "pci_bus_id": props.get("pciBusID"),
     }
-    try:
-        address = str(cupy.cuda.runtime.deviceGetPCIBusId(device))
-        env["gpu"].update(pci_address=address, **pci_placement(address))
-    except Exception:  # noqa: BLE001 - the placement is informative; a run does not need it
-        pass
+    env["gpu"].update(_placement(cupy, device))
     env["cuda_driver"] = _version_string(cupy.cuda.runtime.driverGetVersion())
     env["cuda_runtime"] = _version_string(cupy.cuda.runtime.runtimeGetVersion())
     env["cupy"] = cupy.__version__

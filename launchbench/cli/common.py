@@ -143,13 +143,6 @@ def backend_option() -> Callable[[F], F]:
     )
 
 
-def backend_factory(spec: str | None) -> Callable[[int], Any]:
-    """The factory ``--backend`` names, or the CuPy backend's."""
-    from launchbench.run.worker import cupy_backend, load_factory
-
-    return load_factory(spec) if spec else cupy_backend
-
-
 def metric_option(help: str) -> Callable[[F], F]:
     """``-m/--metric`` (repeatable): one of the results' metrics."""
     from launchbench.results.metrics import METRIC_BY_NAME

@@ -6,6 +6,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -53,7 +54,9 @@ def _shard_count(scenario: Path, shards: int) -> None:
 
     cases = len(plan([scenario]).cases)
     if shards > cases:
-        raise LaunchbenchError(f"{scenario}: holds {cases} cases; --shards {shards} would leave shards empty")
+        raise LaunchbenchError(
+            f"{scenario}: reading: holds {cases} cases; --shards {shards} would leave shards empty"
+        )
 
 
 @fleet.command("slurm")
@@ -100,6 +103,7 @@ def _shard_count(scenario: Path, shards: int) -> None:
     is_flag=True,
     help="Hand the scripts to sbatch (submit.sh): the tasks, then the merge job after they all succeed.",
 )
+@quiet_option("Print only the job ids (with --submit) and errors.")
 @handle_errors
 def slurm(scenario: Path, nodes: int | None, nodelist: str | None, shards: int | None, partition: str | None,
           gpus: int, time_limit: str | None, run_args: str, shared: Path, out_dir: Path | None, submit: bool,
@@ -212,6 +216,15 @@ def _threshold(text: str | None) -> float | None:
     return value
 
 
+def _save(figure: Any, path: Path) -> None:
+    from launchbench.files import OutputError, os_reason
+
+    try:
+        figure.savefig(path)
+    except OSError as err:
+        raise OutputError(f"{path}: writing the figure: {os_reason(err)}") from None
+
+
 @fleet.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option(
@@ -269,9 +282,8 @@ def report(run_dir: Path, rows: tuple[str, ...], metric: str, threshold: str | N
             scored = with_history(scored, run, opened)
     folder = out_dir or Path(run_dir) / "fleet"
     atomic_write_text(folder / "fleet.csv", fleet_frame(scored).to_csv(index=False))
-    figure_fleet(scored, f"{', '.join(s.name for s in run.scenarios)}: {scored.members} node GPUs").savefig(
-        folder / "fleet.png"
-    )
+    title = f"{', '.join(s.name for s in run.scenarios)}: {scored.members} node GPUs"
+    _save(figure_fleet(scored, title), folder / "fleet.png")
     console = make_console()
     quiet = _quiet(quiet)
     if not quiet:

@@ -14,7 +14,6 @@ from launchbench.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
-    backend_factory,
     backend_option,
     device_option,
     handle_errors,
@@ -172,6 +171,7 @@ def run(
     from launchbench.files import check_output_dir
     from launchbench.results.store import load_run
     from launchbench.run import runner
+    from launchbench.run.worker import load_factory
 
     resume = None
     if resume_dir is not None:
@@ -191,7 +191,7 @@ def run(
         check_output_dir(out_dir, "-d")
     elif out_dir is None:
         check_output_dir(results_root, "--results-root")
-    factory = backend_factory(backend)
+    chosen = {"backend_factory": load_factory(backend)} if backend else {}  # else RunOptions' default
     the_plan = runner.plan(scenarios, overrides, max_cases)
     _check_plan_expectations(the_plan)  # against every case: a shard need not hold the ones expect: names
     the_plan = _sharded(the_plan, shard_spec)
@@ -206,7 +206,7 @@ def run(
         device=device,
         overrides=overrides,
         isolate=not no_isolate,
-        backend_factory=factory,
+        **chosen,
         write_tables=write_tables,
         shard=shard_spec,
     )
@@ -220,12 +220,9 @@ def run(
             record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
     except KeyboardInterrupt:
         events.close()
-        finish = (
-            f"`launchbench run --resume {run_dir}`"
-            if devices_spec is None
-            else f"`launchbench run --resume {run_dir}/devices/N --device N` for each device N, then `launchbench merge {run_dir}/devices/* -d DIR`"
+        console.print(
+            f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with {_finish_hint(run_dir, devices_spec)}"
         )
-        console.print(f"[yellow]interrupted[/]: completed cases are saved in {run_dir}; finish with {finish}")
         sys.exit(EXIT_INTERRUPTED)
     finally:
         events.close()
@@ -247,6 +244,12 @@ def run(
     if wants_history(history, db):
         code = max(code, ingest_after_run(db, run_dir))
     sys.exit(code)
+
+
+def _finish_hint(run_dir: Path, devices_spec: str | None) -> str:
+    if devices_spec is None:
+        return f"`launchbench run --resume {run_dir}`"
+    return f"`launchbench run --resume {run_dir}/devices/N --device N` for each device N, then `launchbench merge {run_dir}/devices/* -d DIR`"
 
 
 def _sharded(the_plan: Any, shard_spec: str | None) -> Any:
