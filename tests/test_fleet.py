@@ -368,3 +368,13 @@ def test_fleet_k8s_writes_an_indexed_job_the_schema_accepts(scenario: Path, tmp_
     broken = {**job, "spec": {**spec, "completions": "two"}}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, "1.30", strict=True)
+
+
+def test_compare_and_history_refuse_a_run_with_a_case_per_node(fleet_run: Path, tmp_path: Path) -> None:
+    for args in (
+        ("compare", fleet_run.parent / "node0", fleet_run),
+        ("history", "ingest", fleet_run, "--db", f"sqlite:///{tmp_path / 'h.db'}"),
+    ):
+        result = invoke(*args)
+        assert result.exit_code == 2 and "once per member" in result.stderr, result.output
+        assert len(result.stderr.strip().splitlines()) == 1

@@ -208,3 +208,17 @@ def merge_runs(sources: Sequence[SourceRun], argv: Sequence[str] = ()) -> RunRec
         where, message = problems[0]
         raise MergeError(f"{sources[0].path}: reading: the merged cases clash: {message}")
     return record
+
+
+def refuse_repeated_cases(record: RunRecord, path: str | Path, instead: str) -> None:
+    """Refuse a merged run that measured a case on several members (nodes or devices) where one
+    measurement per case is needed; ``instead`` says what to do."""
+    seen: set[tuple[str, str]] = set()
+    for case in record.cases:
+        key = (case.scenario, case.case_id)
+        if key in seen:
+            raise MergeError(
+                f"{path}: reading: a merged run of {len(record.members)} nodes or devices holds case "
+                f"'{case.case_id}' once per member; {instead}"
+            )
+        seen.add(key)
