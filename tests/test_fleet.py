@@ -378,3 +378,32 @@ def test_compare_and_history_refuse_a_run_with_a_case_per_node(fleet_run: Path, 
         result = invoke(*args)
         assert result.exit_code == 2 and "once per member" in result.stderr, result.output
         assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_devices_with_history_ingest_each_devices_own_run(scenario: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    result = invoke(
+        "run",
+        scenario,
+        "-d",
+        tmp_path / "r",
+        "--quick",
+        "-q",
+        "--devices",
+        "all",
+        "--history",
+        "--db",
+        db,
+        LAUNCHBENCH_TEST_DEVICES="2",
+    )
+    assert result.exit_code == 0, result.output
+    listed = invoke("history", "list", "--db", db)
+    assert "2 runs in" in listed.output, listed.output
+    names = [line.split("│")[2].strip() for line in listed.output.splitlines() if line.startswith("│")]
+    assert names == ["0", "1"]  # RUN/devices/0 and RUN/devices/1
+
+
+def test_resume_keeps_the_shard_it_measured(scenario: Path, tmp_path: Path) -> None:
+    measure(scenario, tmp_path / "s1", "--shard", "1/2")
+    result = invoke("run", "--resume", tmp_path / "s1", "--shard", "0/2")
+    assert result.exit_code == 2 and "measured shard 1/2" in result.output, result.output

@@ -182,7 +182,10 @@ def run(
         resume = load_run(resume_dir)
         if not scenarios:
             scenarios = tuple(s.file for s in resume.scenarios)
-        shard_spec = shard_spec or resume.settings.get("shard")
+        recorded = resume.settings.get("shard")
+        if shard_spec is not None and recorded is not None and shard_spec.strip() != recorded:
+            raise click.UsageError(f"--resume {resume_dir} measured shard {recorded}; --shard {shard_spec} differs")
+        shard_spec = shard_spec or recorded
         out_dir = resume_dir
     if not scenarios:
         raise click.UsageError("give at least one SCENARIO file (or --resume DIR)")
@@ -242,7 +245,8 @@ def run(
     if plot:
         _write_plots(record, run_dir, console)
     if wants_history(history, db):
-        code = max(code, ingest_after_run(db, run_dir))
+        parts = sorted((run_dir / "devices").iterdir()) if devices_spec is not None else [run_dir]
+        code = max(code, ingest_after_run(db, *parts))  # each device's own run: one measurement per case
     sys.exit(code)
 
 
