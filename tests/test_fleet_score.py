@@ -76,3 +76,15 @@ def test_cpu_lists_and_the_gpus_numa_cpus() -> None:
     assert local_cpus({"gpu": {"local_cpus": f"{mine}"}}) == {mine}
     assert local_cpus({"gpu": {"local_cpus": "100000"}}) == frozenset()  # none of ours: not pinned
     assert local_cpus({"gpu": {}}) == frozenset()
+
+
+def test_a_pci_address_reads_alike_in_cudas_and_nvmls_spelling() -> None:
+    devices = Path("/sys/bus/pci/devices")
+    if not devices.is_dir() or not any(devices.iterdir()):
+        import pytest
+
+        pytest.skip("no PCI devices in sysfs here")
+    first = sorted(p.name for p in devices.iterdir())[0]  # e.g. 0000:00:00.0
+    cuda, nvml = first.upper(), "0000" + first.upper()  # 0000:00:00.0 and 00000000:00:00.0
+    assert pci_placement(cuda) == pci_placement(nvml) == pci_placement(first)
+    assert pci_placement(first)["local_cpus"] is not None

@@ -59,9 +59,10 @@ def cpu_governor() -> str | None:
 
 
 def pci_placement(address: str) -> dict[str, Any]:
-    """The NUMA node of a PCI device ("0000:3b:00.0") and the CPUs local to it (a cpulist, "0-15,32-47"),
+    """The NUMA node of a PCI device ("0000:3B:00.0", or NVML's "00000000:3B:00.0") and the CPUs local to it (a cpulist, "0-15,32-47"),
     as sysfs says; None for what it does not say (numa_node -1: no NUMA)."""
-    base = f"/sys/bus/pci/devices/{address.lower()}"
+    domain, _, rest = address.lower().partition(":")
+    base = f"/sys/bus/pci/devices/{domain[-4:].rjust(4, '0')}:{rest}"  # sysfs: a 4-digit domain (NVML: 8)
     node = _sysfs(f"{base}/numa_node")
     return {
         "numa_node": int(node)
