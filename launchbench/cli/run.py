@@ -184,7 +184,9 @@ def run(
             scenarios = tuple(s.file for s in resume.scenarios)
         recorded = resume.settings.get("shard")
         if shard_spec is not None and recorded is not None and shard_spec.strip() != recorded:
-            raise click.UsageError(f"--resume {resume_dir} measured shard {recorded}; --shard {shard_spec} differs")
+            raise click.UsageError(
+                f"--resume {resume_dir} measured shard {recorded}; --shard {shard_spec} differs"
+            )
         shard_spec = shard_spec or recorded
         out_dir = resume_dir
     if not scenarios:
