@@ -143,6 +143,10 @@ def test_merge_refuses_missing_and_repeated_shards(scenario: Path, tmp_path: Pat
     assert "also in" in _refused(tmp_path / "s0", tmp_path / "s1", tmp_path / "s1", out=tmp_path / "m2")
     measure(scenario, tmp_path / "whole")
     assert "a whole run among shards" in _refused(tmp_path / "s0", tmp_path / "whole", out=tmp_path / "m3")
+    measure(scenario, tmp_path / "again")
+    assert "node node0 device 0 also measured" in _refused(
+        tmp_path / "whole", tmp_path / "again", out=tmp_path / "m4"
+    )
 
 
 def test_nodes_runs_merge_with_the_node_as_a_column(scenario: Path, tmp_path: Path) -> None:
@@ -400,7 +404,7 @@ def test_devices_with_history_ingest_each_devices_own_run(scenario: Path, tmp_pa
     listed = invoke("history", "list", "--db", db)
     assert "2 runs in" in listed.output, listed.output
     names = [line.split("│")[2].strip() for line in listed.output.splitlines() if line.startswith("│")]
-    assert names == ["0", "1"]  # RUN/devices/0 and RUN/devices/1
+    assert sorted(names) == ["0", "1"]  # RUN/devices/0 and RUN/devices/1
 
 
 def test_resume_keeps_the_shard_it_measured(scenario: Path, tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ def _shard_count(scenario: Path, shards: int) -> None:
 @click.option(
     "--nodes",
     type=click.IntRange(min=1),
-    help="A job array of N tasks, each on a node of its own, each running every case.",
+    help="A job array of N tasks, each taking a node whole (--exclusive) and running every case; Slurm picks the nodes (--nodelist names them).",
 )
 @click.option(
     "--nodelist",

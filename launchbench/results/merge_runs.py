@@ -132,10 +132,24 @@ def _scenarios(record: RunRecord) -> list[tuple[str, str]]:
     return sorted((s.name, s.sha256) for s in record.scenarios)
 
 
+def _check_once(members: Sequence[MemberRun]) -> None:
+    """Whole runs: one per node and device."""
+    seen: dict[tuple[str, int | None], MemberRun] = {}
+    for member in members:
+        key = (member.node, member.device)
+        if key in seen:
+            raise MergeError(
+                f"{member.source}: reading: node {member.node} device {member.device} also measured the "
+                f"cases in {seen[key].source}; merge one run per node and device"
+            )
+        seen[key] = member
+
+
 def check_shards(members: Sequence[MemberRun]) -> None:
-    """Shards of one N, each K once, or no shards at all."""
+    """Shards of one N, each K once, or whole runs, one per node and device."""
     shards = [m.shard for m in members]
     if all(s is None for s in shards):
+        _check_once(members)
         return
     if any(s is None for s in shards):
         whole = next(m for m in members if m.shard is None)
