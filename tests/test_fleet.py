@@ -411,3 +411,13 @@ def test_resume_keeps_the_shard_it_measured(scenario: Path, tmp_path: Path) -> N
     measure(scenario, tmp_path / "s1", "--shard", "1/2")
     result = invoke("run", "--resume", tmp_path / "s1", "--shard", "0/2")
     assert result.exit_code == 2 and "measured shard 1/2" in result.output, result.output
+
+
+def test_ab_takes_the_backend_option_for_its_program_workers(scenario: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli,
+        ["ab", str(scenario), "--backend", BACKEND, "--quick", "-q", "-d", str(tmp_path / "ab")],
+        env={"PYTHONPATH": str(TESTS), "LAUNCHBENCH_TEST_NODE": "ab-node"},
+    )
+    assert result.exit_code == 0, result.output
+    assert {r["node"] for side in ("a", "b") for r in rows(tmp_path / "ab" / side)} == {"ab-node"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 from pathlib import Path
@@ -196,7 +197,6 @@ def run(
         check_output_dir(out_dir, "-d")
     elif out_dir is None:
         check_output_dir(results_root, "--results-root")
-    chosen = {"backend_factory": load_factory(backend)} if backend else {}  # else RunOptions' default
     the_plan = runner.plan(scenarios, overrides, max_cases)
     _check_plan_expectations(the_plan)  # against every case: a shard need not hold the ones expect: names
     the_plan = _sharded(the_plan, shard_spec)
@@ -211,10 +211,11 @@ def run(
         device=device,
         overrides=overrides,
         isolate=not no_isolate,
-        **chosen,
         write_tables=write_tables,
         shard=shard_spec,
     )
+    if backend:  # else RunOptions' default, the CuPy backend
+        options = dataclasses.replace(options, backend_factory=load_factory(backend))
     console = make_console()
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
@@ -260,8 +261,6 @@ def _finish_hint(run_dir: Path, devices_spec: str | None) -> str:
 
 def _sharded(the_plan: Any, shard_spec: str | None) -> Any:
     """The plan's shard K/N (the whole plan without --shard); a shard that holds no case is refused."""
-    import dataclasses
-
     from launchbench.scenario.shard import Shard
 
     if shard_spec is None:
