@@ -397,3 +397,56 @@ def recording_backend(device: int) -> RecordingBackend:
     """A picklable factory of RecordingBackend (a worker started as a program imports it by name)."""
     slowdown = float(os.environ.get(SLOWDOWN_VARIABLE, "0"))
     return RecordingBackend(eager_per_launch=6.5e-6 * (1 + slowdown), noise=0.02)
+
+
+NODE_VARIABLE = "LAUNCHBENCH_TEST_NODE"  # the host name the fleet backend reports
+SLOW_NODE_VARIABLE = "LAUNCHBENCH_TEST_SLOW_NODE"  # the node whose launches cost SLOW_NODE_FACTOR as much
+SLOW_NODE_FACTOR = 1.5
+TASK_VARIABLES = ("LAUNCHBENCH_FLEET_TASK", "SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX")
+LOCAL_CPUS_VARIABLE = "LAUNCHBENCH_TEST_LOCAL_CPUS"  # the cpulist the fleet backend's GPU is local to
+GPU_NAME_VARIABLE = "LAUNCHBENCH_TEST_GPU_NAME"
+
+
+def fleet_node() -> str:
+    """The node a fleet backend pretends to run on: NODE_VARIABLE, else node<task index> from the
+    launcher's task variables (a one-node Slurm cluster's tasks become nodes of their own), else node0."""
+    if os.environ.get(NODE_VARIABLE):
+        return os.environ[NODE_VARIABLE]
+    task = next((os.environ[v] for v in TASK_VARIABLES if os.environ.get(v)), "0")
+    return f"node{task}"
+
+
+class FleetBackend(ScriptedBackend):
+    """A scripted backend on a pretend node of a fleet: its host name and environment name the node, and
+    the node named by SLOW_NODE_VARIABLE does extra host work per launch (SLOW_NODE_FACTOR the eager cost,
+    its CPU governor powersave where the others' is performance)."""
+
+    def __init__(self, device: int):
+        self.node = fleet_node()
+        self.slow = os.environ.get(SLOW_NODE_VARIABLE) == self.node
+        self.device = device
+        factor = SLOW_NODE_FACTOR if self.slow else 1.0
+        super().__init__(eager_per_launch=6.5e-6 * factor, graph_per_launch=0.5e-6, noise=0.02)
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        env["gpu"] = {
+            "name": os.environ.get(GPU_NAME_VARIABLE, "Scripted GPU"),
+            "uuid": f"GPU-{self.node}-{self.device}",
+            "index": self.device,
+            "numa_node": 0,
+            "local_cpus": os.environ.get(LOCAL_CPUS_VARIABLE, f"0-{(os.cpu_count() or 1) - 1}"),
+        }
+        env["worker_cpus"] = sorted(os.sched_getaffinity(0))  # where the worker runs: a test reads it
+        env["host"] = {
+            "hostname": self.node,
+            "cpu": "Scripted CPU",
+            "kernel": "6.1.0-scripted",
+            "governor": "powersave" if self.slow else "performance",
+        }
+        return env
+
+
+def fleet_backend(device: int) -> FleetBackend:
+    """The fleet backend's factory (``--backend fakes:fleet_backend`` with tests/ on PYTHONPATH)."""
+    return FleetBackend(device)

@@ -101,3 +101,11 @@ def test_compare_speed_repeats_cases_under_new_ids():
     big = speed.scaled(run, 20)
     ids = [c.case_id for c in big.cases]
     assert len(ids) == len(set(ids)) == 20 and big.cases[8].modes == run.cases[0].modes
+
+
+def test_fleet_case_sets_name_the_rows_a_run_lacks_or_adds():
+    case_sets = _benchmark_module("fleet_case_sets")
+    plain = case_sets.case_set(H200 / "quickstart-a")
+    assert len(plain) == 16 and case_sets.differences(plain, list(reversed(plain))) == ([], [])
+    fewer = plain[1:] + [("quickstart", "other", "eager")]
+    assert case_sets.differences(plain, fewer) == ([plain[0]], [("quickstart", "other", "eager")])

@@ -1,8 +1,8 @@
 """Import direction between launchbench's packages: a module never imports one on a higher layer.
 
 Layers, low to high: errors (with the package's ``__init__`` and other top-level modules) < the step-kind definitions
-(``backend/kinds``) < scenario < measure < results < backend < run < analysis < history < report < cli
-(``__main__`` with it). Every import counts, the lazy ones inside functions too. CuPy, cuda.bindings and
+(``backend/kinds``) < scenario < measure < results < backend < run < analysis < history < report < fleet
+< cli (``__main__`` with it). Every import counts, the lazy ones inside functions too. CuPy, cuda.bindings and
 NVML are imported at module level only by backend modules outside ``backend/kinds``, so the rest imports
 on a machine without a GPU.
 """
@@ -28,6 +28,7 @@ LAYERS = (
     "analysis",
     "history",
     "report",
+    "fleet",
     "cli",
 )
 GPU_MODULES = ("cupy", "cupyx", "cuda", "pynvml")

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from fakes import SHAPE_CHANGE_COST, ScriptedBackend, ScriptedWorkload, SteppingClock
 from matplotlib.figure import Figure
 
-from launchbench.analysis.columns import COLUMNS, SHAPE_COLUMNS, level_columns
+from launchbench.analysis.columns import COLUMNS, FLEET_COLUMNS, SHAPE_COLUMNS, level_columns
 from launchbench.analysis.costmodel import ShapeCost, cost_model_table, fit_shape_model, winning_ranges
 from launchbench.analysis.table import run_table
 from launchbench.cli import cli
@@ -220,10 +220,8 @@ def test_shape_cases_run_in_worker_processes(tmp_path):
 
 
 def test_results_csv_has_the_shape_columns_with_units():
-    levels = len(level_columns())  # appended after the shape columns
-    assert list(COLUMNS)[-len(SHAPE_COLUMNS) - levels : -levels] == list(
-        SHAPE_COLUMNS
-    )  # older readers keep theirs
+    appended = [*SHAPE_COLUMNS, *level_columns(), *FLEET_COLUMNS]  # appended: older readers keep theirs
+    assert list(COLUMNS)[-len(appended) :] == appended
     assert COLUMNS["setup_us_per_change"][0] == "µs" and COLUMNS["iterations_per_shape"][0] == "iterations"
     docs = (ROOT / "docs" / "columns.md").read_text()
     assert all(f"`{column}`" in docs for column in SHAPE_COLUMNS)

@@ -26,6 +26,7 @@ ID_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["id"]
 GRAPH_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["graph"]
 CHECK_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["check"]
 SHAPE_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["shape"]
+FLEET_COLUMNS: dict[str, tuple[str, str]] = _GROUPS["fleet"]
 
 
 def metric_columns() -> dict[str, tuple[str, str]]:
@@ -70,4 +71,5 @@ COLUMNS: dict[str, tuple[str, str]] = {
     **CHECK_COLUMNS,
     **SHAPE_COLUMNS,
     **level_columns(),
+    **FLEET_COLUMNS,
 }

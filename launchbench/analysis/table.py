@@ -185,8 +185,34 @@ def _shape_columns(case: CaseResult, result: ModeResult) -> dict[str, Any]:
     return out
 
 
+def _placement(run: RunRecord) -> dict[tuple[str | None, int | None], tuple[str, str | None, int | None]]:
+    """Per (node, device) of a case: its GPU's name, node and device (a plain run's cases carry neither:
+    the run's own host and --device)."""
+    host = (
+        run.environment.get("host", {}).get("hostname")
+        if isinstance(run.environment.get("host"), dict)
+        else None
+    )
+    device = run.settings.get("device")
+    out: dict[tuple[str | None, int | None], tuple[str, str | None, int | None]] = {
+        (None, None): (run.gpu_name, host, device if isinstance(device, int) else None)
+    }
+    for member in run.members:
+        gpu = member.environment.get("gpu", {})
+        name = str(gpu.get("name", "unknown GPU")) if isinstance(gpu, dict) else "unknown GPU"
+        out[(member.node, member.device)] = (name, member.node, member.device)
+    return out
+
+
 def run_table(run: RunRecord) -> pd.DataFrame:
     priors = noise_priors(run)
-    rows = [row for case in run.cases for row in case_rows(case, run.gpu_name, priors)]
+    placement = _placement(run)
+    rows = []
+    for case in run.cases:
+        gpu_name, node, device = placement.get(
+            (case.node, case.device), (run.gpu_name, case.node, case.device)
+        )
+        for row in case_rows(case, gpu_name, priors):
+            rows.append({**row, "node": node, "device": device})
     frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     return frame.replace([math.inf, -math.inf], math.nan)

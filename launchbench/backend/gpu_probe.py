@@ -8,7 +8,7 @@ from typing import Any
 
 from launchbench.backend.nvml import NvmlMonitor, complete_uuid
 from launchbench.errors import NoGpuError
-from launchbench.results.environment import host_environment
+from launchbench.results.environment import host_environment, pci_placement
 
 INSTALL_HINT = "install the CuPy wheel matching your CUDA: pip install -e '.[cuda13]' (or '.[cuda12]')"
 
@@ -47,6 +47,15 @@ def _nccl_version(code: int) -> str:
     return f"{major}.{minor}.{patch}"
 
 
+def _placement(cupy: Any, device: int) -> dict[str, Any]:
+    """The GPU's PCI address, its NUMA node and the CPUs local to it ({} where CUDA cannot say)."""
+    try:
+        address = str(cupy.cuda.runtime.deviceGetPCIBusId(device))
+    except Exception:  # noqa: BLE001 - the placement is informative; a run does not need it
+        return {}
+    return {"pci_address": address, **pci_placement(address)}
+
+
 def collect_environment(device: int = 0) -> dict[str, Any]:
     import cupy
 
@@ -63,6 +72,7 @@ def collect_environment(device: int = 0) -> dict[str, Any]:
         "memory_bytes": props.get("totalGlobalMem"),
         "pci_bus_id": props.get("pciBusID"),
     }
+    env["gpu"].update(_placement(cupy, device))
     env["cuda_driver"] = _version_string(cupy.cuda.runtime.driverGetVersion())
     env["cuda_runtime"] = _version_string(cupy.cuda.runtime.runtimeGetVersion())
     env["cupy"] = cupy.__version__

@@ -37,6 +37,14 @@ COMMANDS: dict[str, Entry] = {
     "check": Entry("launchbench.cli.check", "Check a run against the expectations of its scenario files."),
     "plot": Entry("launchbench.cli.plot", "Draw figures from result files; no GPU needed."),
     "graph": Entry("launchbench.cli.graph", "Capture one case and write its CUDA Graph as DOT, SVG or PNG."),
+    "merge": Entry(
+        "launchbench.cli.merge",
+        "Merge runs into one: the shards of a run, or each node's or device's run of the same scenarios.",
+    ),
+    "fleet": Entry(
+        "launchbench.cli.fleet",
+        "Run on a fleet: Slurm and Kubernetes launchers, and a report that names the slow nodes.",
+    ),
     "history": Entry(
         "launchbench.cli.history",
         "Keep runs in a database and follow them: trends, change points, an HTML report.",

@@ -7,6 +7,7 @@ Exit codes: 0 pass; 1 a regression under a --fail-on rule (or a failed case); 2 
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    backend_option,
     handle_errors,
     out_dir_option,
     output_option,
@@ -64,6 +66,7 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
     help="Where the default directory goes.",
 )
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@backend_option()
 @click.option(
     "--passes",
     type=click.IntRange(min=2, max=100),
@@ -123,6 +126,7 @@ def ab(
     out_dir: Path | None,
     results_root: Path,
     device: int,
+    backend: str | None,
     passes: int | None,
     max_time: float | None,
     target_noise: float | None,
@@ -169,6 +173,7 @@ def ab(
     from launchbench.results.store import release_if_empty
     from launchbench.run import runner
     from launchbench.run.ab import Side, check_interpreter, chosen_cpus, parse_variant, run_ab
+    from launchbench.run.worker import load_factory
 
     check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))  # before any measuring
     try:
@@ -190,6 +195,8 @@ def ab(
     )
     sides = (Side("A", variants[0], plans[0], root / "a"), Side("B", variants[1], plans[1], root / "b"))
     options = runner.RunOptions(device=device, overrides=overrides, isolate=True, write_tables=write_tables)
+    if backend:  # else RunOptions' default, the CuPy backend
+        options = dataclasses.replace(options, backend_factory=load_factory(backend))
     console = make_console(stderr=fmt != "table" and not output)
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)

@@ -129,6 +129,20 @@ def device_option() -> Callable[[F], F]:
     )
 
 
+BACKEND_VARIABLE = "LAUNCHBENCH_BACKEND"
+
+
+def backend_option() -> Callable[[F], F]:
+    """``--backend MODULE:FUNCTION`` (or $LAUNCHBENCH_BACKEND): the backend factory the workers start."""
+    return click.option(
+        "--backend",
+        "backend",
+        envvar=BACKEND_VARIABLE,
+        metavar="MODULE:FUNCTION",
+        help=f"Backend factory the worker processes call with the device index (default: the CuPy backend, launchbench.run.worker:cupy_backend; also ${BACKEND_VARIABLE}).",
+    )
+
+
 def metric_option(help: str) -> Callable[[F], F]:
     """``-m/--metric`` (repeatable): one of the results' metrics."""
     from launchbench.results.metrics import METRIC_BY_NAME

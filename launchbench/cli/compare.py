@@ -181,6 +181,7 @@ def compare(
     from launchbench.analysis.compare import CompareSettingsError, compare_runs, sides_of_one_ab
     from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
     from launchbench.analysis.gate import evaluate_rules
+    from launchbench.results.merge_runs import refuse_repeated_cases
     from launchbench.results.store import load_run
 
     if baseline_from == "history" and len(runs) != 1:
@@ -200,6 +201,10 @@ def compare(
     else:
         baseline = runs[0]
         baseline_run, current_run = load_run(baseline), load_run(current)
+    for path, record in ((baseline, baseline_run), (current, current_run)):
+        refuse_repeated_cases(
+            record, path, "compare one member's run, or score them with launchbench fleet report"
+        )
     comparison = compare_runs(
         baseline_run,
         current_run,

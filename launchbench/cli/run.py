@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import signal
 import sys
@@ -15,6 +16,7 @@ from launchbench.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    backend_option,
     device_option,
     handle_errors,
     out_dir_option,
@@ -23,6 +25,7 @@ from launchbench.cli.common import (
     stack,
 )
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
+from launchbench.errors import LaunchbenchError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -99,6 +102,19 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
     help="Where default run directories go (created with its parents).",
 )
 @device_option()
+@click.option(
+    "--devices",
+    "devices_spec",
+    metavar="all|N,N,...",
+    help="Measure on these GPUs at once (all: every one CUDA shows), one runner per GPU, its workers pinned to the GPU's NUMA node; one run directory with a device column (each GPU's own run under devices/).",
+)
+@click.option(
+    "--shard",
+    "shard_spec",
+    metavar="K/N",
+    help="Measure shard K of N (K from 0): the cases whose index in the plan leaves K modulo N; `launchbench merge` joins the shards.",
+)
+@backend_option()
 @stack(*(click.option(name, type=kind, help=text) for name, (kind, text) in MEASURE_OVERRIDES.items()))
 @click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 passes, 5 samples minimum.")
 @click.option(
@@ -131,6 +147,9 @@ def run(
     out_dir: Path | None,
     results_root: Path,
     device: int,
+    devices_spec: str | None,
+    shard_spec: str | None,
+    backend: str | None,
     target_noise: float | None,
     max_time: float | None,
     min_samples: int | None,
@@ -160,15 +179,27 @@ def run(
     from launchbench.results.store import release_if_empty
     from launchbench.run import runner
     from launchbench.run.resume import RunSettings
+    from launchbench.run.worker import load_factory
 
     overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
     settings = RunSettings(overrides, not no_isolate, device, max_cases)
     resume = None
     if resume_dir is not None:
+        if devices_spec is not None:
+            raise click.UsageError(
+                "--resume with --devices: resume each device's run (RUN/devices/N) instead"
+            )
         resume, settings = resumed(resume_dir, out_dir, settings)
         scenarios = scenarios or recorded_files(resume, resume_dir)
+        recorded = resume.settings.get("shard")
+        if shard_spec is not None and recorded is not None and shard_spec.strip() != recorded:
+            raise click.UsageError(
+                f"--resume {resume_dir} measured shard {recorded}; --shard {shard_spec} differs"
+            )
+        shard_spec = shard_spec or recorded
         out_dir = resume_dir
     the_plan = _planned(scenarios, out_dir, results_root, settings, resume, allow_changed_scenario)
+    the_plan = _sharded(the_plan, shard_spec)
     claimed = out_dir is None  # a default directory: claimed now, given back below if nothing went in
     run_dir = out_dir or runner.default_run_dir(results_root, the_plan.scenarios)
     # the tables and the console (pandas, SciPy, rich) only once the scenarios are known to be good
@@ -180,19 +211,25 @@ def run(
         overrides=settings.overrides,
         isolate=settings.isolate,
         write_tables=write_tables,
+        shard=shard_spec,
     )
+    if backend:  # else RunOptions' default, the CuPy backend
+        options = dataclasses.replace(options, backend_factory=load_factory(backend))
     console = make_console()
     events = ConsoleEvents(console, quiet)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
+        if devices_spec is not None:
+            record = _run_devices(the_plan, run_dir, options, devices_spec, console, quiet)
+        else:
+            record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
     except KeyboardInterrupt:
         events.close()
         from rich.markup import escape
 
-        command = f"launchbench run --resume {shlex.quote(str(run_dir))}"
         console.print(  # one line, never wrapped: the command is copied from it
-            f"[yellow]interrupted[/]: completed cases are saved in {escape(str(run_dir))}; finish with `{escape(command)}`",
+            f"[yellow]interrupted[/]: completed cases are saved in {escape(str(run_dir))}; finish with "
+            f"{escape(_finish_hint(run_dir, devices_spec))}",
             soft_wrap=True,
         )
         sys.exit(EXIT_INTERRUPTED)
@@ -201,7 +238,10 @@ def run(
         signal.signal(signal.SIGTERM, previous)
         if claimed:
             release_if_empty(run_dir)
-    print_summary(console, record, run_dir)
+    if devices_spec is None:
+        print_summary(console, record, run_dir)
+    else:
+        console.print(f"results: {run_dir}")
     failed = any(c.error and c.error_kind != "resources" for c in record.cases)
     code = EXIT_FAIL if failed or any(c.disturbed_passes for c in record.cases) else EXIT_OK
     input_errors = [c for c in record.cases if c.error_kind == "input"]
@@ -214,7 +254,8 @@ def run(
     if plot:
         _write_plots(record, run_dir, console)
     if wants_history(history, db):
-        code = max(code, ingest_after_run(db, run_dir))
+        parts = sorted((run_dir / "devices").iterdir()) if devices_spec is not None else [run_dir]
+        code = max(code, ingest_after_run(db, *parts))  # each device's own run: one measurement per case
     sys.exit(code)
 
 
@@ -253,6 +294,46 @@ def warn_unused_axes(the_plan: Any, max_cases: int | None) -> None:
     for loaded in the_plan.files:
         for warning in sweep_warnings(loaded, max_cases):
             click.echo(f"launchbench: warning: {warning}", err=True)
+
+
+def _finish_hint(run_dir: Path, devices_spec: str | None) -> str:
+    """The command (or commands, for a run on several devices) that finish an interrupted run."""
+    if devices_spec is None:
+        return f"`launchbench run --resume {shlex.quote(str(run_dir))}`"
+    devices = shlex.quote(str(run_dir / "devices"))
+    return (
+        f"`launchbench run --resume {devices}/N --device N` for each device N, then "
+        f"`launchbench merge {devices}/* -d DIR`"
+    )
+
+
+def _sharded(the_plan: Any, shard_spec: str | None) -> Any:
+    """The plan's shard K/N (the whole plan without --shard); a shard that holds no case is refused."""
+    from launchbench.scenario.shard import Shard
+
+    if shard_spec is None:
+        return the_plan
+    shard = Shard.parse(shard_spec)
+    cases = shard.select(the_plan.cases)
+    if not cases:
+        raise LaunchbenchError(
+            f"--shard {shard}: holds no case; the scenarios hold {len(the_plan.cases)}, so N must be at most that"
+        )
+    return dataclasses.replace(the_plan, cases=cases)
+
+
+def _run_devices(the_plan: Any, run_dir: Path, options: Any, spec: str, console: Any, quiet: bool) -> Any:
+    """run --devices: one runner per GPU at once; a line per finished case, a summary per device."""
+    from launchbench.report.devices import DeviceLines, print_device_summary
+    from launchbench.run.devices import parse_devices, resolve_devices, run_devices
+
+    if not options.isolate:
+        raise click.UsageError("--devices runs a worker process per GPU; drop --no-isolate")
+    devices = resolve_devices(parse_devices(spec), options.backend_factory)
+    lines = DeviceLines(console, quiet)
+    record, parts = run_devices(the_plan, run_dir, options, devices, lines.for_device, argv=sys.argv)
+    print_device_summary(console, record, {p.device: p.cpus for p in parts})
+    return record
 
 
 def _check_plan_expectations(the_plan: Any) -> None:

@@ -26,6 +26,7 @@ from launchbench.analysis.drift import HOST_BOUND_SHARE
 from launchbench.history.db import DuplicateKey, HistoryDB, HistoryError
 from launchbench.history.models import SERIES, PassResult, RowResult, Run
 from launchbench.measure.precision import median_ci
+from launchbench.results.merge_runs import refuse_repeated_cases
 from launchbench.results.schema import (
     MEASURED_STATUSES,
     SAMPLE_KEYS,
@@ -69,6 +70,7 @@ def read_run_dir(run_dir: str | Path) -> LoadedRun:
         raise HistoryError(
             f"{path}: the run was interrupted; finish it with 'launchbench run --resume {path}', then ingest it"
         )
+    refuse_repeated_cases(record, path, "ingest each member's own run (the sources its members name)")
     return LoadedRun(path, record, hashlib.sha256(raw).hexdigest())
 
 

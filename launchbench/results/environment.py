@@ -46,6 +46,43 @@ def git_commit(start: Path | None = None) -> str | None:
     return out.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def _sysfs(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def cpu_governor() -> str | None:
+    """The CPU frequency governor of CPU 0 (performance, powersave, …), None where cpufreq is absent."""
+    return _sysfs("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+
+
+def pci_placement(address: str) -> dict[str, Any]:
+    """The NUMA node of a PCI device ("0000:3B:00.0", or NVML's "00000000:3B:00.0") and the CPUs local to it (a cpulist, "0-15,32-47"),
+    as sysfs says; None for what it does not say (numa_node -1: no NUMA)."""
+    domain, _, rest = address.lower().partition(":")
+    base = f"/sys/bus/pci/devices/{domain[-4:].rjust(4, '0')}:{rest}"  # sysfs: a 4-digit domain (NVML: 8)
+    node = _sysfs(f"{base}/numa_node")
+    return {
+        "numa_node": int(node)
+        if node is not None and node.lstrip("-").isdigit() and int(node) >= 0
+        else None,
+        "local_cpus": _sysfs(f"{base}/local_cpulist"),
+    }
+
+
+def parse_cpulist(text: str) -> frozenset[int]:
+    """ "0-3,8,10-11" → {0, 1, 2, 3, 8, 10, 11}; an unreadable list is empty."""
+    cpus: set[int] = set()
+    for part in (p.strip() for p in text.split(",")):
+        low, dash, high = part.partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            return frozenset()
+        cpus.update(range(int(low), int(high if dash else low) + 1))
+    return frozenset(cpus)
+
+
 def host_environment() -> dict[str, Any]:
     return {
         "host": {
@@ -53,6 +90,8 @@ def host_environment() -> dict[str, Any]:
             "cores": os.cpu_count(),
             "platform": platform.platform(),
             "hostname": platform.node(),
+            "kernel": platform.release(),
+            "governor": cpu_governor(),
         },
         "python": sys.version.split()[0],
         "launchbench": __version__,

@@ -435,10 +435,19 @@ class CaseResult(_Frozen):
     # passes added beyond the planned ones because a host level held too few (launchbench.run.extra_passes)
     extra_passes: Count = Field(0, exclude_if=_empty)
 
+    # in a merged run: the member run (its node and CUDA device) that measured the case
+    node: str | None = Field(None, exclude_if=_absent)
+    device: Annotated[int, Field(ge=0)] | None = Field(None, exclude_if=_absent)
+
     @property
     def disturbed_passes(self) -> int:
         """Passes of this case measured in a disturbed state (the same for each of its modes)."""
         return max((m.disturbed_passes for m in self.modes.values()), default=0)
+
+    @property
+    def member_key(self) -> tuple[str, str, str | None, int | None]:
+        """The case's identity in a merged run: scenario, case id, node and device."""
+        return (self.scenario, self.case_id, self.node, self.device)
 
     def pass_sizes(self, mode: str) -> list[int] | None:
         result = self.modes.get(mode)  # type: ignore[call-overload]
@@ -463,6 +472,16 @@ class ScenarioInfo(_Frozen):
     sha256: str
 
 
+class MemberRun(_Frozen):
+    """One run merged into this one: a shard, a node's run or a device's run."""
+
+    node: str  # the host's name (environment host.hostname), or the run directory's name where unknown
+    device: Annotated[int, Field(ge=0)] | None = None  # the CUDA device index it ran on
+    shard: str | None = None  # "K/N" where the run measured a shard of the cases
+    source: str  # the run directory it was read from
+    environment: dict[str, Any] = Field(default_factory=dict)
+
+
 class RunRecord(_Frozen):
     schema_version: int = SCHEMA_VERSION
     tool: str = TOOL_NAME
@@ -478,6 +497,7 @@ class RunRecord(_Frozen):
     journal_bytes: Count | None = (
         None  # in results.json: bytes of results.journal.jsonl it holds (None once read)
     )
+    members: list[MemberRun] = Field(default_factory=list, exclude_if=_empty)  # a merged run's parts
 
     def case(self, scenario: str, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if (c.scenario, c.case_id) == (scenario, case_id)), None)
@@ -529,14 +549,15 @@ def record_problems(record: RunRecord) -> list[tuple[Location, str]]:
     below a series' minimum, more passes than the case says it ran, case ids used twice. Each problem
     comes with its location in the record (a JSON path as a tuple) and a message."""
     problems: list[tuple[Location, str]] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str, str | None, int | None], int] = {}
     for i, case in enumerate(record.cases):
-        key = (case.scenario, case.case_id)
+        key = case.member_key
         if key in seen:
+            on = "" if case.node is None else f" on node '{case.node}' device {case.device}"
             problems.append(
                 (
                     ("cases", i, "case_id"),
-                    f"case '{case.case_id}' of scenario '{case.scenario}' is also cases[{seen[key]}]",
+                    f"case '{case.case_id}' of scenario '{case.scenario}'{on} is also cases[{seen[key]}]",
                 )
             )
         seen.setdefault(key, i)

@@ -74,6 +74,7 @@ class RunOptions:
     backend_factory: Callable[[int], Any] = cupy_backend
     # writes the tables derived from results.json (after every pass and at the end); None writes none
     write_tables: Callable[[Path, RunRecord], None] | None = None
+    shard: str | None = None  # "K/N" when the plan holds one shard of the cases (recorded in the settings)
 
 
 @dataclass(frozen=True)
@@ -307,7 +308,7 @@ def _started_record(
             "status": "running",
             "environment": environment,
             "scenarios": the_plan.scenarios,
-            "settings": settings.as_settings(),
+            "settings": {**settings.as_settings(), **({"shard": options.shard} if options.shard else {})},
         }
     )
 

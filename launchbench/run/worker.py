@@ -167,12 +167,35 @@ def _step(
         _exit_now()
 
 
+class BackendSpecError(LaunchbenchError):
+    """A backend factory named as "module:function" that cannot be loaded."""
+
+
+def load_factory(spec: str) -> Callable[[int], Any]:
+    """The backend factory named by ``spec``, "module:function" (a function of the device index)."""
+    import importlib
+
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise BackendSpecError(
+            f"backend {spec!r}: give module:function, e.g. launchbench.run.worker:cupy_backend"
+        )
+    try:
+        factory = getattr(importlib.import_module(module), name)
+    except ImportError as err:
+        raise BackendSpecError(f"backend {spec!r}: cannot import module {module}: {err}") from None
+    except AttributeError:
+        raise BackendSpecError(f"backend {spec!r}: module {module} has no {name}") from None
+    if not callable(factory):
+        raise BackendSpecError(f"backend {spec!r}: {module}.{name} is not callable")
+    return factory
+
+
 def main(argv: list[str] | None = None) -> None:
     """A worker started as its own program (``python -m launchbench.run.worker FD FACTORY DEVICE``), by
     a parent that may run another interpreter: FD is the inherited end of a socket pair, FACTORY the
     backend factory as "module:function". With CPUS_VARIABLE set (e.g. "7"), the worker pins itself
     to those CPUs."""
-    import importlib
     import socket
     from multiprocessing.connection import Connection
 
@@ -180,8 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     cpus = os.environ.get(CPUS_VARIABLE)
     if cpus:  # pinned before CUDA starts its threads, so they inherit it
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
-    module, _, name = factory_spec.partition(":")
-    factory = getattr(importlib.import_module(module), name)
+    factory = load_factory(factory_spec)
     conn = Connection(socket.socket(fileno=int(fd)).detach())
     serve(conn, factory, int(device))
 
