@@ -103,8 +103,11 @@ def candidates(values: np.ndarray, min_size: int = MIN_SEGMENT) -> list[int]:
     if n < 2 * min_size:
         return []
     scaled = (values / noise(values)).reshape(-1, 1)
-    ends = rpt.Pelt(model="l2", min_size=min_size, jump=1).fit(scaled).predict(pen=2 * math.log(n))
-    return [e for e in ends if e < n]
+    # PELT with the least-squares cost: KernelCPD's linear kernel is that cost, searched in C (rpt.Pelt's
+    # l2 search in Python takes seconds for 1,000 runs; both give the same segments)
+    detector = rpt.KernelCPD(kernel="linear", min_size=min_size, jump=1)
+    ends = detector.fit(scaled).predict(pen=2 * math.log(n))
+    return [int(e) for e in ends if e < n]
 
 
 def welch_step(before: np.ndarray, after: np.ndarray, confidence: float) -> tuple[float, float, float, float]:
