@@ -77,3 +77,17 @@ def test_candidates_are_those_of_pelt_with_the_least_squares_cost() -> None:
         assert candidates(values) == [e for e in ends if e < n], (trial, values)
         proposed += len(candidates(values))
     assert proposed > 50  # the series did have steps to propose
+
+
+def test_permutation_p_in_chunks_is_that_of_all_orderings_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The orderings are drawn in chunks to bound memory; the p-value is the one of drawing all 999 at once."""
+    import numpy as np
+
+    from launchbench.history import changes
+
+    rng = np.random.default_rng(3)
+    segments = [rng.normal(0, 0.02, n) + np.where(np.arange(n) >= n // 2, 0.02, 0) for n in (8, 40, 300)]
+    chunked = [changes.permutation_p(s) for s in segments]
+    monkeypatch.setattr(changes, "PERMUTATION_CHUNK", changes.PERMUTATIONS)
+    assert [changes.permutation_p(s) for s in segments] == chunked
+    assert min(chunked) < 0.01 < max(chunked)  # the segments span both sides of alpha
