@@ -323,8 +323,10 @@ def changes(
 @filter_options
 @handle_errors
 def report(out_dir: Path, metric: str, db: str | None, **filters: Any) -> None:
-    """A static HTML page (no server needed): one trend plot per scenario/case/mode with CI bands,
-    change points labelled with what changed, environment filters, links to the run directories."""
+    """One HTML page to explore in a browser (no server, no network): per scenario, a chart of each row
+    over the runs' start times with its CI band and change points, and a table of the rows measured in
+    one run; the change points listed with what changed; filters on the environment, scenario and dates
+    that redraw every chart; links to the run directories."""
     from launchbench.report.history_html import write_report
 
     with _open(db) as opened:

@@ -183,21 +183,32 @@ def _median(values: Sequence[float]) -> float | None:
 def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS) -> list[TrendPoint]:
     """One row's metric in each matching run that measured it, oldest first, with the SM clock and the
     host's load average its passes recorded."""
+    return trends(db, metric, filters, key).get(key, [])
+
+
+def trends(
+    db: HistoryDB, metric: str, filters: RunFilter = ALL_RUNS, key: RowKey | None = None
+) -> dict[RowKey, list[TrendPoint]]:
+    """Every row's metric over the matching runs (only ``key``'s when given), read in two queries: per row,
+    in first-seen order, its points oldest run first, with the SM clock and host load its passes recorded."""
     series = series_of(metric)
     m = METRIC_BY_NAME[metric]
-    scenario, case, mode = key
     with db.connect() as connection:
-        matched = {run.id: run for run in _runs(connection, filters)}
-        of_row = select(row_results.c.id).where(
-            row_results.c.scenario == scenario,
-            row_results.c.case_id == case,
-            row_results.c.mode == mode,
-            row_results.c.run_id.in_(_matching(filters, runs.c.id)),
-        )
+        matched = {run.id: _info(run) for run in _runs(connection, filters)}
+        of_rows = select(row_results.c.id).where(row_results.c.run_id.in_(_matching(filters, runs.c.id)))
+        if key is not None:
+            of_rows = of_rows.where(
+                row_results.c.scenario == key[0],
+                row_results.c.case_id == key[1],
+                row_results.c.mode == key[2],
+            )
         rows = connection.execute(
             select(
                 row_results.c.id,
                 row_results.c.run_id,
+                row_results.c.scenario,
+                row_results.c.case_id,
+                row_results.c.mode,
                 row_results.c.launches_per_iter,
                 row_results.c.passes,
                 row_results.c.n,
@@ -205,39 +216,48 @@ def trend(db: HistoryDB, key: RowKey, metric: str, filters: RunFilter = ALL_RUNS
                 getattr(row_results.c, f"{series}_median").label("median"),
                 getattr(row_results.c, f"{series}_ci_low").label("ci_low"),
                 getattr(row_results.c, f"{series}_ci_high").label("ci_high"),
-            ).where(row_results.c.id.in_(of_row))
-        ).all()
-        clocks: dict[int, list[float]] = {}
-        loads: dict[int, list[float]] = {}
-        conditions = select(
-            pass_results.c.row_id, pass_results.c.sm_mhz_median, pass_results.c.host_load_1m
-        ).where(pass_results.c.row_id.in_(of_row))
-        for row_id, sm_mhz, load in connection.execute(conditions):
-            if sm_mhz is not None:
-                clocks.setdefault(row_id, []).append(sm_mhz)
-            if load is not None:
-                loads.setdefault(row_id, []).append(load)
-        points = []
-        for row in rows:
-            median, low, high = row.median, row.ci_low, row.ci_high
-            if median is None:
-                continue
-            scale = m.scale(row.launches_per_iter)
-            points.append(
-                TrendPoint(
-                    _info(matched[row.run_id]),
-                    median * scale,
-                    low * scale if low is not None else math.nan,
-                    high * scale if high is not None else math.nan,
-                    row.passes,
-                    row.n,
-                    row.host_bound,
-                    _median(clocks.get(row.id, [])),
-                    _median(loads.get(row.id, [])),
-                )
             )
+            .where(row_results.c.id.in_(of_rows))
+            .order_by(row_results.c.id)
+        ).all()
+        clocks, loads = _pass_conditions(connection, of_rows)
+    out: dict[RowKey, list[TrendPoint]] = {}
+    for row in rows:
+        if row.median is None:
+            continue
+        scale = m.scale(row.launches_per_iter)
+        out.setdefault((row.scenario, row.case_id, row.mode), []).append(
+            TrendPoint(
+                matched[row.run_id],
+                row.median * scale,
+                row.ci_low * scale if row.ci_low is not None else math.nan,
+                row.ci_high * scale if row.ci_high is not None else math.nan,
+                row.passes,
+                row.n,
+                row.host_bound,
+                _median(clocks.get(row.id, [])),
+                _median(loads.get(row.id, [])),
+            )
+        )
     order = {run_id: i for i, run_id in enumerate(matched)}
-    return sorted(points, key=lambda p: order[p.run.id])
+    return {k: sorted(points, key=lambda p: order[p.run.id]) for k, points in out.items()}
+
+
+def _pass_conditions(
+    connection: Connection, of_rows: Select[Any]
+) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+    """Per row id, its passes' median SM clock readings and 1-minute load averages (where recorded)."""
+    clocks: dict[int, list[float]] = {}
+    loads: dict[int, list[float]] = {}
+    query = select(pass_results.c.row_id, pass_results.c.sm_mhz_median, pass_results.c.host_load_1m).where(
+        pass_results.c.row_id.in_(of_rows)
+    )
+    for row_id, sm_mhz, load in connection.execute(query):
+        if sm_mhz is not None:
+            clocks.setdefault(row_id, []).append(sm_mhz)
+        if load is not None:
+            loads.setdefault(row_id, []).append(load)
+    return clocks, loads
 
 
 def require_row(db: HistoryDB, key: RowKey) -> None:

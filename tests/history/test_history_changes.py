@@ -53,3 +53,41 @@ def test_host_drift_alone_is_not_a_change(tmp_path: Path, seed: int) -> None:
         f"sqlite:///{tmp_path / 'h.sqlite'}", series(tmp_path / "runs", SeriesSpec(drift_sd=0.18, seed=seed))
     ) as db:
         assert detect_changes(db) == []
+
+
+def test_candidates_are_those_of_pelt_with_the_least_squares_cost() -> None:
+    """candidates() searches with KernelCPD's linear kernel (C); ruptures' Pelt with the l2 cost (Python)
+    proposes the same steps: random series of 4–60 runs, with and without a step, with and without drift."""
+    import math
+
+    import numpy as np
+    import ruptures as rpt
+
+    from launchbench.history.changes import candidates, noise
+
+    rng = np.random.default_rng(0)
+    proposed = 0
+    for trial in range(200):
+        n = int(rng.integers(4, 60))
+        values = rng.normal(0, 0.02, n) + np.where(np.arange(n) >= n // 2, rng.choice([0, 0.05, 0.1]), 0)
+        if trial % 3 == 0:
+            values += np.cumsum(rng.normal(0, 0.03, n))
+        scaled = (values / noise(values)).reshape(-1, 1)
+        ends = rpt.Pelt(model="l2", min_size=2, jump=1).fit(scaled).predict(pen=2 * math.log(n))
+        assert candidates(values) == [e for e in ends if e < n], (trial, values)
+        proposed += len(candidates(values))
+    assert proposed > 50  # the series did have steps to propose
+
+
+def test_permutation_p_in_chunks_is_that_of_all_orderings_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The orderings are drawn in chunks to bound memory; the p-value is the one of drawing all 999 at once."""
+    import numpy as np
+
+    from launchbench.history import changes
+
+    rng = np.random.default_rng(3)
+    segments = [rng.normal(0, 0.02, n) + np.where(np.arange(n) >= n // 2, 0.02, 0) for n in (8, 40, 300)]
+    chunked = [changes.permutation_p(s) for s in segments]
+    monkeypatch.setattr(changes, "PERMUTATION_CHUNK", changes.PERMUTATIONS)
+    assert [changes.permutation_p(s) for s in segments] == chunked
+    assert min(chunked) < 0.01 < max(chunked)  # the segments span both sides of alpha
