@@ -74,9 +74,11 @@ def case_rows(
     gpu_name: str,
     priors: Mapping[tuple[str, bool], NoisePrior] | None = None,
     metrics: Sequence[Metric] = METRICS,
+    levels: bool = True,
 ) -> list[dict[str, Any]]:
     """The case's rows; a multi-pass row's CI covers its pass noise, shrunk toward ``priors`` (noise_priors).
-    Only ``metrics`` are summarised (the columns of the others stay empty)."""
+    Only ``metrics`` are summarised (the columns of the others stay empty); without ``levels`` the host
+    level columns stay empty too."""
     rows: list[dict[str, Any]] = []
     eager_wall = _median(case.samples("eager", WALL))
     priors = priors or {}
@@ -144,7 +146,7 @@ def case_rows(
             rank_wall_us_per_iter=_rank_walls(result),
         )
         row.update(_shape_columns(case, result))
-        row.update(level_columns(case, mode), extra_passes=case.extra_passes)
+        row.update(level_columns(case, mode) if levels else {}, extra_passes=case.extra_passes)
         row.update(_canary_columns(result))
         rows.append(row)
     return rows
@@ -189,10 +191,11 @@ def _shape_columns(case: CaseResult, result: ModeResult) -> dict[str, Any]:
     return out
 
 
-def run_table(run: RunRecord, metrics: Sequence[Metric] = METRICS) -> pd.DataFrame:
-    """results.csv's table of ``run``; with ``metrics``, only their columns are summarised (the figures
-    need three of the seven, and summarising is most of the time a large run's table takes)."""
+def run_table(run: RunRecord, metrics: Sequence[Metric] = METRICS, levels: bool = True) -> pd.DataFrame:
+    """results.csv's table of ``run``. With ``metrics``, only their columns are summarised; without
+    ``levels``, no host levels (a mixture fit per row, scikit-learn's import): the figures need three
+    metrics of seven and no levels, and those are most of the time and memory a large run's table takes."""
     priors = noise_priors(run, metrics)
-    rows = [row for case in run.cases for row in case_rows(case, run.gpu_name, priors, metrics)]
+    rows = [row for case in run.cases for row in case_rows(case, run.gpu_name, priors, metrics, levels)]
     frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     return frame.replace([math.inf, -math.inf], math.nan)

@@ -14,6 +14,7 @@ colour-blind readers), 8 inches wide: 1600 px at the default 200 dpi, for a slid
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.collections import LineCollection, PolyCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
@@ -102,9 +103,10 @@ SHAPE_METRICS = ("cpu_us_per_iter", "gpu_us_per_iter")  # what the shape cost mo
 
 
 def plot_table(run: RunRecord) -> pd.DataFrame:
-    """results.csv's table of ``run`` with the metrics the figures draw (and the shape model fits)."""
+    """results.csv's table of ``run`` with the metrics the figures draw (and the shape model fits), and
+    without the host levels, which no figure draws."""
     names = PLOT_METRICS + (SHAPE_METRICS if has_shape_changes(run) else ())
-    return run_table(run, [METRIC_BY_NAME[name] for name in names])
+    return run_table(run, [METRIC_BY_NAME[name] for name in names], levels=False)
 
 
 def _table(run: RunRecord, table: pd.DataFrame | None) -> pd.DataFrame:
@@ -417,6 +419,27 @@ def _value_text(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
 
+def _lines_and_bars(
+    table: pd.DataFrame,
+    draw_panel: Callable[[Axes, Panel], Any],
+    draw_groups: Callable[[Axes, list[Panel]], None],
+) -> tuple[Figure, list[Axes], list[Any]]:
+    """A figure's sheet: a panel per chain swept over its length (``draw_panel``; what it returns is
+    returned) and one axes across the width for the chains at one length (``draw_groups``); a note
+    instead when the run has no chain of fixed sizes."""
+    lines, points = split_one_point(panels(table))
+    if not lines and not points:
+        fig, axes = _grid(1)
+        _no_data(axes[0], "no chain of fixed sizes in this run")
+        return fig, axes, []
+    fig, axes, bar_ax = _sheet(len(lines), len(points))
+    drawn = [draw_panel(ax, panel) for ax, panel in zip(axes, lines, strict=True)]
+    if bar_ax is not None:
+        draw_groups(bar_ax, points)
+        axes.append(bar_ax)
+    return fig, axes, drawn
+
+
 def _mode_series(column: str) -> list[BarSeries]:
     return [BarSeries(MODE_LABELS[m], MODE_COLOURS[m], m, column) for m in MODES]
 
@@ -463,19 +486,16 @@ def _mode_panel(ax: Axes, panel: Panel, column: str) -> None:
 
 
 def _mode_figure(run: RunRecord, table: pd.DataFrame | None, column: str, title: str, ylabel: str) -> Figure:
-    lines, points = split_one_point(panels(_table(run, table)))
-    if not lines and not points:
-        fig, axes = _grid(1)
-        _no_data(axes[0], "no chain of fixed sizes in this run")
-    else:
-        fig, axes, bar_ax = _sheet(len(lines), len(points))
-        for ax, panel in zip(axes, lines, strict=True):
-            _mode_panel(ax, panel, column)
-            ax.set_xlabel(LENGTH_LABEL)
-            ax.set_ylabel(ylabel)
-        if bar_ax is not None:
-            _bar_chart(bar_ax, points, _mode_series(column), ylabel)
-            axes.append(bar_ax)
+    def draw_panel(ax: Axes, panel: Panel) -> None:
+        _mode_panel(ax, panel, column)
+        ax.set_xlabel(LENGTH_LABEL)
+        ax.set_ylabel(ylabel)
+
+    fig, axes, _ = _lines_and_bars(
+        _table(run, table),
+        draw_panel,
+        lambda ax, points: _bar_chart(ax, points, _mode_series(column), ylabel),
+    )
     handles, labels = _collect_legend(axes)
     subtitle = f"{_environment_line(run)}\n{MEDIAN_CI}"
     return _finish(fig, title, subtitle, handles, labels)
@@ -713,19 +733,8 @@ def _lifecycle_bars(ax: Axes, groups: Sequence[Panel]) -> None:
 @_styled
 def figure_graph_lifecycle(run: RunRecord, table: pd.DataFrame | None = None) -> Figure:
     """What a graph costs before it pays off, and how many replays it takes to pay it back."""
-    lines, points = split_one_point(panels(_table(run, table)))
-    if not lines and not points:
-        fig, axes = _grid(1)
-        _no_data(axes[0], "no chain of fixed sizes in this run")
-        twins = []
-    else:
-        fig, axes, bar_ax = _sheet(len(lines), len(points))
-        twins = [
-            t for ax, panel in zip(axes, lines, strict=True) if (t := _lifecycle_panel(ax, panel)) is not None
-        ]
-        if bar_ax is not None:
-            _lifecycle_bars(bar_ax, points)
-            axes.append(bar_ax)
+    fig, axes, drawn = _lines_and_bars(_table(run, table), _lifecycle_panel, _lifecycle_bars)
+    twins = [twin for twin in drawn if twin is not None]
     handles, labels = _collect_legend([*axes, *twins])
     subtitle = f"{_environment_line(run)}\nthe medians of the passes' setup times (no interval drawn)"
     return _finish(fig, "CUDA Graph life cycle: setup cost and break-even", subtitle, handles, labels)
@@ -787,9 +796,9 @@ def _case_boxes(
 def _draw_boxes(
     ax: Axes, boxes: list[dict[str, Any]], colours: list[str], reach: float, horizontal: bool = False
 ) -> None:
-    """Box plots drawn as a few collections per colour (boxes as bars, whiskers, caps and medians as one
-    line collection, outliers as one series): Axes.bxp makes six artists a box, seconds and a hundred
-    MB for a thousand cases."""
+    """Box plots drawn as a few collections per colour (the boxes as one, whiskers, caps and medians as
+    another, outliers as one series): Axes.bxp makes six artists a box, seconds and a hundred MB for a
+    thousand cases."""
     for colour in dict.fromkeys(colours):
         mine = [
             _clip_outliers(ax, box, reach, colour, horizontal)
@@ -798,12 +807,18 @@ def _draw_boxes(
         ]
         at = np.array([float(b["position"]) for b in mine])
         q1, q3 = (np.array([float(b[k]) for b in mine]) for k in ("q1", "q3"))
-        bar = ax.barh if horizontal else ax.bar
-        bar(at, q3 - q1, 0.34, q1, color=colour + "55", edgecolor=colour, linewidth=1.0)
+        rects = [
+            [(x - 0.17, lo), (x + 0.17, lo), (x + 0.17, hi), (x - 0.17, hi)]
+            for x, lo, hi in zip(at, q1, q3, strict=True)
+        ]
         segments = _box_segments(mine, at)
         widths = [1.0] * (len(segments) - len(mine)) + [1.8] * len(mine)  # the medians last, thicker
         if horizontal:
+            rects = [[(y, x) for x, y in rect] for rect in rects]
             segments = [[(y, x) for x, y in segment] for segment in segments]
+        boxes_drawn = PolyCollection(rects, facecolors=colour + "55", edgecolors=colour, linewidths=1.0)
+        boxes_drawn.set_label("_boxes")
+        ax.add_collection(boxes_drawn, autolim=False)
         ax.add_collection(LineCollection(segments, colors=colour, linewidths=widths), autolim=False)
         fliers = [(x, v) for x, b in zip(at, mine, strict=True) for v in np.asarray(b["fliers"])]
         if fliers:
@@ -836,10 +851,8 @@ def _distribution_panel(ax: Axes, panel: Panel, cases: dict[tuple[str, str], Cas
     labels = [_fmt_number(v) for v in order["launches_per_iter"]]
     if order["case"].size > len(set(labels)):
         labels = list(order["case"])
-    if len(labels) > 24:  # a thousand cases: a tick every so many
-        step = math.ceil(len(labels) / 12)
-        labels = [label if i % step == 0 else "" for i, label in enumerate(labels)]
-    ax.set_xticks(range(len(order)), labels, rotation=0 if len(order) <= 6 else 45)
+    ticks = range(0, len(labels), math.ceil(len(labels) / 12) if len(labels) > 24 else 1)  # a tick is 20 KB
+    ax.set_xticks(ticks, [labels[i] for i in ticks], rotation=0 if len(order) <= 6 else 45)
     ax.set_xlim(-0.6, len(order) - 0.4)
     ax.grid(False, axis="x")
     ax.axhline(0, color=BLACK, linewidth=0.6)
@@ -887,17 +900,12 @@ def _label_medians(ax: Axes, boxes: list[dict[str, Any]], colours: list[str]) ->
 @_styled
 def figure_sample_distributions(run: RunRecord, table: pd.DataFrame | None = None) -> Figure:
     """Every raw sample of wall time per launch, per case and mode, as box plots: noise and outliers."""
-    lines, points = split_one_point(panels(_table(run, table)))
     cases = {(c.scenario, c.case_id): c for c in run.cases}
-    if not lines and not points:
-        fig, axes = _grid(1)
-        _no_data(axes[0], "no chain of fixed sizes in this run")
-    else:
-        fig, axes, group_ax = _sheet(len(lines), len(points))
-        for ax, panel in zip(axes, lines, strict=True):
-            _distribution_panel(ax, panel, cases)
-        if group_ax is not None:
-            _distribution_groups(group_ax, points, cases)
+    fig, axes, _ = _lines_and_bars(
+        _table(run, table),
+        lambda ax, panel: _distribution_panel(ax, panel, cases),
+        lambda ax, points: _distribution_groups(ax, points, cases),
+    )
     handles: list[Artist] = [
         Patch(facecolor=MODE_COLOURS[m] + "55", edgecolor=MODE_COLOURS[m]) for m in MODES
     ]
@@ -1241,6 +1249,7 @@ def draw_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = D
         reason = empty_reason(stem, table)
         if reason is None:
             paths.append(save_figure(build(run, table), out_dir, stem, fmt, dpi))
+            gc.collect()  # a figure is a web of reference cycles: free one before drawing the next
         else:
             skipped.append(SkippedFigure(out_dir / f"{stem}.{fmt}", reason))
     return PlotsWritten(tuple(paths), tuple(skipped))
