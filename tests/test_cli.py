@@ -62,7 +62,7 @@ def test_the_old_out_spelling_still_works(tmp_path: Path) -> None:
     run = make_run(n=10)
     write_run(tmp_path / "run", run.model_copy(update={"cases": run.cases[:1]}))  # figures drawn quickly
     out = tmp_path / "figures"
-    result = invoke("plot", str(tmp_path / "run"), "--out", str(out), "-q")
+    result = invoke("plot", str(tmp_path / "run"), "--out", str(out), "-q", "--dpi", "30")
     assert result.exit_code == 0, result.output
     assert result.output == "" and (out / "speedup_vs_chain_length.png").exists()
 

@@ -1,8 +1,12 @@
-"""Figures from result files: every figure renders (PNG and SVG), has its series, and survives missing graphs."""
+"""Figures from result files: every figure renders (PNG and SVG) at the dpi asked, has its series and a
+caption naming its interval, survives missing graphs, is left out when it has nothing to show, draws
+chains of one length as one grouped bar chart, and compares two runs as `launchbench compare` does."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import matplotlib.image
@@ -11,6 +15,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from matplotlib.axes import Axes
+from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
 from launchbench.analysis.table import run_table
@@ -22,6 +27,8 @@ from launchbench.results.store import load_run
 from tests.builders import LENGTHS, make_case, make_run
 
 H200_RUN = Path(__file__).parent / "data" / "h200" / "quickstart-a" / "results.json"
+ROOT = Path(__file__).resolve().parent.parent
+SHAPE_RUN = ROOT / "results" / "shape-changes-h200"
 SINGLE_RUN_FILES = {
     "wall_per_launch_vs_chain_length",
     "speedup_vs_chain_length",
@@ -70,6 +77,11 @@ def named_lines(ax: Axes) -> list[str]:
     return [line.get_label() for line in ax.lines if not line.get_label().startswith("_")]
 
 
+def box_count(ax: Axes) -> int:
+    """The boxes of a distribution panel (drawn as one polygon collection per mode)."""
+    return sum(len(c.get_paths()) for c in ax.collections if c.get_label() == "_boxes")
+
+
 def figure_text(fig: Figure) -> str:
     return "\n".join(t.get_text() for t in fig.texts)
 
@@ -93,13 +105,20 @@ def not_capturable(case: CaseResult) -> CaseResult:
     return case.model_copy(update={"modes": {**case.modes, "graph": graph}})
 
 
-def check_image(path: Path) -> None:
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) in pixels."""
+    height, width, _ = matplotlib.image.imread(path).shape
+    return width, height
+
+
+def check_image(path: Path, width: int = 1600) -> None:
+    """A PNG of ``width`` pixels (8 inches at the default 200 dpi) under 400 KB, or a parseable SVG."""
     assert path.exists() and path.stat().st_size > 0
     if path.suffix == ".png":
         assert path.read_bytes()[:8] == PNG_MAGIC
-        height, width, channels = matplotlib.image.imread(path).shape
-        assert 700 <= width <= 900 and height > 200 and channels in (3, 4)
-        assert path.stat().st_size < 150_000, f"{path.name} is {path.stat().st_size} bytes"
+        height, got, channels = matplotlib.image.imread(path).shape
+        assert got == width and height > width / 4 and channels in (3, 4)
+        assert path.stat().st_size < 400_000, f"{path.name} is {path.stat().st_size} bytes"
     else:
         root = ET.parse(path).getroot()
         assert root.tag.endswith("svg")
@@ -125,17 +144,18 @@ def test_every_figure_renders_as_svg(run: RunRecord, tmp_path: Path) -> None:
 
 def test_two_runs_get_subfolders_and_a_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
     paths = plots.write_all_plots(
-        [caseless(synthetic), caseless(make_run(seed=1))], tmp_path, labels=["base", "cur"]
+        [small(synthetic), small(make_run(seed=1))], tmp_path, labels=["base", "cur"], dpi=50
     )
     assert {p.relative_to(tmp_path).parts[0] for p in paths} == {"base", "cur", "comparison_ratio.png"}
     assert len(paths) == 2 * len(SINGLE_RUN_FILES) + 1
     for path in paths:
-        check_image(path)
+        check_image(path, width=400)
 
 
 def test_three_runs_have_no_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
-    paths = plots.write_all_plots([caseless(synthetic)] * 3, tmp_path)
-    assert {p.parent.name for p in paths} == {"run1", "run2", "run3"}
+    written = plots.draw_plots([caseless(synthetic)] * 3, tmp_path)
+    assert {s.path.parent.name for s in written.skipped} == {"run1", "run2", "run3"}
+    assert not any(plots.COMPARISON_FIGURE in s.path.name for s in written.skipped)
 
 
 def test_unknown_format_is_refused(synthetic: RunRecord, tmp_path: Path) -> None:
@@ -221,7 +241,7 @@ def test_distribution_figure_has_a_box_per_case_and_mode(synthetic: RunRecord) -
     axes = panel_axes(plots.figure_sample_distributions(synthetic))
     assert len(axes) == 2
     for ax in axes:
-        assert len(ax.patches) == 2 * len(LENGTHS)
+        assert box_count(ax) == 2 * len(LENGTHS)
         assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "10", "100", "1,000"]
 
 
@@ -231,10 +251,16 @@ def test_outliers_beyond_the_axis_are_counted(synthetic: RunRecord) -> None:
     samples[:2] = [samples[0] * 5, samples[1] * 5]  # two samples 5× the rest: far beyond the whiskers
     eager = case.modes["eager"].with_samples({**case.modes["eager"].samples, WALL: samples})
     wild = synthetic.model_copy(
-        update={"cases": [case.model_copy(update={"modes": {**case.modes, "eager": eager}})]}
+        update={
+            "cases": [case.model_copy(update={"modes": {**case.modes, "eager": eager}}), synthetic.cases[1]]
+        }
     )
     (ax,) = panel_axes(plots.figure_sample_distributions(wild))
     assert "2↑" in [t.get_text() for t in ax.texts]
+    (alone,) = panel_axes(
+        plots.figure_sample_distributions(wild.model_copy(update={"cases": wild.cases[:1]}))
+    )
+    assert "2→" in [t.get_text() for t in alone.texts]  # one length: the boxes lie along x
 
 
 # ---------------------------------------------------------------------------------------- not capturable
@@ -259,18 +285,109 @@ def test_a_run_without_graphs_for_some_cases_renders(synthetic: RunRecord, tmp_p
     assert any("no graph result: scale" in t.get_text() for t in speedup_ax.texts)
 
 
-def test_a_run_without_any_graph_or_case_renders(synthetic: RunRecord, tmp_path: Path) -> None:
+def test_figures_with_nothing_to_show_are_not_written(synthetic: RunRecord, tmp_path: Path) -> None:
+    """No graph at all: no speedup and no life cycle; no case: nothing; each left out with its reason,
+    and an old file of the name is not mistaken for a new one."""
     no_graph = synthetic.model_copy(update={"cases": [not_capturable(c) for c in synthetic.cases]})
-    no_cases = synthetic.model_copy(update={"cases": []})
-    for i, run in enumerate((no_graph, no_cases)):
-        for path in plots.write_all_plots([run], tmp_path / str(i)):
-            check_image(path)
+    written = plots.draw_plots([no_graph], tmp_path / "a", dpi=50)
+    assert {p.stem for p in written.paths} == SINGLE_RUN_FILES - {
+        "speedup_vs_chain_length",
+        "graph_lifecycle",
+    }
+    reasons = {s.path.name: s.reason for s in written.skipped}
+    assert reasons == {
+        "speedup_vs_chain_length.png": "no graph result (not capturable or failed)",
+        "graph_lifecycle.png": "no graph was captured (not capturable or failed)",
+    }
+    assert not (tmp_path / "a" / "graph_lifecycle.png").exists()
+    for path in written.paths:
+        check_image(path, width=400)
+    empty = plots.draw_plots([caseless(synthetic)], tmp_path / "b")
+    assert empty.paths == () and {s.reason for s in empty.skipped} == {"no case in this run"}
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
 
 
-def test_a_chain_of_one_length_is_drawn_as_points(synthetic: RunRecord) -> None:
-    run = synthetic.model_copy(update={"cases": [c for c in synthetic.cases if c.launches_per_iter == 100]})
-    for ax in panel_axes(plots.figure_wall_per_launch(run)):
-        assert all(c.lines[0].get_linestyle() == "None" for c in ax.containers)
+def test_two_runs_with_no_row_in_common_have_no_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
+    other = synthetic.model_copy(
+        update={"cases": [c.model_copy(update={"scenario": "other"}) for c in synthetic.cases]}
+    )
+    written = plots.draw_comparison(synthetic, other, tmp_path)
+    assert written.paths == ()
+    (skipped,) = written.skipped
+    assert (
+        skipped.path == tmp_path / "comparison_ratio.png"
+        and "no case and mode measured in both" in skipped.reason
+    )
+
+
+def test_cli_says_which_figures_it_left_out(tmp_path: Path) -> None:
+    """A run whose every chain changes its sizes: the shape figure only, a line for each other one."""
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["plot", str(SHAPE_RUN), "-d", str(out), "--dpi", "40"])
+    assert result.exit_code == 0, result.output
+    assert [Path(line).name for line in result.stdout.splitlines()] == ["cost_vs_iterations_per_shape.png"]
+    notes = result.stderr.splitlines()
+    assert len(notes) == len(SINGLE_RUN_FILES)
+    for note, stem in zip(notes, plots.FIGURES, strict=True):
+        assert note == (
+            f"launchbench: not writing {out / stem}.png: every chain of this run "
+            "changes its sizes (see cost_vs_iterations_per_shape)"
+        )
+    quiet = CliRunner().invoke(cli, ["plot", str(SHAPE_RUN), "-d", str(out), "--dpi", "40", "-q"])
+    assert quiet.exit_code == 0 and quiet.output == ""
+
+
+# ------------------------------------------------------------------------------- chains at one length
+
+
+def one_length_run(synthetic: RunRecord) -> RunRecord:
+    """Each chain measured at one length, once per buffer size (as the scenario library is)."""
+    cases = [
+        case.model_copy(update={"case_id": f"{case.chain}/size={size}", "params": {"size": size}})
+        for case in synthetic.cases
+        if case.launches_per_iter == 100
+        for size in (1000, 10**6)
+    ]
+    cases[-1] = not_capturable(cases[-1])
+    return synthetic.model_copy(update={"cases": cases})
+
+
+def test_chains_of_one_length_are_one_grouped_bar_chart(synthetic: RunRecord, tmp_path: Path) -> None:
+    run = one_length_run(synthetic)
+    expected = ["empty, size=1000 · 100 launches", "empty, size=1000000 · 100 launches",
+                "scale, size=1000 · 100 launches", "scale, size=1000000 · 100 launches"]  # fmt: skip
+    for name in ("wall_per_launch_vs_chain_length", "cpu_per_launch"):
+        (ax,) = panel_axes(plots.FIGURES[name](run))
+        assert [t.get_text() for t in ax.get_yticklabels()] == expected
+        bars = Counter(c.get_label() for c in ax.containers if isinstance(c, BarContainer))
+        assert bars == {plots.MODE_LABELS["eager"]: 4, plots.MODE_LABELS["graph"]: 3}
+        assert ax.get_xscale() == "log" and "(µs)" in ax.get_xlabel()
+        assert "graph: not capturable" in [t.get_text() for t in ax.texts]
+    (speedup,) = panel_axes(plots.figure_speedup(run))
+    assert sum(len(c.patches) for c in speedup.containers if isinstance(c, BarContainer)) == 3
+    assert "speedup 1× (no gain)" in named_lines(speedup)
+    (life,) = panel_axes(plots.figure_graph_lifecycle(run))
+    assert {c.get_label() for c in life.containers if isinstance(c, BarContainer)} == {
+        "capture",
+        "instantiate",
+        "upload",
+    }
+    assert all("pays back after" in t.get_text() for t in life.get_yticklabels()[:3])
+    (spread,) = panel_axes(plots.figure_sample_distributions(run))
+    assert box_count(spread) == 7  # a box per case and mode measured
+    for path in plots.write_all_plots([run], tmp_path):
+        check_image(path)
+
+
+def test_one_length_chains_sit_under_the_swept_ones(synthetic: RunRecord) -> None:
+    """A run with both: the swept chains in panels, the one-length ones in one bar chart under them."""
+    single = [
+        c.model_copy(update={"chain": "solo", "case_id": "solo/length=10"}) for c in synthetic.cases[1:2]
+    ]
+    run = synthetic.model_copy(update={"cases": [*synthetic.cases, *single]})
+    axes = panel_axes(plots.figure_wall_per_launch(run))
+    assert [ax.get_title() for ax in axes] == ["empty", "scale", "chains measured at one length each"]
+    assert [t.get_text() for t in axes[2].get_yticklabels()] == ["solo · 10 launches"]
 
 
 def test_panels_split_chains_by_scenario_and_non_length_parameters(synthetic: RunRecord) -> None:
@@ -358,14 +475,55 @@ def test_a_graph_that_never_wins_says_so(synthetic: RunRecord) -> None:
 
 
 def test_comparison_verdicts_are_the_compare_commands(synthetic: RunRecord) -> None:
-    from launchbench.analysis.compare import CompareSettings, compare_runs
+    """The ratio, CI and verdict of every row are compare's with its default settings (every default
+    metric: the p adjustment over rows and the priors are the command's)."""
+    from launchbench.analysis.compare import compare_runs
 
-    cur = scaled(make_run(seed=1), {("scale/length=100", "eager"): 1.2})
-    table = plots.comparison_table(synthetic, cur)
-    expected = compare_runs(synthetic, cur, CompareSettings(metrics=("wall_us_per_launch",)))
+    cur = scaled(make_run(seed=1, passes=3), {("scale/length=100", "eager"): 1.2})
+    base = make_run(passes=3)
+    table = plots.comparison_table(base, cur)
+    expected = compare_runs(base, cur)
+    assert len(table) == len(expected.rows)
     for row in expected.rows:
-        got = table[(table["case"] == row.case) & (table["mode"] == row.mode)]["verdict"].item()
-        assert got == row.metric("wall_us_per_launch").verdict
+        got = table[(table["case"] == row.case) & (table["mode"] == row.mode)].iloc[0]
+        metric = row.metric("wall_us_per_launch")
+        assert (got["verdict"], got["ratio"], got["ci_low"], got["ci_high"]) == (
+            metric.verdict, metric.ratio, metric.ratio_ci_low, metric.ratio_ci_high
+        )  # fmt: skip
+        assert got["interval"] == "t"
+
+
+def ab_sides(tmp_path: Path) -> tuple[Path, Path]:
+    """OUT/a and OUT/b of one ab run: B's eager 10% slower; the host drifts alike in both sides' rounds,
+    so only pairing round by round sees the change clearly."""
+    drift = (1.0, 1.35, 1.0, 1.3)
+    a = make_run(passes=4, eager_drift=drift).model_copy(update={"settings": {"ab": {"side": "A"}}})
+    b = scaled(make_run(seed=1, passes=4, eager_drift=drift), {(c.case_id, "eager"): 1.1 for c in a.cases})
+    b = b.model_copy(update={"settings": {"ab": {"side": "B"}}})
+    write_run(tmp_path / "out" / "a", a)
+    write_run(tmp_path / "out" / "b", b)
+    return tmp_path / "out" / "a", tmp_path / "out" / "b"
+
+
+def test_the_sides_of_an_ab_run_are_paired_as_compare_pairs_them(tmp_path: Path) -> None:
+    a_dir, b_dir = ab_sides(tmp_path)
+    result = CliRunner().invoke(cli, ["compare", str(a_dir), str(b_dir), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    verdicts = {
+        (row["case"], row["mode"]): row["verdict"]
+        for row in json.loads(result.stdout)["rows"]
+        if row["metric"] == "wall_us_per_launch"
+    }
+    table = plots.comparison_table(load_run(a_dir), load_run(b_dir), paired=True)
+    assert {(r.case, r.mode): r.verdict for r in table.itertuples()} == verdicts
+    assert {v for (_, mode), v in verdicts.items() if mode == "eager"} == {"slower"}
+    unpaired = plots.comparison_table(load_run(a_dir), load_run(b_dir))
+    assert set(unpaired[unpaired["mode"] == "eager"]["verdict"]) != {"slower"}  # what pairing changes
+    out = tmp_path / "figs"
+    result = CliRunner().invoke(cli, ["plot", str(a_dir), str(b_dir), "-d", str(out), "--format", "svg"])
+    assert result.exit_code == 0, result.output
+    svg = (out / "comparison_ratio.svg").read_text()
+    assert "paired round by round" in svg and "t interval over interleaved rounds (16 rows)" in svg
 
 
 def test_comparison_counts_cases_of_a_scenario_only_one_run_has(synthetic: RunRecord) -> None:
@@ -398,11 +556,55 @@ def test_comparison_colours_regressions_and_improvements(synthetic: RunRecord, t
 
 def test_cli_plot_writes_into_the_run_directory(synthetic: RunRecord, tmp_path: Path) -> None:
     write_run(tmp_path / "run", small(synthetic))
-    result = CliRunner().invoke(cli, ["plot", str(tmp_path / "run")])
+    result = CliRunner().invoke(cli, ["plot", str(tmp_path / "run"), "--dpi", "50"])
     assert result.exit_code == 0, result.output
     printed = [Path(line) for line in result.output.splitlines()]
     assert {p.stem for p in printed} == SINGLE_RUN_FILES
     assert all(p.parent == tmp_path / "run" / "plots" and p.exists() for p in printed)
+
+
+def test_dpi_sets_the_pixels(synthetic: RunRecord, tmp_path: Path) -> None:
+    """8 inches wide: 1600 px at the default 200 dpi, 800 at 100; the height in proportion."""
+    fig = plots.figure_speedup(small(synthetic))
+    default = png_size(plots.save_figure(fig, tmp_path / "a", "s"))
+    half = png_size(plots.save_figure(fig, tmp_path / "b", "s", dpi=100))
+    assert default[0] == 1600 and half[0] == 800
+    assert abs(default[1] - 2 * half[1]) <= 2
+    write_run(tmp_path / "run", small(synthetic))
+    result = CliRunner().invoke(
+        cli, ["plot", str(tmp_path / "run"), "-d", str(tmp_path / "c"), "--dpi", "60"]
+    )
+    assert result.exit_code == 0, result.output
+    assert {png_size(Path(line))[0] for line in result.stdout.splitlines()} == {480}
+    bad = CliRunner().invoke(cli, ["plot", str(tmp_path / "run"), "--dpi", "0"])
+    assert bad.exit_code == 2 and "--dpi" in bad.output
+
+
+def test_captions_name_the_interval_they_draw(
+    run: RunRecord, real_figures: dict[str, Figure], synthetic: RunRecord
+) -> None:
+    for name in ("wall_per_launch_vs_chain_length", "cpu_per_launch"):
+        assert plots.MEDIAN_CI in figure_text(real_figures[name])
+    assert "order statistics, widened to the spread between passes" in plots.MEDIAN_CI
+    assert "no interval drawn" in figure_text(real_figures["speedup_vs_chain_length"])
+    assert "no interval drawn" in figure_text(real_figures["graph_lifecycle"])
+    multi_pass = figure_text(plots.figure_comparison(run, run))
+    assert (
+        f"t interval over passes ({2 * len(run.cases)} rows)" in multi_pass and "bootstrap" not in multi_pass
+    )
+    one_pass = figure_text(plots.figure_comparison(synthetic, make_run(seed=1)))
+    assert f"bootstrap of the medians, one pass ({2 * len(synthetic.cases)} rows)" in one_pass
+    assert "t interval" not in one_pass
+
+
+def test_the_plot_table_is_results_csvs_for_the_metrics_it_draws(run: RunRecord) -> None:
+    full, mine = run_table(run), plots.plot_table(run)
+    levels = [c for c in full.columns if "_level" in c or c.endswith("_passes_apart")]
+    drawn = [c for c in full.columns if c.startswith(plots.PLOT_METRICS) and c not in levels]
+    assert len(drawn) > 3 * 10  # each metric's median, CI and the other summary columns
+    pd.testing.assert_frame_equal(mine[drawn], full[drawn])
+    assert mine["latency_us"].isna().all() and full["latency_us"].notna().any()
+    assert mine[levels].isna().all().all() and full[levels].notna().any().any()  # no figure draws levels
 
 
 def test_cli_plot_two_runs_as_svg(synthetic: RunRecord, tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ from launchbench.analysis.columns import COLUMNS, GRAPH_COLUMNS, SHAPE_COLUMNS
 from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors, is_host_bound, stratum
 from launchbench.analysis.host_levels import level_columns
 from launchbench.analysis.stats import Summary, log_pass_medians, summarize
-from launchbench.results.schema import METRICS, WALL, CaseResult, ModeResult, RunRecord
+from launchbench.results.schema import METRICS, WALL, CaseResult, Metric, ModeResult, RunRecord
 
 
 def _median(values: np.ndarray) -> float:
@@ -41,13 +41,13 @@ def widen_to_pass_noise(summary: Summary, logs: np.ndarray | None, prior: NoiseP
     )
 
 
-def noise_priors(run: RunRecord) -> dict[tuple[str, bool], NoisePrior]:
+def noise_priors(run: RunRecord, metrics: Sequence[Metric] = METRICS) -> dict[tuple[str, bool], NoisePrior]:
     """Per stratum (drift.stratum), the prior fitted to the between-pass variances of the run's rows."""
     variances: dict[tuple[str, bool], list[RowVariance]] = {}
     for case in run.cases:
         for mode in case.modes:
             host_bound = is_host_bound(case, mode)
-            for metric in METRICS:
+            for metric in metrics:
                 logs = log_pass_medians(case.metric_samples(mode, metric), case.pass_sizes(mode))
                 if logs is not None and len(logs) >= 2:
                     variances.setdefault(stratum(metric.name, host_bound), []).append(RowVariance.of(logs))
@@ -70,9 +70,15 @@ def _rank_walls(result: ModeResult) -> str | None:
 
 
 def case_rows(
-    case: CaseResult, gpu_name: str, priors: Mapping[tuple[str, bool], NoisePrior] | None = None
+    case: CaseResult,
+    gpu_name: str,
+    priors: Mapping[tuple[str, bool], NoisePrior] | None = None,
+    metrics: Sequence[Metric] = METRICS,
+    levels: bool = True,
 ) -> list[dict[str, Any]]:
-    """The case's rows; a multi-pass row's CI covers its pass noise, shrunk toward ``priors`` (noise_priors)."""
+    """The case's rows; a multi-pass row's CI covers its pass noise, shrunk toward ``priors`` (noise_priors).
+    Only ``metrics`` are summarised (the columns of the others stay empty); without ``levels`` the host
+    level columns stay empty too."""
     rows: list[dict[str, Any]] = []
     eager_wall = _median(case.samples("eager", WALL))
     priors = priors or {}
@@ -90,7 +96,7 @@ def case_rows(
             "launches_per_iter": case.launches_per_iter,
             "iters_per_sample": result.iters_per_sample or None,
         }
-        for metric in METRICS:
+        for metric in metrics:
             samples, sizes = case.metric_samples(mode, metric), case.pass_sizes(mode)
             summary = summarize(samples, sizes)
             if sizes is not None:
@@ -140,7 +146,7 @@ def case_rows(
             rank_wall_us_per_iter=_rank_walls(result),
         )
         row.update(_shape_columns(case, result))
-        row.update(level_columns(case, mode), extra_passes=case.extra_passes)
+        row.update(level_columns(case, mode) if levels else {}, extra_passes=case.extra_passes)
         row.update(_canary_columns(result))
         rows.append(row)
     return rows
@@ -204,15 +210,18 @@ def _placement(run: RunRecord) -> dict[tuple[str | None, int | None], tuple[str,
     return out
 
 
-def run_table(run: RunRecord) -> pd.DataFrame:
-    priors = noise_priors(run)
+def run_table(run: RunRecord, metrics: Sequence[Metric] = METRICS, levels: bool = True) -> pd.DataFrame:
+    """results.csv's table of ``run``. With ``metrics``, only their columns are summarised; without
+    ``levels``, no host levels (a mixture fit per row, scikit-learn's import): the figures need three
+    metrics of seven and no levels, and those are most of the time and memory a large run's table takes."""
+    priors = noise_priors(run, metrics)
     placement = _placement(run)
     rows = []
     for case in run.cases:
         gpu_name, node, device = placement.get(
             (case.node, case.device), (run.gpu_name, case.node, case.device)
         )
-        for row in case_rows(case, gpu_name, priors):
+        for row in case_rows(case, gpu_name, priors, metrics, levels):
             rows.append({**row, "node": node, "device": device})
     frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     return frame.replace([math.inf, -math.inf], math.nan)

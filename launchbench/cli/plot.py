@@ -8,6 +8,8 @@ import click
 
 from launchbench.cli.common import handle_errors, out_dir_option, quiet_option, short_help
 
+DEFAULT_DPI = 200  # launchbench.report.plots.DPI, without loading matplotlib for --help
+
 
 @click.command("plot", short_help=short_help("plot"))
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
@@ -23,29 +25,50 @@ from launchbench.cli.common import handle_errors, out_dir_option, quiet_option, 
     show_default=True,
     help="Image format.",
 )
-@quiet_option("Print only errors (not the path of every file written).")
+@click.option(
+    "--dpi",
+    type=click.IntRange(30, 1200),
+    default=DEFAULT_DPI,
+    show_default=True,
+    help="Pixels per inch of a PNG; figures are 8 inches wide (1600 px at the default, for a slide).",
+)
+@quiet_option("Print only errors (not the path of every file written, nor the figures left out).")
 @handle_errors
-def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, quiet: bool) -> None:
+def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, quiet: bool) -> None:
     """Draw figures from result files (RUN: a run directory or its results.json); no GPU needed.
 
     One run: wall time and CPU time per launch, speedup, the graph's life cycle and the sample
-    distributions. Several runs: each run's figures in its own subfolder. Two runs (BASE CUR): also
-    comparison_ratio, the current / baseline ratio per case. Prints the path of every file written.
+    distributions (chains measured at one length each drawn together as grouped bars), and the cost
+    per iteration of chains whose sizes change. Several runs: each run's figures in its own subfolder.
+    Two runs (BASE CUR): also comparison_ratio, the current / baseline ratio per case with the
+    interval and verdict `launchbench compare BASE CUR` gives it (the two sides of one ab run paired
+    round by round, as compare pairs them). Prints the path of every file written; a figure with
+    nothing to show is not written, and a line on stderr says which and why.
 
     Exit 0 when the figures are written, 2 on a usage or input error.
     """
     from launchbench.files import check_output_dir
-    from launchbench.report.plots import write_all_plots  # matplotlib only when plotting
+    from launchbench.report.plots import draw_plots  # matplotlib only when plotting
     from launchbench.results.store import load_run, resolve_results_file
 
     target = out_dir if out_dir is not None else resolve_results_file(runs[0]).parent / "plots"
     check_output_dir(target, "-d")
     records = [load_run(run) for run in runs]
     labels = [resolve_results_file(run).parent.resolve().name or f"run{i + 1}" for i, run in enumerate(runs)]
-    paths = write_all_plots(records, target, fmt, labels=labels)
+    paired = len(runs) == 2 and _ab_sides(records, runs)
+    written = draw_plots(records, target, fmt, labels=labels, dpi=dpi, paired=paired)
     if not quiet:
-        for path in paths:
+        for path in written.paths:
             click.echo(str(path))
+        for skipped in written.skipped:
+            click.echo(f"launchbench: not writing {skipped.path}: {skipped.reason}", err=True)
+
+
+def _ab_sides(records: list, runs: tuple[str, ...]) -> bool:
+    """Whether the two runs are side A and side B of one `launchbench ab` run (compare pairs those)."""
+    from launchbench.analysis.compare import sides_of_one_ab
+
+    return sides_of_one_ab(records[0], records[1], runs[0], runs[1])
 
 
 command = plot

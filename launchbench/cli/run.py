@@ -361,10 +361,13 @@ def _check_expectations(record: Any, console: Console) -> int:
 
 
 def _write_plots(record: Any, run_dir: Path, console: Console) -> None:
-    from launchbench.report.plots import write_all_plots
+    from launchbench.report.plots import draw_plots
 
-    for path in write_all_plots([record], run_dir / "plots"):
+    written = draw_plots([record], run_dir / "plots")
+    for path in written.paths:
         console.print(f"plot: {path}")
+    for skipped in written.skipped:
+        console.print(f"plot: not writing {skipped.path}: {skipped.reason}")
 
 
 command = run

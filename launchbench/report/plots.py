@@ -1,23 +1,26 @@
 """Figures drawn from result files alone (no GPU): matplotlib with the Agg backend.
 
-Each ``figure_*`` function builds one matplotlib Figure from a RunRecord (or two, for the comparison);
-``write_all_plots`` saves them under names that say what they show (see FIGURES and docs/plots.md).
-Figures are made with ``matplotlib.figure.Figure`` rather than pyplot, so nothing is kept in a global
-figure registry and nothing has to be closed.
+Each ``figure_*`` function builds one matplotlib Figure from a RunRecord (or a Comparison, for the
+comparison); ``write_all_plots`` saves them under names that say what they show (see FIGURES and
+docs/plots.md), and leaves out a figure that would have nothing to show (``draw_plots`` says which and
+why). Figures are made with ``matplotlib.figure.Figure`` rather than pyplot, so nothing is kept in a
+global figure registry and nothing has to be closed.
 
-Every figure: a title, the GPU and versions in a subtitle, axes with units, a legend above the panels
-(never over the data), Okabe–Ito colours (safe for colour-blind readers), about 800 px wide at 100 dpi.
+Every figure: a title, the GPU and versions in a subtitle, axes with units, a caption naming the
+interval its bars draw, a legend above the panels (never over the data), Okabe–Ito colours (safe for
+colour-blind readers), 8 inches wide: 1600 px at the default 200 dpi, for a slide.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -27,18 +30,29 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.collections import LineCollection, PolyCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter  # noqa: E402
 
-from launchbench.analysis.compare import DEFAULT_THRESHOLD  # noqa: E402
 from launchbench.analysis.costmodel import ShapeCost, fit_cost_model, fit_shape_model, length_axes  # noqa: E402
+from launchbench.analysis.defaults import DEFAULT_THRESHOLD  # noqa: E402
 from launchbench.analysis.stats import OUTLIER_MADS, outlier_mask  # noqa: E402
 from launchbench.analysis.table import run_table  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.results.environment import describe_environment  # noqa: E402
-from launchbench.results.schema import ALL_MODES, MODES, CaseResult, RunRecord  # noqa: E402
+from launchbench.results.schema import (  # noqa: E402
+    ALL_MODES,
+    MEASURED_STATUSES,
+    METRIC_BY_NAME,
+    MODES,
+    CaseResult,
+    RunRecord,
+)
+
+if TYPE_CHECKING:  # compare loads scipy.stats: only a comparison needs it
+    from launchbench.analysis.compare import Comparison
 
 FORMATS = ("png", "svg")
 
@@ -60,7 +74,7 @@ SERIES_COLOURS = (BLUE, ORANGE, GREEN, PURPLE, SKY_BLUE, VERMILLION, BLACK, YELL
 STAGE_COLOURS = {"capture": ORANGE, "instantiate": SKY_BLUE, "upload": GREEN}
 
 WIDTH_IN = 8.0
-DPI = 100
+DPI = 200  # 1600 px wide: a slide's width at full resolution; `plot --dpi` sets another
 STYLE: dict[Any, Any] = {
     "font.size": 9,
     "axes.titlesize": 9.5,
@@ -81,6 +95,22 @@ LENGTH_LABEL = "chain length (launches per iteration)"
 REGRESSION_THRESHOLD = (
     DEFAULT_THRESHOLD  # a ratio beyond it with a CI clear of 1 is a regression / an improvement
 )
+MEDIAN_CI = (
+    "bars: the median's 95% CI, as in results.csv (order statistics, widened to the spread between passes)"
+)
+PLOT_METRICS = ("wall_us_per_launch", "wall_us_per_iter", "cpu_us_per_launch")
+SHAPE_METRICS = ("cpu_us_per_iter", "gpu_us_per_iter")  # what the shape cost model fits besides
+
+
+def plot_table(run: RunRecord) -> pd.DataFrame:
+    """results.csv's table of ``run`` with the metrics the figures draw (and the shape model fits), and
+    without the host levels, which no figure draws."""
+    names = PLOT_METRICS + (SHAPE_METRICS if has_shape_changes(run) else ())
+    return run_table(run, [METRIC_BY_NAME[name] for name in names], levels=False)
+
+
+def _table(run: RunRecord, table: pd.DataFrame | None) -> pd.DataFrame:
+    return plot_table(run) if table is None else table
 
 
 # ---------------------------------------------------------------------------------------------- panels
@@ -165,17 +195,27 @@ def _environment_line(run: RunRecord, prefix: str = "") -> str:
 
 def _grid(n_panels: int, panel_height: float | None = None) -> tuple[Figure, list[Axes]]:
     """A figure of ``n_panels`` panels, two per row (one when there is only one)."""
-    n = max(n_panels, 1)
-    ncols = 1 if n == 1 else 2
-    nrows = math.ceil(n / ncols)
+    fig, axes, _ = _sheet(max(n_panels, 1), 0, panel_height)
+    return fig, axes
+
+
+def _sheet(
+    n_panels: int, n_groups: int, panel_height: float | None = None
+) -> tuple[Figure, list[Axes], Axes | None]:
+    """Panels two per row (one when there is only one), and below them, across the width, one axes for
+    ``n_groups`` chains measured at one length each (a grouped bar chart; None when there are none)."""
+    ncols = 1 if n_panels <= 1 else 2
+    nrows = math.ceil(n_panels / ncols)
     height = panel_height or (3.4 if ncols == 1 else 2.9)
-    fig = Figure(figsize=(WIDTH_IN, height * nrows), dpi=DPI)
-    axes = list(np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel())
-    for ax in axes[n:]:
-        fig.delaxes(ax)
-    for ax in axes[:n]:
+    bars = 0.9 + 0.3 * n_groups if n_groups else 0.0
+    ratios = [height] * nrows + ([bars] if n_groups else [])
+    fig = Figure(figsize=(WIDTH_IN, sum(ratios)), dpi=DPI)
+    grid = fig.add_gridspec(len(ratios), ncols, height_ratios=ratios)
+    axes = [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n_panels)]
+    bar_ax = fig.add_subplot(grid[nrows, :]) if n_groups else None
+    for ax in [*axes, *([bar_ax] if bar_ax is not None else [])]:
         ax.set_label("panel")
-    return fig, axes[:n]
+    return fig, axes, bar_ax
 
 
 def _finish(
@@ -260,6 +300,150 @@ def _styled(build: Callable[..., Figure]) -> Callable[..., Figure]:
     return wrapper
 
 
+# ----------------------------------------------------------------------------- chains at one length
+
+
+def split_one_point(groups: Sequence[Panel]) -> tuple[list[Panel], list[Panel]]:
+    """The panels swept over chain length (a panel each) and the chains measured at one length (drawn
+    together as one grouped bar chart: a panel of one point says less than a bar among its peers)."""
+    return [p for p in groups if p.varying_length], [p for p in groups if not p.varying_length]
+
+
+@dataclass(frozen=True)
+class BarSeries:
+    """One bar of every group: ``column`` of the ``mode`` row, with the median's CI when ``ci``."""
+
+    label: str
+    colour: str
+    mode: str
+    column: str
+    ci: bool = True
+
+    def value(self, panel: Panel) -> tuple[float, float, float] | None:
+        """(median, CI low, CI high) of the panel's one row of the mode, None when it has no value."""
+        rows = panel.mode_rows(self.mode, self.column)
+        if rows.empty:
+            return None
+        mid = float(_num(rows, self.column)[0])
+        if not self.ci:
+            return mid, mid, mid
+        low, high = (float(_num(rows, f"{self.column}_ci_{end}")[0]) for end in ("low", "high"))
+        return mid, low if math.isfinite(low) else mid, high if math.isfinite(high) else mid
+
+    def missing(self, panel: Panel) -> str:
+        """Why the mode has no bar ('graph: not capturable'); empty when it was measured."""
+        rows = panel.mode_rows(self.mode)
+        if len(rows) and str(rows["status"].iloc[0]) in MEASURED_STATUSES:
+            return ""
+        status = str(rows["status"].iloc[0]).replace("_", " ") if len(rows) else "not measured"
+        return f"{self.mode}: {status}"
+
+
+def group_label(panel: Panel, several_scenarios: bool, note: str = "") -> str:
+    """The chain (its scenario's name too where the figure has several), its parameters and its one
+    length, with ``note`` on a second line; shorter than the panel title (no kernel kinds)."""
+    label = f"{panel.scenario}: {panel.chain}" if several_scenarios else panel.chain
+    label += f", {panel.variant}" if panel.variant else ""
+    lengths = panel.rows["launches_per_iter"].dropna()
+    label += f" · {_fmt_number(float(lengths.iloc[0]))} launches" if len(lengths) else ""
+    return f"{label}\n{note}" if note else label
+
+
+def group_labels(groups: Sequence[Panel], notes: Sequence[str] = ()) -> list[str]:
+    several = len({p.scenario for p in groups}) > 1
+    return [group_label(p, several, n) for p, n in zip(groups, notes or [""] * len(groups), strict=True)]
+
+
+def _bar_chart(
+    ax: Axes,
+    groups: Sequence[Panel],
+    series: Sequence[BarSeries],
+    xlabel: str,
+    reference: tuple[float, str] | None = None,
+    notes: Sequence[str] = (),
+) -> None:
+    """A group of horizontal bars per chain (first on top), a bar per series at its median with the
+    CI as error bars, the value written at the bar's end; log scale. ``reference``: (x, label) of a
+    dashed line the axis keeps in view (speedup 1×); ``notes``: a second line under each group's label."""
+    ys = np.arange(len(groups), dtype=float)[::-1]
+    height = 0.8 / len(series)
+    ends: list[float] = []
+    noted: set[tuple[int, str]] = set()  # (group, mode) whose missing value is said once
+    for j, one in enumerate(series):
+        ends += _series_bars(ax, ys + ((len(series) - 1) / 2 - j) * height, height, one, groups, noted)
+    ax.set_yticks(ys, group_labels(groups, notes))
+    ax.set_ylim(-0.6, len(groups) - 0.4)
+    ax.grid(False, axis="y")
+    ax.set_xlabel(xlabel)
+    ax.set_title("chains measured at one length each")
+    finite = [v for v in ends if math.isfinite(v) and v > 0]
+    if reference is not None:
+        ax.axvline(reference[0], color=BLACK, linewidth=0.9, linestyle="--", label=reference[1])
+        finite.append(reference[0])
+    if finite:
+        ax.set_xscale("log")
+        ax.set_xlim(min(finite) / 2, max(finite) * 3)
+        _log_axis(ax, "x", "×" if reference is not None else "")
+
+
+def _series_bars(
+    ax: Axes,
+    ys: np.ndarray,
+    height: float,
+    one: BarSeries,
+    groups: Sequence[Panel],
+    noted: set[tuple[int, str]],
+) -> list[float]:
+    """One series' bar in every group (at ``ys``), or the reason it has none; the CI ends drawn."""
+    ends: list[float] = []
+    for i, (y, panel) in enumerate(zip(ys, groups, strict=True)):
+        value = one.value(panel)
+        if value is None:
+            why = one.missing(panel)
+            if why and (i, one.mode) not in noted:
+                noted.add((i, one.mode))
+                ax.text(0.005, y, why, transform=ax.get_yaxis_transform(), va="center", fontsize=6.5,
+                        color="#555555")  # fmt: skip
+            continue
+        mid, low, high = value
+        ax.barh(y, mid, height * 0.92, color=one.colour, label=one.label,
+                xerr=[[max(mid - low, 0)], [max(high - mid, 0)]] if one.ci else None,
+                error_kw={"elinewidth": 0.9, "capsize": 2, "ecolor": BLACK})  # fmt: skip
+        ax.annotate(_value_text(mid), (high, y), xytext=(3, 0), textcoords="offset points", va="center",
+                    fontsize=6.5, color="#333333")  # fmt: skip
+        ends += [low, high]
+    return ends
+
+
+def _value_text(value: float) -> str:
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def _lines_and_bars(
+    table: pd.DataFrame,
+    draw_panel: Callable[[Axes, Panel], Any],
+    draw_groups: Callable[[Axes, list[Panel]], None],
+) -> tuple[Figure, list[Axes], list[Any]]:
+    """A figure's sheet: a panel per chain swept over its length (``draw_panel``; what it returns is
+    returned) and one axes across the width for the chains at one length (``draw_groups``); a note
+    instead when the run has no chain of fixed sizes."""
+    lines, points = split_one_point(panels(table))
+    if not lines and not points:
+        fig, axes = _grid(1)
+        _no_data(axes[0], "no chain of fixed sizes in this run")
+        return fig, axes, []
+    fig, axes, bar_ax = _sheet(len(lines), len(points))
+    drawn = [draw_panel(ax, panel) for ax, panel in zip(axes, lines, strict=True)]
+    if bar_ax is not None:
+        draw_groups(bar_ax, points)
+        axes.append(bar_ax)
+    return fig, axes, drawn
+
+
+def _mode_series(column: str) -> list[BarSeries]:
+    return [BarSeries(MODE_LABELS[m], MODE_COLOURS[m], m, column) for m in MODES]
+
+
 # ---------------------------------------------------------------------------------------- 1, 3: modes
 
 
@@ -301,36 +485,37 @@ def _mode_panel(ax: Axes, panel: Panel, column: str) -> None:
         _log_axis(ax, "y")
 
 
-def _mode_figure(run: RunRecord, column: str, title: str, ylabel: str) -> Figure:
-    groups = panels(run_table(run))
-    fig, axes = _grid(len(groups))
-    for ax, panel in zip(axes, groups, strict=False):
+def _mode_figure(run: RunRecord, table: pd.DataFrame | None, column: str, title: str, ylabel: str) -> Figure:
+    def draw_panel(ax: Axes, panel: Panel) -> None:
         _mode_panel(ax, panel, column)
-    if not groups:
-        _no_data(axes[0], "no cases in this run")
-    for ax in axes:
         ax.set_xlabel(LENGTH_LABEL)
         ax.set_ylabel(ylabel)
+
+    fig, axes, _ = _lines_and_bars(
+        _table(run, table),
+        draw_panel,
+        lambda ax, points: _bar_chart(ax, points, _mode_series(column), ylabel),
+    )
     handles, labels = _collect_legend(axes)
-    if labels:
-        handles.append(Line2D([], [], color=GREY, marker="|", linestyle="none", markersize=9))
-        labels.append("bars: median's 95% CI")
-    return _finish(fig, title, _environment_line(run), handles, labels)
+    subtitle = f"{_environment_line(run)}\n{MEDIAN_CI}"
+    return _finish(fig, title, subtitle, handles, labels)
 
 
 @_styled
-def figure_wall_per_launch(run: RunRecord) -> Figure:
-    """Headline: wall time per launch against chain length, eager vs graph, one panel per chain."""
+def figure_wall_per_launch(run: RunRecord, table: pd.DataFrame | None = None) -> Figure:
+    """Headline: wall time per launch against chain length, eager vs graph, one panel per chain (chains
+    at one length each: one grouped bar chart). ``table``: plot_table(run), when the caller has it."""
     return _mode_figure(
-        run, "wall_us_per_launch", "Wall time per launch vs chain length", "wall time per launch (µs)"
+        run, table, "wall_us_per_launch", "Wall time per launch vs chain length", "wall time per launch (µs)"
     )
 
 
 @_styled
-def figure_cpu_per_launch(run: RunRecord) -> Figure:
+def figure_cpu_per_launch(run: RunRecord, table: pd.DataFrame | None = None) -> Figure:
     """The launching thread's CPU time per launch, eager vs graph: the CPU a graph frees."""
     return _mode_figure(
         run,
+        table,
         "cpu_us_per_launch",
         "CPU time per launch: what a CUDA Graph frees",
         "launching CPU time per launch (µs)",
@@ -373,10 +558,10 @@ def _model_crossovers(table: pd.DataFrame) -> list[_ModelCrossover] | None:
         return None
 
 
-def crossovers(run: RunRecord) -> dict[tuple[str, str, str], float | None]:
+def crossovers(run: RunRecord, table: pd.DataFrame | None = None) -> dict[tuple[str, str, str], float | None]:
     """Fitted crossover chain length per panel key (scenario, chain, variant), from the cost model.
     inf: the graph never wins; None: no fit for that panel."""
-    table = run_table(run)
+    table = _table(run, table)
     model = _model_crossovers(table)
     out: dict[tuple[str, str, str], float | None] = {}
     for panel in panels(table):
@@ -397,52 +582,67 @@ def _crossover_text(cross: float | None, lengths: np.ndarray) -> str:
     return f"graph wins above ≈{cross:.3g} launches (fit)"
 
 
-@_styled
-def figure_speedup(run: RunRecord) -> Figure:
-    """Graph speedup (eager / graph wall time per iteration) against chain length, crossovers marked."""
-    groups = panels(run_table(run))
-    cross = crossovers(run)
-    fig, (ax,) = _grid(1, 3.6)
-    drawn = 0
+def _speedup_lines(ax: Axes, lines: Sequence[Panel], cross: dict[tuple[str, str, str], float | None]) -> bool:
+    """A line per chain swept over its length, its crossover marked; whether any crossover was drawn."""
     marked = False
-    without = []
-    for panel in groups:
-        rows = panel.mode_rows("graph", "speedup")
-        if rows.empty:
-            without.append(panel.title)
-            continue
-        i = drawn
+    drawn = [(panel, rows) for panel in lines if not (rows := panel.mode_rows("graph", "speedup")).empty]
+    for i, (panel, rows) in enumerate(drawn):
         colour = SERIES_COLOURS[i % len(SERIES_COLOURS)]
         x = _num(rows, "launches_per_iter")
         c = cross.get(panel.key)
         ax.plot(x, _num(rows, "speedup"), color=colour, marker="os^Dv<>p"[i % 8], markersize=5, linewidth=1.5,
-                linestyle="-" if panel.varying_length else "none",
                 label=f"{panel.title}: {_crossover_text(c, x)}")  # fmt: skip
         if c is not None and max(1.0, x.min()) <= c <= 10 * x.max():  # inf never passes
             ax.axvline(c, color=colour, linestyle=":", linewidth=1.2)
             ax.plot([c], [1.0], marker="D", markersize=7, color=colour, markeredgecolor=BLACK, linestyle="none",
                     label="_crossover")  # fmt: skip
             marked = True
-        drawn += 1
-    if without and drawn:
+    without = [panel.title for panel in lines if panel.mode_rows("graph", "speedup").empty]
+    if without:
         ax.text(0.99, 0.03, "no graph result: " + ", ".join(without), ha="right", va="bottom",
                 transform=ax.transAxes, fontsize=7.5, color="#555555")  # fmt: skip
-    if drawn:
-        ax.axhline(1.0, color=BLACK, linewidth=0.9, linestyle="--", label="speedup 1× (no gain)")
-        ax.margins(x=0.08, y=0.15)
-        _log_axis(ax, "x")
-        _log_axis(ax, "y", "×")
-    else:
-        _no_data(ax, "no graph results in this run (not capturable or failed)")
+    ax.axhline(1.0, color=BLACK, linewidth=0.9, linestyle="--", label="speedup 1× (no gain)")
+    ax.margins(x=0.08, y=0.15)
+    _log_axis(ax, "x")
+    _log_axis(ax, "y", "×")
     ax.set_xlabel(LENGTH_LABEL)
     ax.set_ylabel("speedup: eager / graph wall time per iteration (×)")
-    handles, labels = _collect_legend([ax])
+    return marked
+
+
+SPEEDUP_BARS = (
+    BarSeries("graph speedup (eager / graph wall time per iteration)", BLUE, "graph", "speedup", ci=False),
+)
+
+
+@_styled
+def figure_speedup(run: RunRecord, table: pd.DataFrame | None = None) -> Figure:
+    """Graph speedup (eager / graph wall time per iteration) against chain length, crossovers marked;
+    chains at one length each as bars."""
+    table = _table(run, table)
+    lines, points = split_one_point(panels(table))
+    lines = lines if any(not p.mode_rows("graph", "speedup").empty for p in lines) else []
+    points = points if any(not p.mode_rows("graph", "speedup").empty for p in points) else []
+    marked = False
+    if not lines and not points:
+        fig, axes = _grid(1, 3.6)
+        _no_data(axes[0], "no graph results in this run (not capturable or failed)")
+    else:
+        fig, axes, bar_ax = _sheet(1 if lines else 0, len(points), 3.6)
+        if lines:
+            marked = _speedup_lines(axes[0], lines, crossovers(run, table))
+        if bar_ax is not None:
+            _bar_chart(bar_ax, points, SPEEDUP_BARS, "speedup: eager / graph wall time per iteration (×)",
+                       (1.0, "speedup 1× (no gain)"))  # fmt: skip
+            axes.append(bar_ax)
+    handles, labels = _collect_legend(axes)
     if marked:
         handles.append(
             Line2D([], [], marker="D", markersize=7, color="white", markeredgecolor=BLACK, linestyle=":")
         )
         labels.append("fitted crossover: graph = eager (dotted line, chain's colour)")
-    return _finish(fig, "CUDA Graph speedup vs chain length", _environment_line(run), handles, labels, ncol=1)
+    subtitle = f"{_environment_line(run)}\nspeedup of the medians (no interval drawn; see the per-launch figures' CIs)"
+    return _finish(fig, "CUDA Graph speedup vs chain length", subtitle, handles, labels, ncol=1)
 
 
 # ---------------------------------------------------------------------------------------- 4: lifecycle
@@ -504,20 +704,40 @@ def _break_even_axis(ax: Axes, x: np.ndarray, iters: np.ndarray, style: str) -> 
     return twin
 
 
-@_styled
-def figure_graph_lifecycle(run: RunRecord) -> Figure:
-    """What a graph costs before it pays off, and how many replays it takes to pay it back."""
-    groups = panels(run_table(run))
-    fig, axes = _grid(len(groups))
-    twins = [
-        t for ax, panel in zip(axes, groups, strict=False) if (t := _lifecycle_panel(ax, panel)) is not None
+def _break_even_note(panel: Panel) -> str:
+    rows = panel.mode_rows("graph", "break_even_iters")
+    if rows.empty:
+        return "graph not faster: no break-even" if not panel.mode_rows("graph", "setup_us").empty else ""
+    return f"pays back after {float(_num(rows, 'break_even_iters')[0]):.3g} replays"
+
+
+def _lifecycle_bars(ax: Axes, groups: Sequence[Panel]) -> None:
+    """Capture, instantiate and upload of each chain at one length, as bars; its break-even under its name."""
+    present = pd.concat([p.rows for p in groups])
+    split = bool(np.isfinite(_num(present, "instantiate_us")).any())
+    series = [
+        BarSeries(
+            stage if split or stage != "capture" else "capture + instantiate (not split)",
+            STAGE_COLOURS[stage],
+            "graph",
+            column,
+            ci=False,
+        )  # fmt: skip
+        for column, stage in STAGES
+        if np.isfinite(_num(present, column)).any()
     ]
-    if not groups:
-        _no_data(axes[0], "no cases in this run")
+    _bar_chart(ax, groups, series or [BarSeries("setup", ORANGE, "graph", "setup_us", ci=False)], "time (µs)",
+               notes=[_break_even_note(p) for p in groups])  # fmt: skip
+
+
+@_styled
+def figure_graph_lifecycle(run: RunRecord, table: pd.DataFrame | None = None) -> Figure:
+    """What a graph costs before it pays off, and how many replays it takes to pay it back."""
+    fig, axes, drawn = _lines_and_bars(_table(run, table), _lifecycle_panel, _lifecycle_bars)
+    twins = [twin for twin in drawn if twin is not None]
     handles, labels = _collect_legend([*axes, *twins])
-    return _finish(
-        fig, "CUDA Graph life cycle: setup cost and break-even", _environment_line(run), handles, labels
-    )
+    subtitle = f"{_environment_line(run)}\nthe medians of the passes' setup times (no interval drawn)"
+    return _finish(fig, "CUDA Graph life cycle: setup cost and break-even", subtitle, handles, labels)
 
 
 # ------------------------------------------------------------------------------------ 5: distributions
@@ -540,49 +760,105 @@ def _outlier_reach(boxes: list[dict[str, Any]]) -> float:
     return max(2.0, *(max(abs(float(b["whislo"])), abs(float(b["whishi"]))) for b in boxes)) * 1.6
 
 
-def _clip_outliers(ax: Axes, box: dict[str, Any], reach: float, colour: str) -> dict[str, Any]:
+def _clip_outliers(
+    ax: Axes, box: dict[str, Any], reach: float, colour: str, horizontal: bool = False
+) -> dict[str, Any]:
     """Keep the boxes readable: outliers beyond ±reach are not drawn but counted at the edge ('3↑')."""
     fliers = np.asarray(box["fliers"])
-    for count, y, va, arrow in ((int((fliers > reach).sum()), reach, "top", "↑"),
-                                (int((fliers < -reach).sum()), -reach, "bottom", "↓")):  # fmt: skip
-        if count:
-            ax.text(
-                float(box["position"]), y, f"{count}{arrow}", ha="center", va=va, fontsize=7, color=colour
-            )
+    at = float(box["position"])
+    for count, edge, arrow in ((int((fliers > reach).sum()), reach, "→" if horizontal else "↑"),
+                               (int((fliers < -reach).sum()), -reach, "←" if horizontal else "↓")):  # fmt: skip
+        if count and horizontal:
+            ax.text(edge, at, f"{count}{arrow}", ha="right" if edge > 0 else "left", va="center", fontsize=7,
+                    color=colour)  # fmt: skip
+        elif count:
+            ax.text(at, edge, f"{count}{arrow}", ha="center", va="top" if edge > 0 else "bottom", fontsize=7,
+                    color=colour)  # fmt: skip
     return {**box, "fliers": fliers[np.abs(fliers) <= reach]}
+
+
+def _case_boxes(
+    cases: dict[tuple[str, str], CaseResult], keys: Sequence[tuple[str, str]]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """A box of each case's wall-per-launch samples per mode (eager at i − 0.2, graph at i + 0.2)."""
+    boxes: list[dict[str, Any]] = []
+    colours: list[str] = []
+    for mode, offset in (("eager", -0.2), ("graph", 0.2)):
+        for i, key in enumerate(keys):
+            values = cases[key].metric_samples(mode, "wall_us_per_launch")
+            values = values[np.isfinite(values) & (values > 0)]
+            if values.size:
+                boxes.append(_box_stats(values, i + offset))
+                colours.append(MODE_COLOURS[mode])
+    return boxes, colours
+
+
+def _draw_boxes(
+    ax: Axes, boxes: list[dict[str, Any]], colours: list[str], reach: float, horizontal: bool = False
+) -> None:
+    """Box plots drawn as a few collections per colour (the boxes as one, whiskers, caps and medians as
+    another, outliers as one series): Axes.bxp makes six artists a box, seconds and a hundred MB for a
+    thousand cases."""
+    for colour in dict.fromkeys(colours):
+        mine = [
+            _clip_outliers(ax, box, reach, colour, horizontal)
+            for box, c in zip(boxes, colours, strict=True)
+            if c == colour
+        ]
+        at = np.array([float(b["position"]) for b in mine])
+        q1, q3 = (np.array([float(b[k]) for b in mine]) for k in ("q1", "q3"))
+        rects = [
+            [(x - 0.17, lo), (x + 0.17, lo), (x + 0.17, hi), (x - 0.17, hi)]
+            for x, lo, hi in zip(at, q1, q3, strict=True)
+        ]
+        segments = _box_segments(mine, at)
+        widths = [1.0] * (len(segments) - len(mine)) + [1.8] * len(mine)  # the medians last, thicker
+        if horizontal:
+            rects = [[(y, x) for x, y in rect] for rect in rects]
+            segments = [[(y, x) for x, y in segment] for segment in segments]
+        boxes_drawn = PolyCollection(rects, facecolors=colour + "55", edgecolors=colour, linewidths=1.0)
+        boxes_drawn.set_label("_boxes")
+        ax.add_collection(boxes_drawn, autolim=False)
+        ax.add_collection(LineCollection(segments, colors=colour, linewidths=widths), autolim=False)
+        fliers = [(x, v) for x, b in zip(at, mine, strict=True) for v in np.asarray(b["fliers"])]
+        if fliers:
+            xs, ys = np.array(fliers).T
+            ax.plot(ys if horizontal else xs, xs if horizontal else ys, linestyle="none", marker=".",
+                    markersize=3.5, color=colour, markeredgecolor="none", alpha=0.7, label="_outliers")  # fmt: skip
+
+
+def _box_segments(boxes: list[dict[str, Any]], at: np.ndarray) -> list[list[tuple[float, float]]]:
+    """Whiskers and caps of every box, then its median line, as (position, value) segments."""
+    segments = []
+    for x, b in zip(at, boxes, strict=True):
+        lo, q1, q3, hi = (float(b[k]) for k in ("whislo", "q1", "q3", "whishi"))
+        segments += [[(x, lo), (x, q1)], [(x, q3), (x, hi)], [(x - 0.085, lo), (x + 0.085, lo)],
+                     [(x - 0.085, hi), (x + 0.085, hi)]]  # fmt: skip
+    return segments + [[(x - 0.17, 0.0), (x + 0.17, 0.0)] for x in at]
+
+
+def _percent(value: float, _: object = None) -> str:
+    return f"{value:+g}%" if value else "0"
 
 
 def _distribution_panel(ax: Axes, panel: Panel, cases: dict[tuple[str, str], CaseResult]) -> None:
     """A box per case and mode of the raw wall-time-per-launch samples, relative to the case's median."""
     ax.set_title(panel.title)
     order = panel.rows.drop_duplicates("case").sort_values("launches_per_iter")
-    boxes: list[dict[str, Any]] = []
-    colours: list[str] = []
-    for mode, offset in (("eager", -0.2), ("graph", 0.2)):
-        for i, case_id in enumerate(order["case"]):
-            values = cases[(panel.scenario, case_id)].metric_samples(mode, "wall_us_per_launch")
-            values = values[np.isfinite(values) & (values > 0)]
-            if values.size:
-                boxes.append(_box_stats(values, i + offset))
-                colours.append(MODE_COLOURS[mode])
+    boxes, colours = _case_boxes(cases, [(panel.scenario, c) for c in order["case"]])
     reach = _outlier_reach(boxes) if boxes else 10.0
-    for box, colour in zip(boxes, colours, strict=True):
-        ax.bxp([_clip_outliers(ax, box, reach, colour)], positions=[box["position"]], widths=0.34, patch_artist=True, manage_ticks=False,
-                   boxprops={"facecolor": colour + "55", "edgecolor": colour},
-                   medianprops={"color": colour, "linewidth": 1.8}, whiskerprops={"color": colour},
-                   capprops={"color": colour},
-                   flierprops={"marker": ".", "markersize": 3.5, "markerfacecolor": colour,
-                               "markeredgecolor": "none", "alpha": 0.7})  # fmt: skip
+    _draw_boxes(ax, boxes, colours, reach)
     labels = [_fmt_number(v) for v in order["launches_per_iter"]]
     if order["case"].size > len(set(labels)):
         labels = list(order["case"])
-    ax.set_xticks(range(len(order)), labels, rotation=0 if len(order) <= 6 else 45)
+    ticks = range(0, len(labels), math.ceil(len(labels) / 12) if len(labels) > 24 else 1)  # a tick is 20 KB
+    ax.set_xticks(ticks, [labels[i] for i in ticks], rotation=0 if len(order) <= 6 else 45)
     ax.set_xlim(-0.6, len(order) - 0.4)
     ax.grid(False, axis="x")
     ax.axhline(0, color=BLACK, linewidth=0.6)
     ax.set_xlabel(LENGTH_LABEL)
     ax.set_ylabel("deviation from the case's median (%)")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:+g}%" if v else "0"))
+    ax.yaxis.set_major_formatter(FuncFormatter(_percent))
     label_medians = bool(boxes) and len(order) <= 6
     ax.set_ylim(-reach * (1.25 if label_medians else 1.0), reach)  # a band at the bottom for the medians
     if label_medians:
@@ -590,6 +866,28 @@ def _distribution_panel(ax: Axes, panel: Panel, cases: dict[tuple[str, str], Cas
     note = _missing_note(panel, "wall_us_per_launch")
     if note:
         ax.text(0.98, 0.96, note, ha="right", va="top", transform=ax.transAxes, fontsize=7.5, color="#555555")
+
+
+def _distribution_groups(ax: Axes, groups: Sequence[Panel], cases: dict[tuple[str, str], CaseResult]) -> None:
+    """Chains at one length each: a pair of horizontal boxes per chain (eager above, graph below),
+    the medians in µs at the right edge."""
+    keys = [(p.scenario, str(p.rows["case"].iloc[0])) for p in groups]
+    boxes, colours = _case_boxes(cases, keys)
+    boxes = [{**box, "position": len(groups) - 1 - float(box["position"])} for box in boxes]
+    reach = _outlier_reach(boxes) if boxes else 10.0
+    _draw_boxes(ax, boxes, colours, reach, horizontal=True)
+    for box, colour in zip(boxes, colours, strict=True):
+        ax.annotate(f"{float(box['median_us']):.3g}", (1.0, float(box["position"])), xycoords=("axes fraction", "data"),
+                    xytext=(-2, 0), textcoords="offset points", ha="right", va="center", fontsize=6.5, color=colour)  # fmt: skip
+    ys = np.arange(len(groups), dtype=float)[::-1]
+    ax.set_yticks(ys, group_labels(groups))
+    ax.set_ylim(-0.6, len(groups) - 0.4)
+    ax.set_xlim(-reach, reach * 1.3)  # a band at the right for the medians
+    ax.grid(False, axis="y")
+    ax.axvline(0, color=BLACK, linewidth=0.6)
+    ax.set_xlabel("deviation from the case's median (%)")
+    ax.set_title("chains measured at one length each")
+    ax.xaxis.set_major_formatter(FuncFormatter(_percent))
 
 
 def _label_medians(ax: Axes, boxes: list[dict[str, Any]], colours: list[str]) -> None:
@@ -600,15 +898,14 @@ def _label_medians(ax: Axes, boxes: list[dict[str, Any]], colours: list[str]) ->
 
 
 @_styled
-def figure_sample_distributions(run: RunRecord) -> Figure:
+def figure_sample_distributions(run: RunRecord, table: pd.DataFrame | None = None) -> Figure:
     """Every raw sample of wall time per launch, per case and mode, as box plots: noise and outliers."""
-    groups = panels(run_table(run))
     cases = {(c.scenario, c.case_id): c for c in run.cases}
-    fig, axes = _grid(len(groups))
-    for ax, panel in zip(axes, groups, strict=False):
-        _distribution_panel(ax, panel, cases)
-    if not groups:
-        _no_data(axes[0], "no cases in this run")
+    fig, axes, _ = _lines_and_bars(
+        _table(run, table),
+        lambda ax, panel: _distribution_panel(ax, panel, cases),
+        lambda ax, points: _distribution_groups(ax, points, cases),
+    )
     handles: list[Artist] = [
         Patch(facecolor=MODE_COLOURS[m] + "55", edgecolor=MODE_COLOURS[m]) for m in MODES
     ]
@@ -631,24 +928,49 @@ VERDICTS = (
 )
 
 
-def comparison_table(base: RunRecord, cur: RunRecord, metric: str = "wall_us_per_launch") -> pd.DataFrame:
-    """One row per case and mode measured in both runs: ratio (cur / base median), its CI and the verdict,
-    exactly as `launchbench compare` decides them (t test over passes, 5% threshold)."""
-    from launchbench.analysis.compare import CompareSettings, compare_runs
+def compare_like_the_command(base: RunRecord, cur: RunRecord, paired: bool = False) -> Comparison:
+    """The Comparison `launchbench compare BASE CUR` computes: its default settings (every default
+    metric, so the p adjustment over rows and the noise priors are the command's), paired round by
+    round when ``paired`` (the two sides of one `launchbench ab` run; analysis.compare.sides_of_one_ab)."""
+    from launchbench.analysis.compare import compare_runs
 
-    comparison = compare_runs(base, cur, CompareSettings(metrics=(metric,)), allow_different_gpu=True)
-    several = len({c.scenario for c in cur.cases}) > 1
+    return compare_runs(base, cur, allow_different_gpu=True, paired=paired)
+
+
+def ratio_rows(comparison: Comparison, metric: str = "wall_us_per_launch") -> pd.DataFrame:
+    """One row per case and mode compared on ``metric``: ratio, its CI, the verdict and which interval
+    it is ("t" over passes or rounds, "bootstrap" for rows of one pass: compare's p value is NaN)."""
+    several = len({row.scenario for row in comparison.rows}) > 1
     rows = []
     for row in comparison.rows:
         result = row.metric(metric)
         if result is None or row.only_in is not None or not row.comparable or math.isnan(result.ratio):
             continue
         label = f"{row.scenario}/{row.case}" if several else row.case
+        interval = "bootstrap" if math.isnan(result.p_value) else "t"
         rows.append({"scenario": row.scenario, "case": row.case, "label": label, "mode": row.mode, "ratio": result.ratio,
-                     "ci_low": result.ratio_ci_low, "ci_high": result.ratio_ci_high, "verdict": result.verdict})  # fmt: skip
-    return pd.DataFrame(
-        rows, columns=["scenario", "case", "label", "mode", "ratio", "ci_low", "ci_high", "verdict"]
-    )
+                     "ci_low": result.ratio_ci_low, "ci_high": result.ratio_ci_high, "verdict": result.verdict,
+                     "interval": interval})  # fmt: skip
+    columns = ["scenario", "case", "label", "mode", "ratio", "ci_low", "ci_high", "verdict", "interval"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def comparison_table(
+    base: RunRecord, cur: RunRecord, metric: str = "wall_us_per_launch", paired: bool = False
+) -> pd.DataFrame:
+    """ratio_rows of the comparison `launchbench compare` makes of the two runs (compare_like_the_command)."""
+    return ratio_rows(compare_like_the_command(base, cur, paired), metric)
+
+
+def interval_caption(table: pd.DataFrame, paired: bool) -> str:
+    """What the comparison figure's bars are, as compare computes them, with how many rows each."""
+    kinds = {
+        "t": f"t interval over {'interleaved rounds' if paired else 'passes'}",
+        "bootstrap": "bootstrap of the medians, one pass",
+    }
+    counts = table["interval"].value_counts()
+    parts = [f"{text} ({int(counts[key])} rows)" for key, text in kinds.items() if key in counts]
+    return "bars: compare's 95% CI of the ratio: " + "; ".join(parts or ["none"])
 
 
 def _ratio_panel(ax: Axes, rows: pd.DataFrame, positions: dict[str, int], mode: str) -> None:
@@ -665,18 +987,22 @@ def _ratio_panel(ax: Axes, rows: pd.DataFrame, positions: dict[str, int], mode: 
             ratio, y, xerr=xerr, fmt="o", color=colour, markersize=5, capsize=3, elinewidth=1.2, label=label
         )
     ax.set_title(MODE_LABELS[mode])
-    ax.set_xlabel("current / baseline (ratio of medians)")
     ax.grid(False, axis="y")
     lo = min(0.9, float(rows["ci_low"].min()) * 0.98)
     hi = max(1.1, float(rows["ci_high"].max()) * 1.02)
     ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.2f}×" if hi - lo < 0.5 else f"{v:g}×"))
 
 
 @_styled
-def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
-    """Per case and mode: current / baseline median wall time per launch with its bootstrap 95% CI."""
-    table = comparison_table(base, cur)
+def figure_comparison(
+    base: RunRecord, cur: RunRecord, paired: bool = False, comparison: Comparison | None = None
+) -> Figure:
+    """Per case and mode: current / baseline median wall time per launch with the CI and verdict
+    `launchbench compare` gives it (``comparison``, else compare_like_the_command(base, cur, paired))."""
+    comparison = comparison or compare_like_the_command(base, cur, paired)
+    table = ratio_rows(comparison)
     labels = list(dict.fromkeys(table["label"]))
     positions = {label: len(labels) - 1 - i for i, label in enumerate(labels)}  # first case on top
     modes = [m for m in ALL_MODES if (table["mode"] == m).any()] or ["eager"]
@@ -689,6 +1015,9 @@ def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
             _no_data(ax, "no case measured in both runs")
             continue
         _ratio_panel(ax, rows, positions, mode)
+        ax.set_xlabel(
+            "B / A (ratio of medians)" if comparison.paired else "current / baseline (ratio of medians)"
+        )
     if labels:
         axes[0].set_yticks(range(len(labels)), labels[::-1])
         axes[0].set_ylim(-0.7, len(labels) - 0.3)
@@ -699,14 +1028,24 @@ def figure_comparison(base: RunRecord, cur: RunRecord) -> Figure:
     names = [label for k, label, _ in VERDICTS if k in present]
     handles.append(Patch(facecolor=GREY, alpha=0.15))
     names.append(f"±{REGRESSION_THRESHOLD:.0%} band")
+    return _finish(fig, _comparison_title(comparison), _comparison_subtitle(base, cur, table, comparison.paired),
+                   handles, names, ncol=4)  # fmt: skip
+
+
+def _comparison_title(comparison: Comparison) -> str:
+    if comparison.paired:
+        return "B vs A (one ab run, paired round by round): wall time per launch"
+    return "Current vs baseline: wall time per launch"
+
+
+def _comparison_subtitle(base: RunRecord, cur: RunRecord, table: pd.DataFrame, paired: bool) -> str:
     unmatched = len(
         {(c.scenario, c.case_id) for c in base.cases} ^ {(c.scenario, c.case_id) for c in cur.cases}
     )
-    subtitle = f"{_environment_line(base, 'baseline: ')}\n{_environment_line(cur, 'current: ')}"
-    subtitle += "\nbars: 95% bootstrap CI of the ratio of medians" + (
-        f" · {unmatched} cases in only one run not shown" if unmatched else ""
-    )
-    return _finish(fig, "Current vs baseline: wall time per launch", subtitle, handles, names, ncol=4)
+    names = ("A: ", "B: ") if paired else ("baseline: ", "current: ")
+    subtitle = f"{_environment_line(base, names[0])}\n{_environment_line(cur, names[1])}"
+    subtitle += f"\n{interval_caption(table, paired)}"
+    return subtitle + (f"\n{unmatched} cases in only one run not shown" if unmatched else "")
 
 
 # ------------------------------------------------------------------------------------ 7: shape changes
@@ -799,10 +1138,10 @@ def _shape_panel(ax: Axes, panel: ShapePanel) -> None:
 
 
 @_styled
-def figure_shape_changes(run: RunRecord) -> Figure:
+def figure_shape_changes(run: RunRecord, table: pd.DataFrame | None = None) -> Figure:
     """Chains whose sizes change: cost per iteration of eager and each graph strategy against the
     iterations per shape, with the cost model's curves and the crossovers where the fastest one changes."""
-    groups = shape_panels(run_table(run))
+    groups = shape_panels(_table(run, table))
     fig, axes = _grid(len(groups), 3.4)
     for ax, panel in zip(axes, groups, strict=False):
         _shape_panel(ax, panel)
@@ -818,9 +1157,7 @@ def figure_shape_changes(run: RunRecord) -> Figure:
                     Line2D([], [], color=GREY, linestyle=":", linewidth=1.2)]  # fmt: skip
         labels += ["lines: model, max(GPU, host + per change / k)", "✕: model crosses eager",
                    "dotted: the fastest strategy changes"]  # fmt: skip
-    subtitle = (
-        _environment_line(run) + "\nbars: median's 95% CI · setup paid at a change spread over k iterations"
-    )
+    subtitle = f"{_environment_line(run)}\n{MEDIAN_CI}\nsetup paid at a change spread over k iterations"
     return _finish(fig, "Sizes that change: cost per iteration vs iterations per shape", subtitle, handles,
                    labels, ncol=2)  # fmt: skip
 
@@ -842,30 +1179,106 @@ COMPARISON_FIGURE = "comparison_ratio"
 SHAPE_FIGURE = "cost_vs_iterations_per_shape"  # drawn for a run that holds a chain whose sizes change
 
 
-def save_figure(fig: Figure, out_dir: Path, stem: str, fmt: str = "png") -> Path:
-    """Save as ``out_dir/stem.fmt`` (png or svg; svg without a date, so reruns give the same file)."""
+@dataclass(frozen=True)
+class SkippedFigure:
+    """A figure not written because it would show nothing, and why."""
+
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlotsWritten:
+    paths: tuple[Path, ...]
+    skipped: tuple[SkippedFigure, ...] = ()
+
+
+def _has_value(groups: Sequence[Panel], mode: str | None, column: str) -> bool:
+    rows = [p.rows if mode is None else p.rows[p.rows["mode"] == mode] for p in groups]
+    return any(np.isfinite(_num(r, column)).any() for r in rows)
+
+
+def empty_reason(stem: str, table: pd.DataFrame) -> str | None:
+    """Why the single-run figure ``stem`` would show nothing for this table, or None when it has data."""
+    groups = panels(table)
+    if stem == SHAPE_FIGURE:
+        return None if shape_panels(table) else "no chain whose sizes change in this run"
+    if not groups:
+        shaped = "iterations_per_shape" in table and bool(table["iterations_per_shape"].notna().any())
+        return (
+            f"every chain of this run changes its sizes (see {SHAPE_FIGURE})"
+            if shaped
+            else "no case in this run"
+        )
+    needs = {
+        "wall_per_launch_vs_chain_length": (None, "wall_us_per_launch", "no wall time measured"),
+        "cpu_per_launch": (None, "cpu_us_per_launch", "no CPU time measured"),
+        "speedup_vs_chain_length": ("graph", "speedup", "no graph result (not capturable or failed)"),
+        "graph_lifecycle": ("graph", "setup_us", "no graph was captured (not capturable or failed)"),
+        "sample_distributions": (None, "wall_us_per_launch", "no wall time samples"),
+    }
+    mode, column, reason = needs[stem]
+    return None if _has_value(groups, mode, column) else reason
+
+
+def save_figure(fig: Figure, out_dir: Path, stem: str, fmt: str = "png", dpi: int = DPI) -> Path:
+    """Save as ``out_dir/stem.fmt`` (png or svg; svg without a date, so reruns give the same file);
+    ``dpi`` sets the PNG's pixels (8 inches wide: 1600 px at the default 200)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{stem}.{fmt}"
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
     with matplotlib.rc_context(STYLE):
-        fig.savefig(path, format=fmt, dpi=DPI, metadata=metadata)
+        fig.savefig(path, format=fmt, dpi=dpi, metadata=metadata)
     return path
 
 
-def write_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png") -> list[Path]:
-    """The five single-run figures of ``run`` in ``out_dir``, and the shape-change figure when the run
-    holds a chain whose sizes change."""
-    paths = [save_figure(build(run), Path(out_dir), stem, fmt) for stem, build in FIGURES.items()]
+def draw_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI) -> PlotsWritten:
+    """The single-run figures of ``run`` that have something to show, in ``out_dir``: the five of
+    FIGURES, and the shape-change figure when the run holds a chain whose sizes change."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    out_dir = Path(out_dir)
+    table = plot_table(run)
+    builders: dict[str, Callable[..., Figure]] = dict(FIGURES)
     if has_shape_changes(run):
-        paths.append(save_figure(figure_shape_changes(run), Path(out_dir), SHAPE_FIGURE, fmt))
-    return paths
+        builders[SHAPE_FIGURE] = figure_shape_changes
+    paths, skipped = [], []
+    for stem, build in builders.items():
+        reason = empty_reason(stem, table)
+        if reason is None:
+            paths.append(save_figure(build(run, table), out_dir, stem, fmt, dpi))
+            gc.collect()  # a figure is a web of reference cycles: free one before drawing the next
+        else:
+            skipped.append(SkippedFigure(out_dir / f"{stem}.{fmt}", reason))
+    return PlotsWritten(tuple(paths), tuple(skipped))
 
 
-def plot_comparison(base: RunRecord, cur: RunRecord, out_dir: Path, fmt: str = "png") -> Path:
-    """The ratio figure of two runs (current / baseline) as ``out_dir/comparison_ratio.fmt``."""
-    return save_figure(figure_comparison(base, cur), Path(out_dir), COMPARISON_FIGURE, fmt)
+def write_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI) -> list[Path]:
+    """draw_run_plots' files."""
+    return list(draw_run_plots(run, out_dir, fmt, dpi).paths)
+
+
+def draw_comparison(
+    base: RunRecord, cur: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI, paired: bool = False
+) -> PlotsWritten:
+    """comparison_ratio.fmt in ``out_dir``, unless the runs have no row compared on wall time per launch."""
+    comparison = compare_like_the_command(base, cur, paired)
+    if ratio_rows(comparison).empty:
+        reason = "the runs have no case and mode measured in both"
+        return PlotsWritten((), (SkippedFigure(Path(out_dir) / f"{COMPARISON_FIGURE}.{fmt}", reason),))
+    fig = figure_comparison(base, cur, paired, comparison)
+    return PlotsWritten((save_figure(fig, Path(out_dir), COMPARISON_FIGURE, fmt, dpi),))
+
+
+def plot_comparison(
+    base: RunRecord, cur: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI, paired: bool = False
+) -> Path:
+    """The ratio figure of two runs (current / baseline) as ``out_dir/comparison_ratio.fmt``, drawn even
+    when it has no row."""
+    fig = figure_comparison(base, cur, paired)
+    return save_figure(fig, Path(out_dir), COMPARISON_FIGURE, fmt, dpi)
 
 
 def _safe_name(label: str) -> str:
@@ -874,31 +1287,50 @@ def _safe_name(label: str) -> str:
 
 
 def write_all_plots(
-    runs: Sequence[RunRecord], out_dir: Path, fmt: str = "png", labels: Sequence[str] | None = None
+    runs: Sequence[RunRecord],
+    out_dir: Path,
+    fmt: str = "png",
+    labels: Sequence[str] | None = None,
+    dpi: int = DPI,
+    paired: bool = False,
 ) -> list[Path]:
-    """Every figure: one run's in ``out_dir``; several runs' each in a subfolder (named by ``labels``,
-    else run1, run2, ...), plus ``comparison_ratio`` (second run / first) in ``out_dir`` when there are two."""
+    """draw_plots' files."""
+    return list(draw_plots(runs, out_dir, fmt, labels, dpi, paired).paths)
+
+
+def draw_plots(
+    runs: Sequence[RunRecord],
+    out_dir: Path,
+    fmt: str = "png",
+    labels: Sequence[str] | None = None,
+    dpi: int = DPI,
+    paired: bool = False,
+) -> PlotsWritten:
+    """Every figure with something to show: one run's in ``out_dir``; several runs' each in a subfolder
+    (named by ``labels``, else run1, run2, ...), plus ``comparison_ratio`` (second run / first) in
+    ``out_dir`` when there are two (``paired``: they are the two sides of one ab run, compared round by
+    round as compare does). The figures left out are named with the reason."""
     out_dir = Path(out_dir)
-    try:  # an unknown fmt is refused by save_figure before anything is written
-        return _write_all_plots(runs, out_dir, fmt, labels)
+    try:  # an unknown fmt is refused before anything is written
+        return _draw_plots(runs, out_dir, fmt, labels, dpi, paired)
     except (
         OSError
     ) as err:  # a full disk, a read-only folder: the user's to fix, for `plot` and `run --plot` alike
         raise LaunchbenchError(f"cannot write figures to {out_dir}: {err}") from None
 
 
-def _write_all_plots(
-    runs: Sequence[RunRecord], out_dir: Path, fmt: str, labels: Sequence[str] | None
-) -> list[Path]:
+def _draw_plots(
+    runs: Sequence[RunRecord], out_dir: Path, fmt: str, labels: Sequence[str] | None, dpi: int, paired: bool
+) -> PlotsWritten:
     if len(runs) == 1:
-        return write_run_plots(runs[0], out_dir, fmt)
+        return draw_run_plots(runs[0], out_dir, fmt, dpi)
     names = [_safe_name(s) for s in labels] if labels else [f"run{i + 1}" for i in range(len(runs))]
     if len(names) != len(runs) or len(set(names)) != len(names):
         names = [f"run{i + 1}_{name}" for i, name in enumerate(names[: len(runs)])]
         names += [f"run{i + 1}" for i in range(len(names), len(runs))]
-    paths = [
-        p for run, name in zip(runs, names, strict=True) for p in write_run_plots(run, out_dir / name, fmt)
-    ]
+    parts = [draw_run_plots(run, out_dir / name, fmt, dpi) for run, name in zip(runs, names, strict=True)]
     if len(runs) == 2:
-        paths.append(plot_comparison(runs[0], runs[1], out_dir, fmt))
-    return paths
+        parts.append(draw_comparison(runs[0], runs[1], out_dir, fmt, dpi, paired))
+    return PlotsWritten(
+        tuple(p for part in parts for p in part.paths), tuple(s for part in parts for s in part.skipped)
+    )
