@@ -1,5 +1,6 @@
-"""ab command: two variants of the same scenarios measured interleaved on one GPU, then the paired
-comparison with compare's table, formats, JUnit, step summary and exit codes.
+"""ab command: two variants of the same scenarios measured interleaved on one GPU (or, with --devices,
+on each of several GPUs at once: cli.ab_devices), then the paired comparison with compare's table,
+formats, JUnit, step summary and exit codes.
 
 Exit codes: 0 pass; 1 a regression under a --fail-on rule (or a failed case); 2 usage or input error;
 130 interrupted.
@@ -219,8 +220,13 @@ def ab(
     With --history both sides go into the history database, each marked with the invocation's id and
     its side (history list --ab).
 
+    With --devices, one such ab per GPU at the same time, into OUT/devices/N/a and OUT/devices/N/b,
+    each GPU's sides pinned to a CPU of its own (--cpu); a comparison and gate per GPU, shown one after
+    the other (JUnit: a testsuite per GPU); OUT/a and OUT/b merge the GPUs' sides (a device column).
+
     Exit 0 when no --fail-on rule finds a regression and every case was measured, 1 when a rule finds
-    one or a case failed, 2 on a usage or input error, 130 when interrupted.
+    one or a case failed (with --devices: on any GPU), 2 on a usage or input error, 130 when
+    interrupted.
     """
     from launchbench.analysis.compare import CompareSettingsError
     from launchbench.cli.common import check_outputs
