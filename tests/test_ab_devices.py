@@ -13,33 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from fakes import ORDER_FILE_VARIABLE, SIDE_VARIABLE, SLOW_DEVICE_VARIABLE, SLOWDOWN_VARIABLE
+from test_ab import ORDER, SCENARIO
 
 from launchbench.cli import cli
-from launchbench.run.ab_devices import DeviceCpusError, auto_cpus, listed_cpus
+from launchbench.run.ab_devices import DeviceCpusError, auto_cpus, device_cpus, listed_cpus
 
 TESTS = Path(__file__).resolve().parent
-SCENARIO = """
-name: tiny
-description: two cases for ab
-sweep:
-  length: [1, 10]
-chains:
-  empty:
-    - kind: empty
-      repeat: $length
-measure: {max_time: 0.2, passes: 2, min_samples: 5, warmup_time: 0.01}
-"""
-# what one device's ab measures, in order (pass by pass, case by case, A first when case + pass is even)
-ONE_DEVICE_ORDER = [
-    "A empty/length=1",
-    "B empty/length=1",
-    "B empty/length=10",
-    "A empty/length=10",
-    "B empty/length=1",
-    "A empty/length=1",
-    "A empty/length=10",
-    "B empty/length=10",
-]
+GATE = ("--fail-on", "wall_us_per_launch:5%", "-q")
 CPUS = sorted(os.sched_getaffinity(0))
 two_cpus = pytest.mark.skipif(len(CPUS) < 2, reason="needs 2 CPUs this process may use, one per device")
 
@@ -77,24 +57,13 @@ def test_each_device_interleaves_its_sides_on_a_cpu_of_its_own(scenario: Path, t
     workers on its node's CPU; both sides merged into OUT/a and OUT/b with a device column."""
     out = tmp_path / "ab"
     local = f"{CPUS[0]};{CPUS[1]}"  # device 0's node holds CPUS[0], device 1's CPUS[1]
-    args = (
-        scenario,
-        "--devices",
-        "all",
-        "-d",
-        out,
-        "--fail-on",
-        "wall_us_per_launch:5%",
-        "-q",
-        "--passes",
-        "2",
-    )
+    args = (scenario, "--devices", "all", "-d", out, *GATE, "--passes", "2")
     result = invoke(tmp_path, *args, LAUNCHBENCH_TEST_DEVICES="2", LAUNCHBENCH_TEST_LOCAL_CPUS=local)
     assert result.exit_code == 0, result.output
     lines = (tmp_path / "order.txt").read_text().splitlines()
     for device in (0, 1):
         own = [line.split(" ", 1)[1] for line in lines if line.startswith(f"{device} ")]
-        assert own == ONE_DEVICE_ORDER
+        assert own == ORDER  # as ab on one device
         for side in ("a", "b"):
             assert _worker_cpus(out / "devices" / str(device) / side) == [CPUS[device]]
         assert (out / "devices" / str(device) / "comparison.md").is_file()
@@ -113,18 +82,7 @@ def test_a_regression_on_one_device_fails_the_gate_and_names_it(scenario: Path, 
     device 1 and pass device 0."""
     out, junit, md = tmp_path / "ab", tmp_path / "junit.xml", tmp_path / "ab.md"
     slow = f",env={SLOWDOWN_VARIABLE}=0.3,env={SLOW_DEVICE_VARIABLE}=1"
-    args = (
-        scenario,
-        "--devices",
-        "0,1",
-        "-d",
-        out,
-        "--fail-on",
-        "wall_us_per_launch:5%",
-        "-q",
-        "--passes",
-        "3",
-    )
+    args = (scenario, "--devices", "0,1", "-d", out, *GATE, "--passes", "3")
     result = invoke(
         tmp_path, *args, "--junit", junit, "--format", "markdown", "-o", md, b=slow,
         LAUNCHBENCH_TEST_DEVICES="2",
@@ -204,3 +162,11 @@ def test_listed_cpus_are_one_per_device_in_order() -> None:
     ):
         with pytest.raises(DeviceCpusError, match=words):
             listed_cpus(text, [0, 2], allowed)
+
+
+def test_cpu_none_pins_no_device_and_auto_reads_each_gpus_node() -> None:
+    environments = {d: {"gpu": {"local_cpus": str(CPUS[d % len(CPUS)])}} for d in (0, 1)}
+    allowed = frozenset(CPUS)
+    assert device_cpus("none", [0, 1], environments, allowed) == {0: (), 1: ()}
+    if len(CPUS) >= 2:
+        assert device_cpus("auto", [0, 1], environments, allowed) == {0: (CPUS[0],), 1: (CPUS[1],)}
