@@ -170,3 +170,19 @@ def test_cpu_none_pins_no_device_and_auto_reads_each_gpus_node() -> None:
     assert device_cpus("none", [0, 1], environments, allowed) == {0: (), 1: ()}
     if len(CPUS) >= 2:
         assert device_cpus("auto", [0, 1], environments, allowed) == {0: (CPUS[0],), 1: (CPUS[1],)}
+
+
+@two_cpus
+def test_history_takes_each_devices_pair_with_its_own_id(scenario: Path, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    out = tmp_path / "ab"
+    args = (scenario, "--devices", "all", "-d", out, "--passes", "2", "-q", "--history", "--db", db)
+    assert invoke(tmp_path, *args, LAUNCHBENCH_TEST_DEVICES="2").exit_code == 0
+    listed = CliRunner().invoke(cli, ["history", "list", "--db", db, "--format", "json"])
+    runs = {Path(str(r["run_dir"])): (r["ab_id"], r["ab_side"]) for r in json.loads(listed.stdout)}
+    ids = [
+        json.loads((out / "devices" / d / "a" / "results.json").read_text())["settings"]["ab"]["id"]
+        for d in "01"
+    ]
+    assert ids[0] != ids[1]
+    assert runs == {(out / "devices" / d / s).resolve(): (ids[int(d)], s.upper()) for d in "01" for s in "ab"}
