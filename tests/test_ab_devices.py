@@ -17,6 +17,7 @@ from test_ab import ORDER, SCENARIO
 
 from launchbench.cli import cli
 from launchbench.run.ab_devices import DeviceCpusError, auto_cpus, device_cpus, listed_cpus
+from launchbench.run.runner import RunEvents
 
 TESTS = Path(__file__).resolve().parent
 GATE = ("--fail-on", "wall_us_per_launch:5%", "-q")
@@ -186,3 +187,45 @@ def test_history_takes_each_devices_pair_with_its_own_id(scenario: Path, tmp_pat
     ]
     assert ids[0] != ids[1]
     assert runs == {(out / "devices" / d / s).resolve(): (ids[int(d)], s.upper()) for d in "01" for s in "ab"}
+
+
+def test_an_interrupt_waits_for_every_device_to_clean_up() -> None:
+    """The main thread interrupted by a signal while it waits: each device's thread is told (its events
+    raise at its next case) and has finished its own cleanup before the interrupt goes on."""
+    import signal
+    import threading
+    import time
+
+    from launchbench.run.devices import on_each_device
+    from launchbench.run.runner import SilentEvents
+
+    cleaned: list[int] = []
+
+    def work(device: int, events: RunEvents) -> None:
+        try:
+            while True:
+                events.case_started(None, 0, 1)  # type: ignore[arg-type]
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            time.sleep(
+                0.7 - 0.2 * device
+            )  # results written, workers stopped; device 0 (waited on first) last
+            cleaned.append(device)
+            raise
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only, and this test runs in another")
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    main = threading.main_thread().ident
+    assert main is not None
+    threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGUSR1)).start()  # to the waiting thread
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            on_each_device([0, 1, 2], work, lambda device: SilentEvents())
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert sorted(cleaned) == [0, 1, 2]
+    assert [t for t in threading.enumerate() if t.name.startswith("launchbench-device-")] == []

@@ -122,6 +122,9 @@ def on_each_device(
     main thread makes each device's events raise KeyboardInterrupt in its thread at its next case or
     progress report; it is raised again once every thread has stopped."""
     stop = threading.Event()
+    # each thread says when it has ended: a Thread.join interrupted by a signal can leave is_alive() False
+    # while the thread still runs (CPython 3.11)
+    ended = {d: threading.Event() for d in devices}
     done: dict[int, T] = {}
     failures: dict[int, BaseException] = {}
 
@@ -130,19 +133,24 @@ def on_each_device(
             done[device] = work(device, _Stopping(events_for(device), stop))
         except BaseException as err:  # noqa: BLE001 - handed to the main thread, which raises it
             failures[device] = err
+        finally:
+            ended[device].set()
 
     threads = [threading.Thread(target=target, args=(d,), name=f"launchbench-device-{d}") for d in devices]
     for thread in threads:
         thread.start()
     try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.5)
+        for event in ended.values():
+            while not event.wait(0.5):
+                pass
     except KeyboardInterrupt:
         stop.set()
+        for event in ended.values():
+            event.wait()
+        raise
+    finally:
         for thread in threads:
             thread.join()
-        raise
     failure = next((failures[d] for d in devices if d in failures), None)
     if failure is not None:
         raise failure
