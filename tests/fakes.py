@@ -404,6 +404,7 @@ SLOW_NODE_VARIABLE = "LAUNCHBENCH_TEST_SLOW_NODE"  # the node whose launches cos
 SLOW_NODE_FACTOR = 1.5
 TASK_VARIABLES = ("LAUNCHBENCH_FLEET_TASK", "SLURM_ARRAY_TASK_ID", "JOB_COMPLETION_INDEX")
 LOCAL_CPUS_VARIABLE = "LAUNCHBENCH_TEST_LOCAL_CPUS"  # the cpulist the fleet backend's GPU is local to
+# (";"-separated: device d's is item d modulo their number, e.g. "0-3;4-7" for two NUMA nodes)
 GPU_NAME_VARIABLE = "LAUNCHBENCH_TEST_GPU_NAME"
 
 
@@ -435,7 +436,7 @@ class FleetBackend(ScriptedBackend):
             "uuid": f"GPU-{self.node}-{self.device}",
             "index": self.device,
             "numa_node": 0,
-            "local_cpus": os.environ.get(LOCAL_CPUS_VARIABLE, f"0-{(os.cpu_count() or 1) - 1}"),
+            "local_cpus": _fleet_local_cpus(self.device),
         }
         env["worker_cpus"] = sorted(os.sched_getaffinity(0))  # where the worker runs: a test reads it
         env["host"] = {
@@ -447,6 +448,38 @@ class FleetBackend(ScriptedBackend):
         return env
 
 
+def _fleet_local_cpus(device: int) -> str:
+    lists = os.environ.get(LOCAL_CPUS_VARIABLE, f"0-{(os.cpu_count() or 1) - 1}").split(";")
+    return lists[device % len(lists)]
+
+
 def fleet_backend(device: int) -> FleetBackend:
     """The fleet backend's factory (``--backend fakes:fleet_backend`` with tests/ on PYTHONPATH)."""
     return FleetBackend(device)
+
+
+SLOW_DEVICE_VARIABLE = "LAUNCHBENCH_TEST_SLOW_DEVICE"  # with SLOWDOWN_VARIABLE: the one device it slows
+
+
+class DeviceRecordingBackend(FleetBackend):
+    """A fleet backend on one device of a host that appends "DEVICE SIDE CASE" to the file named by
+    ORDER_FILE_VARIABLE for every case it prepares (SIDE from SIDE_VARIABLE); its eager launches cost 1 +
+    SLOWDOWN_VARIABLE times the usual on the device SLOW_DEVICE_VARIABLE names (on every device when it
+    is unset)."""
+
+    def __init__(self, device: int):
+        super().__init__(device)
+        slow = os.environ.get(SLOW_DEVICE_VARIABLE)
+        if slow is None or int(slow) == device:
+            self.eager_per_launch *= 1 + float(os.environ.get(SLOWDOWN_VARIABLE, "0"))
+
+    def prepare(self, case: Case, ranks: RankInfo | None = None) -> ScriptedPreparedCase | ScriptedShapeCase:
+        side = os.environ.get(SIDE_VARIABLE, "?")
+        with open(os.environ[ORDER_FILE_VARIABLE], "a") as order:
+            order.write(f"{self.device} {side} {case.case_id}\n")
+        return super().prepare(case, ranks)
+
+
+def device_recording_backend(device: int) -> DeviceRecordingBackend:
+    """DeviceRecordingBackend's factory (``--backend fakes:device_recording_backend``)."""
+    return DeviceRecordingBackend(device)

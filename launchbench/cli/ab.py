@@ -1,5 +1,6 @@
-"""ab command: two variants of the same scenarios measured interleaved on one GPU, then the paired
-comparison with compare's table, formats, JUnit, step summary and exit codes.
+"""ab command: two variants of the same scenarios measured interleaved on one GPU (or, with --devices,
+on each of several GPUs at once: cli.ab_devices), then the paired comparison with compare's table,
+formats, JUnit, step summary and exit codes.
 
 Exit codes: 0 pass; 1 a regression under a --fail-on rule (or a failed case); 2 usage or input error;
 130 interrupted.
@@ -10,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -31,10 +34,60 @@ from launchbench.cli.history import ingest_after_run, ingest_options, wants_hist
 from launchbench.cli.run import _overrides, _terminate_as_interrupt, warn_unused_axes
 
 if TYPE_CHECKING:
-    from launchbench.analysis.gate import GateRule, GateScope
+    from launchbench.analysis.compare import CompareSettings, Comparison
+    from launchbench.analysis.gate import GateReport, GateRule, GateScope
+    from launchbench.results.schema import RunRecord
+    from launchbench.run.ab import Side
+    from launchbench.run.runner import RunOptions
+
+T = TypeVar("T")
 
 # ab's default rounds: the interval over rounds narrows with their number, its t quantile with their df
 AB_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class AbGate:
+    """What fails ab's gate: the --fail-on rules and the --allow-* and --gate-rows choices."""
+
+    rules: tuple[GateRule, ...]
+    allow_missing: bool = False
+    allow_empty: bool = False
+    allow_disturbed: bool = False
+    allow_blind: bool = False
+    rows: GateScope = "all"
+
+
+def judge(
+    a: RunRecord, b: RunRecord, labels: tuple[str, str], settings: CompareSettings, gate: AbGate
+) -> tuple[Comparison, GateReport | None]:
+    """The paired comparison of both sides and its gate (None without rules; as in compare, a gate that
+    checks nothing fails)."""
+    from launchbench.analysis.compare import compare_paired
+    from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
+    from launchbench.analysis.gate import evaluate_rules
+
+    comparison = compare_paired(a, b, settings, a_label=labels[0], b_label=labels[1])
+    if not gate.rules:
+        return comparison, None
+    policy = CoveragePolicy(
+        allow_empty=gate.allow_empty,
+        allow_missing=gate.allow_missing,
+        allow_interrupted=False,
+        allow_disturbed=gate.allow_disturbed,
+    )
+    rules = list(gate.rules)
+    checked = evaluate_rules(comparison, rules, not gate.allow_missing, gate.allow_blind, gate.rows)
+    return comparison, comparison_coverage(checked, comparison, a, b, policy)
+
+
+def said_failed_cases(*records: RunRecord, where: str = "") -> bool:
+    """Whether a case failed on a side (resources refusals aside), each failure said on stderr."""
+    failed = [c for r in records for c in r.cases if c.error and c.error_kind != "resources"]
+    for case in failed:
+        click.echo(f"launchbench: error: {where}{case.scenario}/{case.case_id}: {case.error}", err=True)
+    return bool(failed)
+
 
 VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=NAME=VALUE (repeatable), scenario=FILE (repeatable)"
 
@@ -66,6 +119,12 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
     help="Where the default directory goes.",
 )
 @click.option("--device", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index.")
+@click.option(
+    "--devices",
+    "devices_spec",
+    metavar="all|N,N,...",
+    help="One ab per GPU at once (all: every one CUDA shows), each GPU's sides pinned to a CPU of its own on its NUMA node (see --cpu), into OUT/devices/N/{a,b}; a comparison and gate per GPU, the gate failing when any GPU's fails; OUT/a and OUT/b merge the GPUs (a device column).",
+)
 @backend_option()
 @click.option(
     "--passes",
@@ -114,7 +173,7 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
     default="auto",
     show_default=True,
     metavar="N|auto|none",
-    help="CPU to pin both sides' workers to: a number, auto (the highest this process may use) or none.",
+    help="CPU to pin both sides' workers to: a number, auto (the highest this process may use) or none. With --devices: auto (per GPU the highest free CPU of its NUMA node, no CPU shared), none, or one CPU per GPU (N,N,... in the order of the devices).",
 )
 @quiet_option("No progress lines.")
 @ingest_options("both sides (OUT/a, OUT/b) once they are compared, also when the gate fails,")
@@ -126,6 +185,7 @@ def ab(
     out_dir: Path | None,
     results_root: Path,
     device: int,
+    devices_spec: str | None,
     backend: str | None,
     passes: int | None,
     max_time: float | None,
@@ -160,19 +220,20 @@ def ab(
     With --history both sides go into the history database, each marked with the invocation's id and
     its side (history list --ab).
 
+    With --devices, one such ab per GPU at the same time, into OUT/devices/N/a and OUT/devices/N/b,
+    each GPU's sides pinned to a CPU of its own (--cpu); a comparison and gate per GPU, shown one after
+    the other (JUnit: a testsuite per GPU); OUT/a and OUT/b merge the GPUs' sides (a device column).
+
     Exit 0 when no --fail-on rule finds a regression and every case was measured, 1 when a rule finds
-    one or a case failed, 2 on a usage or input error, 130 when interrupted.
+    one or a case failed (with --devices: on any GPU), 2 on a usage or input error, 130 when
+    interrupted.
     """
-    from launchbench.analysis.compare import CompareSettingsError, compare_paired
-    from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
-    from launchbench.analysis.gate import evaluate_rules
+    from launchbench.analysis.compare import CompareSettingsError
     from launchbench.cli.common import check_outputs
-    from launchbench.cli.compare import emit_comparison
-    from launchbench.report.console import ConsoleEvents, make_console
     from launchbench.report.run_files import write_tables
-    from launchbench.results.store import release_if_empty
     from launchbench.run import runner
-    from launchbench.run.ab import Side, check_interpreter, chosen_cpus, parse_variant, run_ab
+    from launchbench.run.ab import Side, check_interpreter, chosen_cpus, parse_variant
+    from launchbench.run.devices import parse_devices
     from launchbench.run.worker import load_factory
 
     check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))  # before any measuring
@@ -180,7 +241,8 @@ def ab(
         settings = _settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:
         raise click.UsageError(str(err)) from None
-    cpus = chosen_cpus(cpu)
+    listed = parse_devices(devices_spec) if devices_spec is not None else ()
+    cpus = chosen_cpus(cpu) if devices_spec is None else ()  # with --devices: once the devices are known
     variants = (parse_variant(a_spec), parse_variant(b_spec))
     for variant in variants:
         check_interpreter(variant)
@@ -197,48 +259,84 @@ def ab(
     options = runner.RunOptions(device=device, overrides=overrides, isolate=True, write_tables=write_tables)
     if backend:  # else RunOptions' default, the CuPy backend
         options = dataclasses.replace(options, backend_factory=load_factory(backend))
-    console = make_console(stderr=fmt != "table" and not output)
-    events = ConsoleEvents(console, quiet)
+    gate = AbGate(tuple(rules), allow_missing, allow_empty, allow_disturbed, allow_blind, gate_rows)
+    out = AbOutput(root, out_dir is None, fmt, output, junit, quiet, history, db)
+    if devices_spec is not None:
+        from launchbench.cli.ab_devices import ab_on_devices
+
+        sys.exit(ab_on_devices(listed, cpu, sides, options, settings, gate, out))
+    sys.exit(_ab_on_one_device(sides, options, cpus, settings, gate, out))
+
+
+@dataclass(frozen=True)
+class AbOutput:
+    """Where ab writes: its folder (``claimed``: a default one, given back if nothing went in), the
+    format and files of the comparison, the console's quietness and the history database."""
+
+    root: Path
+    claimed: bool
+    fmt: str
+    output: Path | None
+    junit: Path | None
+    quiet: bool
+    history: bool | None
+    db: str | None
+
+    @property
+    def data_on_stdout(self) -> bool:
+        """Whether stdout carries the data (a format other than the table, no -o): progress to stderr."""
+        return self.fmt != "table" and not self.output
+
+
+def measured(
+    measure: Callable[[], T], console: Any, close: Callable[[], None], out: AbOutput, what: str
+) -> T:
+    """``measure()`` with SIGTERM as an interrupt; interrupted: one line saying where ``what`` is, exit
+    130. A claimed folder that holds nothing is given back."""
+    from launchbench.results.store import release_if_empty
+
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
-        a, b = run_ab(sides, options, events, argv=sys.argv, cpus=cpus)
+        return measure()
     except KeyboardInterrupt:
-        events.close()
-        console.print(f"[yellow]interrupted[/]: what both sides measured is in {root}/a and {root}/b")
+        close()
+        console.print(f"[yellow]interrupted[/]: {what}")
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        events.close()
+        close()
         signal.signal(signal.SIGTERM, previous)
-        if out_dir is None:
-            release_if_empty(root)  # a default directory claimed for a run that wrote nothing
-    comparison = compare_paired(a, b, settings, a_label=str(root / "a"), b_label=str(root / "b"))
-    report = None
-    if rules:  # as in compare: a gate that checks nothing fails
-        policy = CoveragePolicy(
-            allow_empty=allow_empty,
-            allow_missing=allow_missing,
-            allow_interrupted=False,
-            allow_disturbed=allow_disturbed,
-        )
-        report = comparison_coverage(
-            evaluate_rules(comparison, rules, not allow_missing, allow_blind, gate_rows),
-            comparison,
-            a,
-            b,
-            policy,
-        )
-    emit_comparison(comparison, report, fmt, output, junit)
-    from launchbench.report.markdown import comparison_markdown
+        if out.claimed:
+            release_if_empty(out.root)  # a default directory claimed for a run that wrote nothing
 
+
+def _ab_on_one_device(
+    sides: tuple[Side, Side],
+    options: RunOptions,
+    cpus: tuple[int, ...],
+    settings: CompareSettings,
+    gate: AbGate,
+    out: AbOutput,
+) -> int:
+    """One paired run, its comparison and gate written; the exit code."""
+    from launchbench.cli.compare import emit_comparison
+    from launchbench.report.console import ConsoleEvents, make_console
+    from launchbench.report.markdown import comparison_markdown
+    from launchbench.run.ab import run_ab
+
+    root = out.root
+    console = make_console(stderr=out.data_on_stdout)
+    events = ConsoleEvents(console, out.quiet)
+    where = f"what both sides measured is in {root}/a and {root}/b"
+    a, b = measured(lambda: run_ab(sides, options, events, sys.argv, cpus), console, events.close, out, where)
+    comparison, report = judge(a, b, (str(root / "a"), str(root / "b")), settings, gate)
+    emit_comparison(comparison, report, out.fmt, out.output, out.junit)
     (root / "comparison.md").write_text(comparison_markdown(comparison, report), encoding="utf-8")
-    failed = [c for c in (*a.cases, *b.cases) if c.error and c.error_kind != "resources"]
-    for case in failed:
-        click.echo(f"launchbench: error: {case.scenario}/{case.case_id}: {case.error}", err=True)
+    failed = said_failed_cases(a, b)
     regressed = report is not None and not report.passed
     code = EXIT_FAIL if regressed or failed else EXIT_OK
-    if wants_history(history, db):
-        code = max(code, ingest_after_run(db, root / "a", root / "b", err=fmt != "table" and not output))
-    sys.exit(code)
+    if wants_history(out.history, out.db):
+        code = max(code, ingest_after_run(out.db, root / "a", root / "b", err=out.data_on_stdout))
+    return code
 
 
 command = ab

@@ -325,11 +325,11 @@ def _sharded(the_plan: Any, shard_spec: str | None) -> Any:
 def _run_devices(the_plan: Any, run_dir: Path, options: Any, spec: str, console: Any, quiet: bool) -> Any:
     """run --devices: one runner per GPU at once; a line per finished case, a summary per device."""
     from launchbench.report.devices import DeviceLines, print_device_summary
-    from launchbench.run.devices import parse_devices, resolve_devices, run_devices
+    from launchbench.run.devices import parse_devices, probe, resolve_devices, run_devices
 
     if not options.isolate:
         raise click.UsageError("--devices runs a worker process per GPU; drop --no-isolate")
-    devices = resolve_devices(parse_devices(spec), options.backend_factory)
+    devices = resolve_devices(parse_devices(spec), probe(options.backend_factory, 0))
     lines = DeviceLines(console, quiet)
     record, parts = run_devices(the_plan, run_dir, options, devices, lines.for_device, argv=sys.argv)
     print_device_summary(console, record, {p.device: p.cpus for p in parts})

@@ -20,10 +20,11 @@ from launchbench.scenario.core import Case
 
 
 class DeviceLines:
-    """Per device, RunEvents that print a line per finished case (and the run's start) under one lock."""
+    """Per device, RunEvents that print a line per finished case (and the run's start) under one lock;
+    with ``sides`` 2 (ab's A and B) a case's line comes once both sides have finished it."""
 
-    def __init__(self, console: Console, quiet: bool = False):
-        self.console, self.quiet = console, quiet
+    def __init__(self, console: Console, quiet: bool = False, sides: int = 1):
+        self.console, self.quiet, self.sides = console, quiet, sides
         self.lock = threading.Lock()
 
     def for_device(self, device: int) -> _DeviceEvents:
@@ -39,6 +40,7 @@ class _DeviceEvents:
     def __init__(self, lines: DeviceLines, device: int):
         self.lines, self.device = lines, device
         self.passes: dict[tuple[str, str], int] = {}
+        self.finished: dict[tuple[str, str], int] = {}
 
     def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
         self.passes = {(c.scenario, c.case_id): c.measure.passes for c in cases}
@@ -58,7 +60,16 @@ class _DeviceEvents:
                 f"[red]✗ device {self.device} {result.scenario} {result.case_id}: {escape(result.error)}[/]",
                 True,
             )
-        elif result.passes_done >= self.passes.get((result.scenario, result.case_id), 1):
+            return
+        key = (result.scenario, result.case_id)
+        if result.passes_done < self.passes.get(key, 1):
+            return
+        self.finished[key] = self.finished.get(key, 0) + 1
+        if self.lines.sides > 1 and self.finished[key] == self.lines.sides:
+            self.lines.print(
+                f"[green]✓[/] device {self.device} {result.scenario} {result.case_id} on both sides"
+            )
+        elif self.lines.sides == 1:
             self.lines.print(
                 f"[green]✓[/] device {self.device} {result.scenario} {result.case_id} in {result.elapsed_s:.1f} s"
             )

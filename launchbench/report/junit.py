@@ -11,23 +11,37 @@ from launchbench.analysis.gate import GateReport
 from launchbench.report.comparison_table import lines, summary
 
 
-def _document(suite: ET.Element) -> str:
-    root = ET.Element(
-        "testsuites", {k: suite.get(k, "0") for k in ("tests", "failures", "errors", "skipped")}
-    )
+def _document(*suites: ET.Element) -> str:
+    counts = ("tests", "failures", "errors", "skipped")
+    root = ET.Element("testsuites", {k: str(sum(int(s.get(k, "0")) for s in suites)) for k in counts})
     root.set("name", "launchbench")
-    root.append(suite)
+    root.extend(suites)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def comparison_junit(comparison: Comparison, report: GateReport | None = None) -> str:
-    """One testcase per (row, metric); failures are the report's failed checks of that row and metric,
-    of type ``regression``, ``blind`` (the row cannot see the rule) or ``missing`` (the row is missing or
+    """The comparison's testsuite (comparison_suite) as a JUnit document."""
+    return _document(comparison_suite(comparison, report))
+
+
+def suites_junit(suites: list[ET.Element]) -> str:
+    """Several testsuites (e.g. one per device of `ab --devices`) as one JUnit document."""
+    return _document(*suites)
+
+
+def comparison_suite(
+    comparison: Comparison,
+    report: GateReport | None = None,
+    name: str = "launchbench compare",
+    classname: str = "launchbench.compare",
+) -> ET.Element:
+    """One testcase per (row, metric), its classname ``classname.SCENARIO``; failures are the report's
+    failed checks of that row and metric, of type ``regression``, ``blind`` (the row cannot see the rule) or ``missing`` (the row is missing or
     failed in the current run: every one of its testcases fails). The gate's coverage failures (it
     checked nothing, an unfinished run) and its rows measured in a disturbed state are testcases of
     their own."""
-    suite = ET.Element("testsuite", {"name": "launchbench compare"})
+    suite = ET.Element("testsuite", {"name": name})
     tests = failures = skipped = 0
     for line in lines(comparison, report):
         row, mc = line.row, line.metric
@@ -36,7 +50,7 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
             suite,
             "testcase",
             {
-                "classname": f"launchbench.compare.{row.scenario}",
+                "classname": f"{classname}.{row.scenario}",
                 "name": f"{row.case} [{row.mode}] {mc.metric}",
             },
         )
@@ -57,8 +71,8 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
             ET.SubElement(case, "system-out").text = summary(line) + warnings
     for check in report.of_kind("coverage", "disturbed") if report is not None else ():
         tests += 1
-        name = check.rule if check.kind == "coverage" else f"{check.subject} disturbed"
-        case = ET.SubElement(suite, "testcase", {"classname": "launchbench.compare.gate", "name": name})
+        test = check.rule if check.kind == "coverage" else f"{check.subject} disturbed"
+        case = ET.SubElement(suite, "testcase", {"classname": f"{classname}.gate", "name": test})
         if not check.passed:
             failures += 1
             ET.SubElement(case, "failure", {"message": check.message, "type": check.kind})
@@ -66,7 +80,7 @@ def comparison_junit(comparison: Comparison, report: GateReport | None = None) -
     suite.set("failures", str(failures))
     suite.set("errors", "0")
     suite.set("skipped", str(skipped))
-    return _document(suite)
+    return suite
 
 
 def report_junit(report: GateReport, name: str = "launchbench check") -> str:

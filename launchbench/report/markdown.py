@@ -86,12 +86,16 @@ def _gate_sections(report: GateReport) -> list[str]:
 
 
 def comparison_markdown(
-    comparison: Comparison, report: GateReport | None = None, max_rows: int | None = None
+    comparison: Comparison,
+    report: GateReport | None = None,
+    max_rows: int | None = None,
+    title: str | None = None,
 ) -> str:
     """Headline, environment differences, verdict counts, gate results, changed rows, then all rows.
-    ``max_rows`` caps each table (a GitHub step summary holds at most 1 MiB)."""
+    ``max_rows`` caps each table (a GitHub step summary holds at most 1 MiB); ``title`` names the
+    headline's comparison (default: the command)."""
     counts = comparison.counts()
-    command = "launchbench ab" if comparison.paired else "launchbench compare"
+    command = title or ("launchbench ab" if comparison.paired else "launchbench compare")
     if report is None:
         headline = f"## {command}"
     elif report.passed:

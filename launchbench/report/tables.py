@@ -83,8 +83,18 @@ def report_record(report: GateReport) -> dict[str, Any]:
 
 
 def comparison_json(comparison: Comparison, report: GateReport | None = None) -> str:
+    return json_text(comparison_document(comparison, report))
+
+
+def json_text(document: dict[str, Any]) -> str:
+    """A document as JSON text, NaN and infinities as null (e.g. comparison_document parts)."""
+    return json.dumps(_clean(document), indent=1, ensure_ascii=False) + "\n"
+
+
+def comparison_document(comparison: Comparison, report: GateReport | None = None) -> dict[str, Any]:
+    """The comparison as compare's JSON document holds it: sources, environments, settings, rows, gate."""
     s = comparison.settings
-    document = {
+    return {
         "baseline": {"source": comparison.baseline_label, "environment": dict(comparison.baseline_env)},
         "current": {"source": comparison.current_label, "environment": dict(comparison.current_env)},
         "environment_differences": [
@@ -104,11 +114,10 @@ def comparison_json(comparison: Comparison, report: GateReport | None = None) ->
         "rows": comparison_records(comparison, report),
         "gate": None if report is None else report_record(report),
     }
-    return json.dumps(_clean(document), indent=1, ensure_ascii=False) + "\n"
 
 
 def report_json(report: GateReport) -> str:
-    return json.dumps(_clean(report_record(report)), indent=1, ensure_ascii=False) + "\n"
+    return json_text(report_record(report))
 
 
 def report_csv(report: GateReport) -> str:

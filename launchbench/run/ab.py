@@ -29,7 +29,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -229,6 +229,12 @@ def default_cpus() -> tuple[int, ...]:
     return (max(os.sched_getaffinity(0)),)
 
 
+def shown_cpus(cpus: Iterable[int]) -> str:
+    """CPU numbers for a message: the first 16 in order, then an ellipsis."""
+    listed = sorted(cpus)
+    return ", ".join(map(str, listed[:16])) + (", …" if len(listed) > 16 else "")
+
+
 def chosen_cpus(text: str) -> tuple[int, ...]:
     """``--cpu``: a CPU number this process may use (os.sched_getaffinity), ``auto`` (default_cpus) or
     ``none`` (no pinning); a VariantError names the CPUs allowed."""
@@ -236,10 +242,11 @@ def chosen_cpus(text: str) -> tuple[int, ...]:
         return default_cpus()
     if text == "none":
         return ()
-    allowed = sorted(os.sched_getaffinity(0))
+    allowed = os.sched_getaffinity(0)
     if not text.isdigit() or int(text) not in allowed:
-        shown = ", ".join(map(str, allowed[:16])) + (", …" if len(allowed) > 16 else "")
-        raise VariantError(f"--cpu {text}: give auto, none or a CPU this process may use ({shown})")
+        raise VariantError(
+            f"--cpu {text}: give auto, none or a CPU this process may use ({shown_cpus(allowed)})"
+        )
     return (int(text),)
 
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from launchbench.errors import LaunchbenchError
 from launchbench.results.environment import parse_cpulist
@@ -56,9 +56,10 @@ def probe(factory: Callable[[int], Any], device: int) -> dict[str, Any]:
         executor.close()
 
 
-def resolve_devices(devices: tuple[int, ...] | None, factory: Callable[[int], Any]) -> tuple[int, ...]:
-    """The devices to measure on: the ones listed, each checked against the count CUDA shows, or all."""
-    count = probe(factory, 0).get("device_count")
+def resolve_devices(devices: tuple[int, ...] | None, first: dict[str, Any]) -> tuple[int, ...]:
+    """The devices to measure on: the ones listed, each checked against the count CUDA shows (in
+    ``first``, the environment a worker on device 0 reports), or all."""
+    count = first.get("device_count")
     if not isinstance(count, int) or count < 1:
         count = 1 if devices is None else max(devices) + 1  # a backend that does not say: trust the list
     if devices is None:
@@ -108,29 +109,77 @@ class _Stopping(RunEvents):
         self.inner.note(message)
 
 
-@dataclass
+T = TypeVar("T")
+
+
+def on_each_device(
+    devices: Sequence[int],
+    work: Callable[[int, RunEvents], T],
+    events_for: Callable[[int], RunEvents],
+) -> list[T]:
+    """``work(device, events)`` for every device at once, each in a thread of its own; what each returned,
+    in the devices' order. The first failure is raised once every thread has ended. An interrupt of the
+    main thread makes each device's events raise KeyboardInterrupt in its thread at its next case or
+    progress report; it is raised again once every thread has stopped."""
+    stop = threading.Event()
+    # each thread says when it has ended: a Thread.join interrupted by a signal can leave is_alive() False
+    # while the thread still runs (CPython 3.11)
+    ended = {d: threading.Event() for d in devices}
+    done: dict[int, T] = {}
+    failures: dict[int, BaseException] = {}
+
+    def target(device: int) -> None:
+        try:
+            done[device] = work(device, _Stopping(events_for(device), stop))
+        except BaseException as err:  # noqa: BLE001 - handed to the main thread, which raises it
+            failures[device] = err
+        finally:
+            ended[device].set()
+
+    threads = [threading.Thread(target=target, args=(d,), name=f"launchbench-device-{d}") for d in devices]
+    for thread in threads:
+        thread.start()
+    try:
+        for event in ended.values():
+            while not event.wait(0.5):
+                pass
+    except KeyboardInterrupt:
+        stop.set()
+        for event in ended.values():
+            event.wait()
+        raise
+    finally:
+        for thread in threads:
+            thread.join()
+    failure = next((failures[d] for d in devices if d in failures), None)
+    if failure is not None:
+        raise failure
+    return [done[d] for d in devices]
+
+
+@dataclass(frozen=True)
 class DeviceRun:
-    """One device's part: its run directory, the CPUs its workers were pinned to, and how it ended."""
+    """One device's part: its run directory, the CPUs its workers were pinned to, and its record."""
 
     device: int
     run_dir: Path
-    cpus: frozenset[int] = frozenset()
-    record: RunRecord | None = None
-    failure: BaseException | None = None
+    cpus: frozenset[int]
+    record: RunRecord
 
 
 def _measure(
-    part: DeviceRun, the_plan: Plan, options: RunOptions, events: RunEvents, argv: Sequence[str]
-) -> None:
-    try:
-        part.cpus = local_cpus(probe(options.backend_factory, part.device))
-        if part.cpus:
-            os.sched_setaffinity(0, part.cpus)  # this thread; the workers it starts inherit it
-        part.record = run(
-            the_plan, part.run_dir, dataclasses.replace(options, device=part.device), events, argv=argv
-        )
-    except BaseException as err:  # noqa: BLE001 - handed to the main thread, which raises it
-        part.failure = err
+    device: int,
+    run_dir: Path,
+    the_plan: Plan,
+    options: RunOptions,
+    events: RunEvents,
+    argv: Sequence[str],
+) -> DeviceRun:
+    cpus = local_cpus(probe(options.backend_factory, device))
+    if cpus:
+        os.sched_setaffinity(0, cpus)  # this thread; the workers it starts inherit it
+    record = run(the_plan, run_dir, dataclasses.replace(options, device=device), events, argv=argv)
+    return DeviceRun(device, run_dir, cpus, record)
 
 
 def run_devices(
@@ -144,31 +193,12 @@ def run_devices(
     """Measure the plan on every device at once; the merged record (written to ``run_dir``) and the parts."""
     refuse_used_run_dir(run_dir)
     create_run_dir(run_dir)
-    stop = threading.Event()
-    parts = [DeviceRun(d, run_dir / DEVICES_DIR / str(d)) for d in devices]
-    threads = [
-        threading.Thread(
-            target=_measure,
-            args=(part, the_plan, options, _Stopping(events_for(part.device), stop), argv),
-            name=f"launchbench-device-{part.device}",
-        )
-        for part in parts
-    ]
-    for thread in threads:
-        thread.start()
-    try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.5)
-    except KeyboardInterrupt:
-        stop.set()
-        for thread in threads:
-            thread.join()
-        raise
-    failure = next((p.failure for p in parts if p.failure is not None), None)
-    if failure is not None:
-        raise failure
-    sources = [SourceRun(p.run_dir, p.record, SCHEMA_VERSION) for p in parts if p.record is not None]
+    parts = on_each_device(
+        devices,
+        lambda d, events: _measure(d, run_dir / DEVICES_DIR / str(d), the_plan, options, events, argv),
+        events_for,
+    )
+    sources = [SourceRun(p.run_dir, p.record, SCHEMA_VERSION) for p in parts]
     merged = merge_runs(sources, argv)
     merged = merged.model_copy(
         update={"settings": {**merged.settings, "devices": {str(p.device): sorted(p.cpus) for p in parts}}}
