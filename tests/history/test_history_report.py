@@ -139,6 +139,13 @@ def _figures(driver: Any) -> list[dict[str, Any]]:
     )
 
 
+def _wait_for(driver: Any, condition: Any, seconds: float = 5.0) -> None:
+    """Until ``condition()`` holds (the page redraws on a timer after some events), at most ``seconds``."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, seconds).until(lambda _driver: condition())
+
+
 def _choose(driver: Any, css: str, value: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
@@ -192,7 +199,7 @@ def test_choosing_a_filter_value_redraws_points_axes_change_points_and_count(
     assert shown.text == "3 of 12 runs shown"  # runs 1–3, a day apart
     assert [f["points"] for f in _figures(browser)] == [3] * 16
     browser.find_element(By.CSS_SELECTOR, 'button[type="reset"]').click()
-    assert shown.text == "12 of 12 runs shown"
+    _wait_for(browser, lambda: shown.text == "12 of 12 runs shown")  # the page redraws after the reset event
     assert [f["points"] for f in _figures(browser)] == [12] * 16
     _no_errors(browser)
 
