@@ -250,7 +250,11 @@ def trend(
             require_row(opened, key)
     _emit(
         render(
-            trend_records(points, metric), fmt, f"{row} [{mode}] {metric}: {len(points)} runs", TREND_COLUMNS
+            trend_records(points, metric),
+            fmt,
+            f"{row} [{mode}] {metric}: {len(points)} runs",
+            TREND_COLUMNS,
+            "trend",
         ),
         output,
     )
@@ -297,7 +301,9 @@ def changes(
         found = detect_changes(
             opened, make_filter(**filters), metrics or DEFAULT_METRICS, threshold=threshold / 100, alpha=alpha
         )
-    _emit(render(change_records(found), fmt, f"{len(found)} change points", CHANGE_COLUMNS), output)
+    _emit(
+        render(change_records(found), fmt, f"{len(found)} change points", CHANGE_COLUMNS, "changes"), output
+    )
     sys.exit(EXIT_OK)
 
 

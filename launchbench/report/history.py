@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from launchbench.history.tables import ENV_COLUMNS
 from launchbench.printable import visible
@@ -18,6 +17,7 @@ if TYPE_CHECKING:  # loaded by the command that asked for them (changes: rupture
     from launchbench.history.query import RunInfo, TrendPoint
 
 FORMATS = ("table", "csv", "json")
+HistoryKind = Literal["list", "trend", "changes"]
 
 
 def run_records(runs: Sequence[RunInfo]) -> list[dict[str, Any]]:
@@ -120,10 +120,39 @@ def _csv(records: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def render(records: list[dict[str, Any]], fmt: str, title: str, columns: Sequence[str] | None = None) -> str:
-    """Records as text in one of FORMATS. ``columns`` limits the table format (CSV and JSON keep all)."""
+def history_json(records: list[dict[str, Any]], kind: HistoryKind, title: str) -> str:
+    """Records as the versioned JSON document of ``kind`` (launchbench.report.documents)."""
+    from launchbench.report.documents import (
+        HistoryChange,
+        HistoryChangesDocument,
+        HistoryRun,
+        HistoryRunsDocument,
+        HistoryTrendDocument,
+        HistoryTrendPoint,
+        to_json,
+    )
+
+    clean = [{k: _json_value(v) for k, v in r.items()} for r in records]
+    if kind == "list":
+        return to_json(HistoryRunsDocument(title=title, runs=[HistoryRun.model_validate(r) for r in clean]))
+    if kind == "trend":
+        points = [HistoryTrendPoint.model_validate(r) for r in clean]
+        return to_json(HistoryTrendDocument(title=title, points=points))
+    changes = [HistoryChange.model_validate(r) for r in clean]
+    return to_json(HistoryChangesDocument(title=title, changes=changes))
+
+
+def render(
+    records: list[dict[str, Any]],
+    fmt: str,
+    title: str,
+    columns: Sequence[str] | None = None,
+    kind: HistoryKind = "list",
+) -> str:
+    """Records as text in one of FORMATS. ``columns`` limits the table format (CSV and JSON keep all);
+    ``kind`` names the JSON document."""
     if fmt == "json":
-        return json.dumps([{k: _json_value(v) for k, v in r.items()} for r in records], indent=2) + "\n"
+        return history_json(records, kind, title)
     if fmt == "csv":
         return _csv(records)
     from rich.console import Console
