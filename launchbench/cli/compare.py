@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -214,6 +215,7 @@ def compare(
         current_label=current,
         paired=baseline_from is None and sides_of_one_ab(baseline_run, current_run, baseline, current),
     )
+    comparison = replace(comparison, warnings=run_warnings(baseline_run, current_run, comparison))
     report = None
     if rules or fail_on_missing:
         policy = CoveragePolicy(
@@ -225,23 +227,22 @@ def compare(
         report = evaluate_rules(comparison, rules, not allow_missing, allow_blind, gate_rows)
         report = comparison_coverage(report, comparison, baseline_run, current_run, policy)
     else:
-        _warn_unchecked(baseline_run, current_run, comparison)
+        for warning in comparison.all_warnings:
+            click.echo(f"launchbench: warning: {warning}", err=True)
     emit_comparison(comparison, report, fmt, output, junit, quiet)
     sys.exit(EXIT_FAIL if report is not None and not report.passed else EXIT_OK)
 
 
-def _warn_unchecked(baseline: Any, current: Any, comparison: Comparison) -> None:
-    """Without a gate nothing fails, but what a gate would refuse is still said."""
+def run_warnings(baseline: Any, current: Any, comparison: Comparison) -> tuple[str, ...]:
+    """What a gate would refuse or note about the runs, said in every output (with no gate, nothing
+    fails on them): an unfinished run, no rows in common, a scenario file that changed."""
     from launchbench.analysis.coverage import scenario_differences, unfinished
 
-    for side, record in (("baseline", baseline), ("current", current)):
-        why = unfinished(record)
-        if why:
-            click.echo(f"launchbench: warning: the {side} run {why}", err=True)
+    out = [f"the {side} run {why}" for side, record in (("baseline", baseline), ("current", current))
+           if (why := unfinished(record))]  # fmt: skip
     if comparison.rows and all(row.only_in is not None for row in comparison.rows):
-        click.echo("launchbench: warning: the runs have no rows in common", err=True)
-    for note in scenario_differences(baseline, current):
-        click.echo(f"launchbench: warning: {note}", err=True)
+        out.append("the runs have no rows in common")
+    return (*out, *scenario_differences(baseline, current))
 
 
 def emit_comparison(
@@ -254,7 +255,7 @@ def emit_comparison(
 ) -> None:
     """What compare and ab print and write: the chosen format (to FILE or the terminal), JUnit, and the
     step summary."""
-    from launchbench.report.compare_console import outcome_line, render_comparison
+    from launchbench.report.compare_console import outcome_line, render_comparison, verdict_counts
     from launchbench.report.junit import comparison_junit
     from launchbench.report.markdown import comparison_markdown
     from launchbench.report.tables import comparison_csv, comparison_json
@@ -267,7 +268,7 @@ def emit_comparison(
     rendered = Report(
         formats,
         lambda console: render_comparison(console, comparison, report),
-        outcome_line(report, "regression"),
+        outcome_line(report, "regression") if report is not None else verdict_counts(comparison),
         lambda: comparison_junit(comparison, report),
         lambda: comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS),
     )

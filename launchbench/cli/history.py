@@ -121,6 +121,16 @@ def make_filter(**kwargs: Any) -> Any:
     return RunFilter(**kwargs)
 
 
+def _width(output: str | None, fmt: str) -> int | None:
+    """The terminal's width for a table printed on one; None (no limit) for a file, a pipe or data."""
+    if fmt != "table" or output is not None:
+        return None
+    from rich.console import Console
+
+    console = Console()
+    return console.width if console.is_terminal else None
+
+
 def _emit(text: str, output: str | None) -> None:
     if output:
         from launchbench.files import atomic_write_text
@@ -183,8 +193,11 @@ def history(ctx: click.Context, quiet: bool) -> None:
 @click.option(
     "--branch", "git_branch", metavar="NAME", help="Record this git branch (runs do not record one)."
 )
+@quiet_option("Print only errors.")
 @handle_errors
-def ingest(run_dirs: tuple[str, ...], db: str | None, git_commit: str | None, git_branch: str | None) -> None:
+def ingest(
+    run_dirs: tuple[str, ...], db: str | None, git_commit: str | None, git_branch: str | None, quiet: bool
+) -> None:
     """Add run directories to the history (idempotent: a run already there, by content, is skipped).
 
     Each run is read and checked before the database is touched and goes in within one transaction."""
@@ -195,7 +208,7 @@ def ingest(run_dirs: tuple[str, ...], db: str | None, git_commit: str | None, gi
         for run in loaded:
             outcome = ingest_loaded(opened, run, git_commit, git_branch)
             what = "added" if outcome.created else "already in the history"
-            if not _quiet():
+            if not (quiet or _quiet()):
                 click.echo(f"{run.path}: {what} (run {outcome.run_id}) in {opened.label}")
     sys.exit(EXIT_OK)
 
@@ -213,7 +226,16 @@ def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -
 
     with _open(db) as opened:
         runs = list_runs(opened, make_filter(**filters))
-        _emit(render(run_records(runs), fmt, f"{len(runs)} runs in {opened.label}", LIST_COLUMNS), output)
+        _emit(
+            render(
+                run_records(runs),
+                fmt,
+                f"{len(runs)} runs in {opened.label}",
+                LIST_COLUMNS,
+                width=_width(output, fmt),
+            ),
+            output,
+        )
     sys.exit(EXIT_OK)
 
 
@@ -255,6 +277,7 @@ def trend(
             f"{row} [{mode}] {metric}: {len(points)} runs",
             TREND_COLUMNS,
             "trend",
+            _width(output, fmt),
         ),
         output,
     )
@@ -302,7 +325,15 @@ def changes(
             opened, make_filter(**filters), metrics or DEFAULT_METRICS, threshold=threshold / 100, alpha=alpha
         )
     _emit(
-        render(change_records(found), fmt, f"{len(found)} change points", CHANGE_COLUMNS, "changes"), output
+        render(
+            change_records(found),
+            fmt,
+            f"{len(found)} change points",
+            CHANGE_COLUMNS,
+            "changes",
+            _width(output, fmt),
+        ),
+        output,
     )
     sys.exit(EXIT_OK)
 
@@ -327,15 +358,16 @@ def changes(
 )
 @db_option
 @filter_options
+@quiet_option("Print only errors.")
 @handle_errors
-def report(out_dir: Path, metric: str, db: str | None, **filters: Any) -> None:
+def report(out_dir: Path, metric: str, db: str | None, quiet: bool, **filters: Any) -> None:
     """A static HTML page (no server needed): one trend plot per scenario/case/mode with CI bands,
     change points labelled with what changed, environment filters, links to the run directories."""
     from launchbench.report.history_html import write_report
 
     with _open(db) as opened:
         path = write_report(opened, out_dir, metric, make_filter(**filters))
-    if not _quiet():
+    if not (quiet or _quiet()):
         click.echo(f"wrote {path}")
     sys.exit(EXIT_OK)
 

@@ -123,6 +123,10 @@ class ComparisonDocument(Document):
     current: ComparisonSide
     environment_differences: list[EnvironmentDifference]
     different_gpu: bool
+    warnings: list[str] = Field(
+        description="what the runs hold that a reader must know: an unfinished run, a scenario file that "
+        "changed, host-bound rows in doubt where Python, the CPU model, cuda-bindings or CuPy differ"
+    )
     settings: ComparisonSettingsRecord
     counts: dict[Verdict, int] = Field(description="(row, metric) pairs per verdict")
     rows: list[ComparisonLine]

@@ -148,26 +148,61 @@ def render(
     title: str,
     columns: Sequence[str] | None = None,
     kind: HistoryKind = "list",
+    width: int | None = None,
 ) -> str:
     """Records as text in one of FORMATS. ``columns`` limits the table format (CSV and JSON keep all);
-    ``kind`` names the JSON document."""
+    ``kind`` names the JSON document; ``width`` is the terminal's (None: as wide as the widest line, for
+    pipes and files, so no cell is cut)."""
     if fmt == "json":
         return history_json(records, kind, title)
     if fmt == "csv":
         return _csv(records)
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+
+    from launchbench.report.console import plain_console
 
     shown = list(columns or (records[0].keys() if records else []))
     table = Table(title=escape(visible(title)), title_justify="left")
     for name in shown:
-        table.add_column(name, overflow="fold")
+        numeric = any(isinstance(r.get(name), int | float) for r in records)
+        header = HEADERS.get(name, name.replace("_", " "))
+        if numeric:
+            table.add_column(header, justify="right", no_wrap=True)
+        else:
+            table.add_column(header, overflow="fold")
     for record in records:
         table.add_row(*(escape(visible(_cell(record.get(name)))) for name in shown))
     buffer = io.StringIO()
-    Console(file=buffer, width=200, color_system=None, highlight=False, soft_wrap=False).print(table)
+    console = plain_console(buffer)
+    if width is not None:
+        console.width = width
+    console.print(table)
     return buffer.getvalue()
+
+
+# table headers with their units (CSV and JSON keep the keys)
+HEADERS: dict[str, str] = {
+    "run_id": "run",
+    "ci_low": "CI low",
+    "ci_high": "CI high",
+    "sm_mhz": "SM MHz",
+    "load_1m": "load 1 min",
+    "git_commit": "commit",
+    "git_branch": "branch",
+    "gpu_name": "GPU",
+    "ab_id": "ab id",
+    "ab_side": "ab side",
+    "run_before": "last run before",
+    "run_after": "first run after",
+    "step_pct": "step %",
+    "step_ci_low_pct": "CI low %",
+    "step_ci_high_pct": "CI high %",
+    "p_value": "p",
+    "environment_changes": "what changed",
+    "value_before": "before",
+    "value_after": "after",
+}
 
 
 LIST_COLUMNS = (

@@ -102,6 +102,7 @@ def comparison_document(comparison: Comparison, report: GateReport | None = None
             for d in comparison.env_differences
         ],
         different_gpu=comparison.different_gpu,
+        warnings=list(comparison.all_warnings),
         settings=ComparisonSettingsRecord(
             metrics=list(s.metrics),
             thresholds_pct={m: _pct(s.threshold(m)) for m in s.metrics},
