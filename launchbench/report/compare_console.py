@@ -38,6 +38,7 @@ VERDICT_STYLE = {
     "failed": "magenta",
 }
 GATE_STYLE = {"fail": "bold red", "pass": "green"}
+DETAIL_WIDTH = 32  # narrowest detail column; narrower, the detail goes under the table
 
 
 def _styled(text: str, style: str | None) -> str:
@@ -76,6 +77,8 @@ def comparison_table(comparison: Comparison, report: GateReport | None, layout: 
     short = layout.short_case and len(scenarios) == 1
     if short:
         title += f" (scenario {escape(next(iter(scenarios)))})"
+    if report is not None and layout.stacked:
+        title += "; the gate's FAIL or pass under the mode"
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD if layout.stacked else box.ROUNDED)
     table.add_column("case" if short else "scenario/case", no_wrap=True)
     table.add_column("mode", no_wrap=True)
@@ -84,21 +87,26 @@ def comparison_table(comparison: Comparison, report: GateReport | None, layout: 
         for extra in layout.extras:
             table.add_column(EXTRA_HEADERS[extra], justify="right", no_wrap=True)
     row_lines_ = row_lines(comparison, report)
-    if report is not None:
+    gate_column = report is not None and not layout.stacked  # stacked: the gate's word under the mode
+    if gate_column:
         table.add_column("gate", no_wrap=True)
     details = not layout.detail_below and any(row_detail(line) for line in row_lines_)
     if details:
-        table.add_column("detail", overflow="fold", min_width=12)
+        table.add_column("detail", overflow="fold", min_width=DETAIL_WIDTH)
     for line in row_lines_:
         case = line.row.case if short else f"{line.row.scenario}/{line.row.case}"
-        cells = [escape(visible(case)), escape(line.row.mode)]
+        mode = escape(line.row.mode)
+        if report is not None and layout.stacked and line.gate:
+            word = "FAIL" if line.gate == "fail" else line.gate
+            mode += "\n" + _styled(word, GATE_STYLE.get(line.gate))
+        cells = [escape(visible(case)), mode]
         for mc in line.metrics:
             change, verdict = change_cell(mc)
             word = _styled(verdict, VERDICT_STYLE.get(verdict))
             joined = "\n" if layout.stacked else " "
             cells.append(f"{escape(change)}{joined}{word}" if change else word)
             cells += [escape(extra_cell(mc, extra)) for extra in layout.extras]
-        if report is not None:
+        if gate_column:
             cells.append(_styled(line.gate, GATE_STYLE.get(line.gate)))
         if details:
             cells.append(escape(visible(row_detail(line))))
@@ -113,7 +121,8 @@ def fitted_table(console: Console, comparison: Comparison, report: GateReport | 
         probe = Console(file=StringIO(), width=console.width, color_system=None, soft_wrap=False)
         with probe.capture() as captured:
             probe.print(table)
-        if "…" not in captured.get():  # rich marks a cell it cut with an ellipsis
+        text = captured.get()  # rich marks a cell it cut with an ellipsis, and crops a line too long
+        if "…" not in text and all(len(line.rstrip()) <= console.width for line in text.splitlines()):
             return table, layout
     return table, layout
 
@@ -184,8 +193,10 @@ def render_report(console: Console, report: GateReport, what: str, list_checks: 
 def render_checks(console: Console, report: GateReport) -> None:
     """The expectations table (one line per check), then the outcome."""
     table = Table(title="expectations", title_justify="left")
-    for name in ("", "row", "expectation", "result"):
-        table.add_column(name)
+    table.add_column("", no_wrap=True)
+    table.add_column("row", no_wrap=True)
+    table.add_column("expectation", overflow="fold")
+    table.add_column("result", overflow="fold")
     for check in report.checks:
         mark = "[green]pass[/]" if check.passed else "[bold red]FAIL[/]"
         table.add_row(

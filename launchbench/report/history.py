@@ -157,20 +157,47 @@ def render(
         return history_json(records, kind, title)
     if fmt == "csv":
         return _csv(records)
+    shown = list(columns or (records[0].keys() if records else []))
+    while True:  # the least needed columns go until the table fits the width with no cell cut
+        text = _table_text(records, shown, title, width)
+        droppable = [name for name in DROP_FIRST if name in shown]
+        if width is None or (_fits(text, width) and _needed(records, shown) <= width) or not droppable:
+            return text
+        shown.remove(droppable[0])
+
+
+def _fits(text: str, width: int) -> bool:
+    """No cell cut short (rich marks one with an ellipsis) and no line beyond the width (rich crops it)."""
+    return "…" not in text and all(len(line.rstrip()) <= width for line in text.splitlines())
+
+
+def _needed(records: list[dict[str, Any]], shown: Sequence[str]) -> int:
+    """Columns the table needs with every unfolded cell whole: each column's widest cell or header (a
+    folded one its minimum), plus a border and two spaces of padding per column."""
+    from rich.cells import cell_len
+
+    total = 1
+    for name in shown:
+        header = HEADERS.get(name, name.replace("_", " "))
+        cells = [cell_len(visible(_cell(r.get(name)))) for r in records]
+        total += 3 + (FOLD_WIDTH if name in FOLDED else max([cell_len(header), *cells]))
+    return total
+
+
+def _table_text(records: list[dict[str, Any]], shown: Sequence[str], title: str, width: int | None) -> str:
     from rich.markup import escape
     from rich.table import Table
 
     from launchbench.report.console import plain_console
 
-    shown = list(columns or (records[0].keys() if records else []))
     table = Table(title=escape(visible(title)), title_justify="left")
     for name in shown:
-        numeric = any(isinstance(r.get(name), int | float) for r in records)
         header = HEADERS.get(name, name.replace("_", " "))
-        if numeric:
-            table.add_column(header, justify="right", no_wrap=True)
+        if name in FOLDED:
+            table.add_column(header, overflow="fold", min_width=FOLD_WIDTH)
         else:
-            table.add_column(header, overflow="fold")
+            numeric = any(isinstance(r.get(name), int | float) for r in records)
+            table.add_column(header, justify="right" if numeric else "left", no_wrap=True)
     for record in records:
         table.add_row(*(escape(visible(_cell(record.get(name)))) for name in shown))
     buffer = io.StringIO()
@@ -179,6 +206,17 @@ def render(
         console.width = width
     console.print(table)
     return buffer.getvalue()
+
+
+# text that may wrap over lines (everything else is kept whole: names, ids, numbers)
+FOLDED = frozenset({"environment_changes", "scenarios"})
+FOLD_WIDTH = 12
+# what a narrow terminal loses first (CSV and JSON keep every column)
+DROP_FIRST: tuple[str, ...] = (
+    "ab_id", "ab_side", "git_branch", "host", "load_1m", "sm_mhz", "cupy", "driver", "git_commit",
+    "started", "passes", "scenarios", "step_ci_low_pct", "step_ci_high_pct", "p_value", "run_before",
+    "metric", "ci_low", "ci_high", "name",
+)  # fmt: skip
 
 
 # table headers with their units (CSV and JSON keep the keys)
@@ -193,8 +231,8 @@ HEADERS: dict[str, str] = {
     "gpu_name": "GPU",
     "ab_id": "ab id",
     "ab_side": "ab side",
-    "run_before": "last run before",
-    "run_after": "first run after",
+    "run_before": "before",
+    "run_after": "after",
     "step_pct": "step %",
     "step_ci_low_pct": "CI low %",
     "step_ci_high_pct": "CI high %",
