@@ -159,3 +159,30 @@ def test_the_compare_examples_are_what_compare_prints_now() -> None:
         assert (EXAMPLES / f"compare-{suffix}.txt").read_text(encoding="utf-8") == examples.compare_example(
             width
         )
+
+
+def test_compare_one_baseline_against_several_runs(tmp_path: Path) -> None:
+    """compare A B C: B and C side by side against A, each pair gated on its own, the worst exit code."""
+    from jsonschema import Draft202012Validator
+
+    runs = [str(H200 / name) for name in ("quickstart-a", "quickstart-b", "quickstart-longer")]
+    runner = CliRunner()
+    gate = ["--fail-on", "gpu_us_per_iter:5%", "--gate-rows", "gpu-bound", "--allow-blind"]
+    table = runner.invoke(cli, ["compare", *runs, *gate])
+    assert table.exit_code == 1, table.output  # the longer chains are slower on the GPU
+    assert "gpu µs/iter (1)" in table.stdout and "gpu µs/iter (2)" in table.stdout
+    assert table.stdout.count("PASS: no regression") == 1 and "FAIL: 7 regressions" in table.stdout
+    same = runner.invoke(cli, ["compare", runs[0], runs[1], *gate])
+    assert same.exit_code == 0  # the A/A pair alone passes
+    document = json.loads(runner.invoke(cli, ["compare", *runs, "--format", "json", *gate]).stdout)
+    schema = json.loads((EXAMPLES.parent / "schemas" / "comparison-series.schema.json").read_text("utf-8"))
+    assert not list(Draft202012Validator(schema).iter_errors(document))
+    assert [c["current"]["source"] for c in document["comparisons"]] == runs[1:]
+    assert [c["gate"]["passed"] for c in document["comparisons"]] == [True, False]
+    csv = runner.invoke(cli, ["compare", *runs, "--format", "csv"]).stdout.splitlines()
+    assert csv[0].startswith("current,scenario,case,mode,metric") and len(csv) == 1 + 2 * 16 * 3
+    junit = tmp_path / "c.xml"
+    runner.invoke(cli, ["compare", *runs, *gate, "--junit", str(junit), "-q"])
+    xml = junit.read_text(encoding="utf-8")
+    assert xml.count("<testsuite ") == 2 and 'failures="7"' in xml
+    assert runner.invoke(cli, ["compare", runs[0]]).exit_code == 2

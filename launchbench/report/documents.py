@@ -133,6 +133,14 @@ class ComparisonDocument(Document):
     gate: GateRecord | None = Field(description="the gate's outcome (null: no --fail-on rule)")
 
 
+class ComparisonSeriesDocument(Document):
+    """`compare BASELINE CURRENT CURRENT… --format json`: one comparison document per CURRENT run."""
+
+    schema_version: int = version_field(COMPARISON_SCHEMA_VERSION, "comparison series")
+    baseline: str = Field(description="the BASELINE every CURRENT run is compared against")
+    comparisons: list[ComparisonDocument]
+
+
 class CheckDocument(Document):
     """`check --format json`: a run against its scenarios' expectations."""
 

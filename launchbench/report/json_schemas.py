@@ -86,6 +86,9 @@ def scenario_schema() -> Schema:
 SCHEMAS: dict[str, Callable[[], Schema]] = {
     "results": lambda: model_schema(RunRecord, "launchbench results.json"),
     "comparison": lambda: model_schema(documents.ComparisonDocument, "launchbench compare/ab --format json"),
+    "comparison-series": lambda: model_schema(
+        documents.ComparisonSeriesDocument, "launchbench compare BASELINE CURRENT CURRENT... --format json"
+    ),
     "check": lambda: model_schema(documents.CheckDocument, "launchbench check --format json"),
     "env": lambda: model_schema(documents.EnvironmentDocument, "launchbench env --format json"),
     "history-list": lambda: model_schema(
