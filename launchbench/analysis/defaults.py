@@ -10,7 +10,13 @@ from typing import Literal
 DEFAULT_METRICS: tuple[str, ...] = ("wall_us_per_launch", "cpu_us_per_launch", "gpu_us_per_iter")
 # what a CompareSettings built without a choice compares (the library's callers): the commands' defaults,
 # wall time per iteration and latency
-COMPARED_METRICS: tuple[str, ...] = (*DEFAULT_METRICS, "wall_us_per_iter", "latency_us")
+COMPARED_METRICS: tuple[str, ...] = (
+    "wall_us_per_launch",
+    "wall_us_per_iter",
+    "cpu_us_per_launch",
+    "gpu_us_per_iter",
+    "latency_us",
+)
 DEFAULT_THRESHOLD = 0.05  # the smallest relative change that counts
 DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons
 GateScope = Literal["all", "gpu-bound", "host-bound"]  # which rows a --fail-on gate judges

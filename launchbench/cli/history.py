@@ -16,7 +16,16 @@ from typing import Any
 import click
 
 from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
-from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, metric_option, quiet_option, short_help
+from launchbench.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    handle_errors,
+    metric_option,
+    out_dir_option,
+    parsed_option,
+    quiet_option,
+    short_help,
+)
 from launchbench.history import ENV_VAR  # not history.db: compare and ab load this module
 from launchbench.results.metrics import ALL_MODES, METRIC_BY_NAME
 
@@ -156,7 +165,7 @@ def _open(db: str | None) -> Any:
 format_option = click.option(
     "--format",
     "fmt",
-    type=click.Choice(("table", "csv", "json")),
+    type=click.Choice(("table", "markdown", "csv", "json")),
     default="table",
     show_default=True,
     help="Output format.",
@@ -284,15 +293,26 @@ def trend(
     sys.exit(EXIT_OK)
 
 
+def _history_threshold(text: str) -> tuple[str | None, float]:
+    """``[METRIC:]N%`` as compare takes it; a bare number is read as percent (the old spelling)."""
+    from launchbench.analysis.compare import parse_threshold
+
+    bare = text.strip()
+    try:
+        float(bare)
+    except ValueError:
+        return parse_threshold(text)
+    return parse_threshold(f"{bare}%")
+
+
 @history.command()
 @metric_option(f"Metric (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
-@click.option(
+@parsed_option(
     "--threshold",
-    type=click.FloatRange(min=0),
-    default=100 * DEFAULT_THRESHOLD,
-    show_default=True,
-    metavar="PCT",
-    help="Smallest step that counts, in percent.",
+    "thresholds",
+    "[METRIC:]N%",
+    _history_threshold,
+    f"Smallest step that counts, per metric (latency_us:10%) or for all (10%). Default {100 * DEFAULT_THRESHOLD:g}%.",
 )
 @click.option(
     "--alpha",
@@ -308,7 +328,7 @@ def trend(
 @handle_errors
 def changes(
     metrics: tuple[str, ...],
-    threshold: float,
+    thresholds: list[tuple[str | None, float]],
     alpha: float,
     db: str | None,
     fmt: str,
@@ -320,10 +340,15 @@ def changes(
     from launchbench.history.changes import detect_changes
     from launchbench.report.history import CHANGE_COLUMNS, change_records, render
 
+    default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
+    per_metric = {m: v for m, v in thresholds if m is not None}
+    found = []
     with _open(db) as opened:
-        found = detect_changes(
-            opened, make_filter(**filters), metrics or DEFAULT_METRICS, threshold=threshold / 100, alpha=alpha
-        )
+        for metric in metrics or DEFAULT_METRICS:
+            threshold = per_metric.get(metric, default)
+            found += detect_changes(
+                opened, make_filter(**filters), (metric,), threshold=threshold, alpha=alpha
+            )
     _emit(
         render(
             change_records(found),
@@ -339,15 +364,7 @@ def changes(
 
 
 @history.command()
-@click.option(
-    "-d",
-    "--out-dir",
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory for index.html (created).",
-)
+@out_dir_option("Directory for index.html (created).", required=True)
 @click.option(
     "-m",
     "--metric",

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # loaded by the command that asked for them (changes: rupture
     from launchbench.history.changes import ChangePoint
     from launchbench.history.query import RunInfo, TrendPoint
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "markdown", "csv", "json")
 HistoryKind = Literal["list", "trend", "changes"]
 
 
@@ -157,6 +157,8 @@ def render(
         return history_json(records, kind, title)
     if fmt == "csv":
         return _csv(records)
+    if fmt == "markdown":
+        return _markdown(records, list(columns or (records[0].keys() if records else [])), title)
     shown = list(columns or (records[0].keys() if records else []))
     while True:  # the least needed columns go until the table fits the width with no cell cut
         text = _table_text(records, shown, title, width)
@@ -164,6 +166,16 @@ def render(
         if width is None or (_fits(text, width) and _needed(records, shown) <= width) or not droppable:
             return text
         shown.remove(droppable[0])
+
+
+def _markdown(records: list[dict[str, Any]], shown: list[str], title: str) -> str:
+    """The table's columns as a markdown table under the title."""
+    headers = [HEADERS.get(name, name.replace("_", " ")) for name in shown]
+    lines = [f"**{visible(title)}**", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(shown)]
+    for record in records:
+        cells = (visible(_cell(record.get(name))).replace("|", "\\|") for name in shown)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def _fits(text: str, width: int) -> bool:

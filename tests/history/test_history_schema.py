@@ -31,3 +31,30 @@ def test_history_json_documents_are_valid(tmp_path: Path, stepped: list[Path]) -
         errors = [e.message for e in Draft202012Validator(schema).iter_errors(document)]
         assert not errors, (name, errors[:3])
         assert not Draft202012Validator(schema).is_valid({**document, key: [{"run_id": "one"}]})
+
+
+def test_history_speaks_compare_s_vocabulary(tmp_path: Path, stepped: list[Path]) -> None:
+    """--threshold [METRIC:]N% (a bare number still read as percent), --format markdown, ingest -q."""
+    db = f"sqlite:///{tmp_path / 'h.sqlite'}"
+    runner = CliRunner()
+    quiet = runner.invoke(cli, ["history", "ingest", "-q", "--db", db, *map(str, stepped)])
+    assert quiet.exit_code == 0 and quiet.output == ""
+
+    def steps(*args: str) -> int:
+        result = runner.invoke(
+            cli, ["history", "changes", "--db", db, "-m", "gpu_us_per_iter", "--format", "json", *args]
+        )
+        assert result.exit_code == 0, result.output
+        return len(json.loads(result.stdout)["changes"])
+
+    found = steps()
+    assert found and steps("--threshold", "5%") == steps("--threshold", "5") == found
+    assert (
+        steps("--threshold", "gpu_us_per_iter:20%") == 0 and steps("--threshold", "latency_us:20%") == found
+    )
+    bad = runner.invoke(cli, ["history", "changes", "--db", db, "--threshold", "gpu:5%"])
+    assert bad.exit_code == 2 and "unknown metric 'gpu'" in bad.output
+    markdown = runner.invoke(
+        cli, ["history", "changes", "--db", db, "-m", "gpu_us_per_iter", "--format", "markdown"]
+    )
+    assert markdown.stdout.startswith(f"**{found} change points**") and "| step % |" in markdown.stdout
