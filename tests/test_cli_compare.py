@@ -25,7 +25,7 @@ from test_compare import (
     with_gpu,
 )
 
-from launchbench.analysis.compare import DEFAULT_METRICS
+from launchbench.analysis.defaults import DEFAULT_METRICS
 from launchbench.cli import cli
 from launchbench.report.run_files import write_run_files
 from launchbench.results.schema import RunRecord
