@@ -113,6 +113,11 @@ def test_json_names_the_failed_device(scenario: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 1, result.output
     document = json.loads(result.stdout)
+    from jsonschema import validate
+
+    from launchbench.report.json_schemas import SCHEMAS
+
+    validate(document, SCHEMAS["ab-devices"]())
     assert document["passed"] is False and document["failed_devices"] == [0]
     assert [d["device"] for d in document["devices"]] == [0, 1]
     assert document["devices"][1]["gate"]["passed"] is True
@@ -180,7 +185,7 @@ def test_history_takes_each_devices_pair_with_its_own_id(scenario: Path, tmp_pat
     args = (scenario, "--devices", "all", "-d", out, "--passes", "2", "-q", "--history", "--db", db)
     assert invoke(tmp_path, *args, LAUNCHBENCH_TEST_DEVICES="2").exit_code == 0
     listed = CliRunner().invoke(cli, ["history", "list", "--db", db, "--format", "json"])
-    runs = {Path(str(r["run_dir"])): (r["ab_id"], r["ab_side"]) for r in json.loads(listed.stdout)}
+    runs = {Path(str(r["run_dir"])): (r["ab_id"], r["ab_side"]) for r in json.loads(listed.stdout)["runs"]}
     ids = [
         json.loads((out / "devices" / d / "a" / "results.json").read_text())["settings"]["ab"]["id"]
         for d in "01"

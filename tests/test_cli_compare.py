@@ -25,7 +25,7 @@ from test_compare import (
     with_gpu,
 )
 
-from launchbench.analysis.compare import DEFAULT_METRICS
+from launchbench.analysis.defaults import DEFAULT_METRICS
 from launchbench.cli import cli
 from launchbench.report.run_files import write_run_files
 from launchbench.results.schema import RunRecord
@@ -210,18 +210,18 @@ def test_threshold_and_alpha_options(baseline_run: RunRecord, tmp_path: Path) ->
     assert "slower" not in json_rows(loose).values()
     document = json.loads(loose.stdout)
     assert document["settings"]["thresholds_pct"]["wall_us_per_launch"] == pytest.approx(20)
-    assert document["settings"]["thresholds_pct"]["latency_us"] == pytest.approx(5)
+    assert document["settings"]["thresholds_pct"]["gpu_us_per_iter"] == pytest.approx(5)
     everything = invoke("compare", base, cur, "--format", "json", "--threshold", "20%", "--alpha", "0.01")
-    assert json.loads(everything.stdout)["settings"]["thresholds_pct"]["latency_us"] == pytest.approx(20)
+    assert json.loads(everything.stdout)["settings"]["thresholds_pct"]["gpu_us_per_iter"] == pytest.approx(20)
     # a % rule tighter than the threshold lowers that metric's threshold: the gate fails slower rows only
     ruled = invoke(
         "compare", base, cur, "--format", "json", "--threshold", "20%", "--fail-on", "wall_us_per_launch:5%"
     )
     assert ruled.exit_code == 1
     thresholds = json.loads(ruled.stdout)["settings"]["thresholds_pct"]
-    assert thresholds["wall_us_per_launch"] == pytest.approx(5) and thresholds["latency_us"] == pytest.approx(
-        20
-    )
+    assert thresholds["wall_us_per_launch"] == pytest.approx(5) and thresholds[
+        "gpu_us_per_iter"
+    ] == pytest.approx(20)
     assert {k for k, v in json_rows(ruled).items() if v == "slower"} == chosen
 
 

@@ -19,7 +19,6 @@ from builders import make_run
 
 from launchbench.analysis.compare import (
     COMPARABLE_STATUSES,
-    DEFAULT_METRICS,
     DEFAULT_THRESHOLD,
     CompareSettings,
     CompareSettingsError,
@@ -38,6 +37,7 @@ from launchbench.analysis.compare import (
     parse_threshold,
     trimmed_rounds,
 )
+from launchbench.analysis.defaults import COMPARED_METRICS
 from launchbench.analysis.drift import NoisePrior, RowVariance, is_host_bound, stratum
 from launchbench.analysis.stats import pass_medians
 from launchbench.results.environment import describe_environment, summarize_environment
@@ -390,7 +390,7 @@ def test_rows_not_ok_get_failed(baseline_run: RunRecord) -> None:
     row = next(r for r in comparison.rows if r.key == (case.scenario, case.case_id, "graph"))
     assert {m.verdict for m in row.metrics} == {"failed"}
     assert "boom" in row.detail and row.current_status == "failed"
-    assert comparison.counts()["failed"] == already_failed + len(DEFAULT_METRICS)
+    assert comparison.counts()["failed"] == already_failed + len(COMPARED_METRICS)
 
 
 def test_metric_without_samples_is_missing(baseline_run: RunRecord) -> None:
@@ -577,7 +577,7 @@ def test_settings_validation() -> None:
 
 def test_environment_summary_and_gpu_names(baseline_run: RunRecord) -> None:
     env = summarize_environment(baseline_run.environment)
-    assert set(env) == {"gpu", "driver", "cuda_runtime", "cupy"}
+    assert set(env) == {"gpu", "driver", "cuda_runtime", "cupy", "cuda_bindings", "python", "cpu"}
     assert env["gpu"] == baseline_run.gpu_name
     assert summarize_environment({})["gpu"] == "unknown"
     assert summarize_environment(env) == env  # a summary summarizes to itself

@@ -58,13 +58,19 @@ import numpy as np
 from scipy import special
 from scipy import stats as sps
 
-from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.analysis.defaults import COMPARED_METRICS, DEFAULT_ALPHA, DEFAULT_THRESHOLD
 from launchbench.analysis.drift import HOST_BOUND_SHARE, NoisePrior, RowVariance, fit_priors, stratum
 from launchbench.analysis.host_levels import comparison_note
 from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.levels import find_levels
-from launchbench.results.environment import ENV_ITEMS, ENV_LABELS, UNKNOWN, summarize_environment
+from launchbench.results.environment import (
+    ENV_ITEMS,
+    ENV_LABELS,
+    HOST_ITEMS,
+    UNKNOWN,
+    summarize_environment,
+)
 from launchbench.results.schema import (
     CPU,
     GPU,
@@ -102,7 +108,7 @@ class CompareSettingsError(LaunchbenchError):
 class CompareSettings:
     """What to compare and how strict to be. Thresholds are relative changes (0.05 = 5%)."""
 
-    metrics: tuple[str, ...] = DEFAULT_METRICS
+    metrics: tuple[str, ...] = COMPARED_METRICS
     default_threshold: float = DEFAULT_THRESHOLD
     thresholds: Mapping[str, float] = field(default_factory=dict)
     alpha: float = DEFAULT_ALPHA
@@ -242,6 +248,7 @@ class Comparison:
     rows: tuple[RowComparison, ...]
     paired: bool = False  # interleaved rounds of one invocation (launchbench ab), not separate runs
     host_shifts: Mapping[str, float] = field(default_factory=dict)  # see host_shifts; separate runs only
+    warnings: tuple[str, ...] = ()  # what the caller found about the runs (unfinished, scenario file changed)
 
     @property
     def method_note(self) -> str:
@@ -273,6 +280,29 @@ class Comparison:
             for item in ENV_ITEMS
             if self.baseline_env[item] != self.current_env[item]
         )
+
+    @property
+    def host_doubt(self) -> str:
+        """Where an item that moves the host's launch cost differs (Python, CPU model, cuda-bindings,
+        CuPy): which host-bound rows that puts in doubt; '' where none differs."""
+        changed = [
+            ENV_LABELS[i]
+            for i in ENV_ITEMS
+            if i in HOST_ITEMS and self.baseline_env[i] != self.current_env[i]
+        ]
+        rows = [r.label for r in self.rows if r.host_bound and r.only_in is None]
+        if not changed or not rows:
+            return ""
+        shown = ", ".join(rows[:5]) + (f" and {len(rows) - 5} more" if len(rows) > 5 else "")
+        return (
+            f"{' and '.join(changed)} differ: the {len(rows)} host-bound rows ({shown}) may show the host's"
+            " change rather than the code's"
+        )
+
+    @property
+    def all_warnings(self) -> tuple[str, ...]:
+        """The caller's warnings and the host-bound rows in doubt, for every output."""
+        return (*self.warnings, *([self.host_doubt] if self.host_doubt else []))
 
     @property
     def different_gpu(self) -> bool:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-DEFAULT_METRICS: tuple[str, ...] = (
+# the launch's cost to the launching thread (wall and CPU per launch) and the GPU's own time per
+# iteration; wall per iteration and latency mostly say what these say (choose them with -m)
+DEFAULT_METRICS: tuple[str, ...] = ("wall_us_per_launch", "cpu_us_per_launch", "gpu_us_per_iter")
+# what a CompareSettings built without a choice compares (the library's callers): the commands' defaults,
+# wall time per iteration and latency
+COMPARED_METRICS: tuple[str, ...] = (
     "wall_us_per_launch",
     "wall_us_per_iter",
     "cpu_us_per_launch",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,7 +114,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
 
 
 @click.command("compare", short_help=short_help("compare"))
-@click.argument("runs", nargs=-1, required=True, type=click.Path(), metavar="[BASELINE] CURRENT")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(), metavar="[BASELINE] CURRENT...")
 @comparison_options("passes")
 @click.option(
     "--fail-on-missing",
@@ -157,7 +158,10 @@ def compare(
     git_branch: str | None,
     last: int,
 ) -> None:
-    """Compare two runs (run directories or results files): BASELINE → CURRENT.
+    """Compare runs (run directories or results files): BASELINE → CURRENT, or BASELINE → each CURRENT.
+
+    With more than one CURRENT, the table lays them side by side, a change and a verdict per run
+    against BASELINE; each pair is compared and gated on its own, and the exit code is the worst.
 
     With --baseline history, CURRENT is compared against the last N matching runs of the history
     database instead (docs/history.md). Side A and side B of one `launchbench ab` directory (OUT/a
@@ -178,17 +182,14 @@ def compare(
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
-    from launchbench.analysis.compare import CompareSettingsError, compare_runs, sides_of_one_ab
-    from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
-    from launchbench.analysis.gate import evaluate_rules
-    from launchbench.results.merge_runs import refuse_repeated_cases
+    from launchbench.analysis.compare import CompareSettingsError
+    from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.results.store import load_run
 
     if baseline_from == "history" and len(runs) != 1:
         raise click.UsageError("with --baseline history give only CURRENT")
-    if baseline_from is None and len(runs) != 2:
+    if baseline_from is None and len(runs) < 2:
         raise click.UsageError("give BASELINE and CURRENT (or --baseline history and CURRENT)")
-    current = runs[-1]
     check_outputs([("-o", output), ("--junit", junit)], inputs=list(runs))
     try:
         settings = _settings(metrics, thresholds, alpha, rules)
@@ -196,52 +197,93 @@ def compare(
         raise click.UsageError(str(err)) from None
     if baseline_from == "history":
         baseline_run, baseline, current_run = history_baseline_for(
-            current, db, same_driver, same_cupy, git_branch, last
+            runs[0], db, same_driver, same_cupy, git_branch, last
         )
+        sides = [(baseline, baseline_run), (runs[0], current_run)]
     else:
-        baseline = runs[0]
-        baseline_run, current_run = load_run(baseline), load_run(current)
-    for path, record in ((baseline, baseline_run), (current, current_run)):
-        refuse_repeated_cases(
-            record, path, "compare one member's run, or score them with launchbench fleet report"
-        )
-    comparison = compare_runs(
-        baseline_run,
-        current_run,
-        settings,
-        allow_different_gpu=allow_different_gpu,
-        baseline_label=baseline,
-        current_label=current,
-        paired=baseline_from is None and sides_of_one_ab(baseline_run, current_run, baseline, current),
-    )
-    report = None
-    if rules or fail_on_missing:
-        policy = CoveragePolicy(
+        sides = [(path, load_run(path)) for path in runs]
+    gate = Gate(
+        rules,
+        bool(rules or fail_on_missing),
+        allow_blind,
+        gate_rows,
+        CoveragePolicy(
             allow_empty=allow_empty,
             allow_missing=allow_missing,
             allow_interrupted=allow_interrupted,
             allow_disturbed=allow_disturbed,
-        )
-        report = evaluate_rules(comparison, rules, not allow_missing, allow_blind, gate_rows)
-        report = comparison_coverage(report, comparison, baseline_run, current_run, policy)
+        ),
+    )
+    pairs = [
+        _compare_pair(sides[0], side, settings, gate, allow_different_gpu, baseline_from is None)
+        for side in sides[1:]
+    ]
+    if len(pairs) == 1:
+        emit_comparison(*pairs[0], fmt, output, junit, quiet)
     else:
-        _warn_unchecked(baseline_run, current_run, comparison)
-    emit_comparison(comparison, report, fmt, output, junit, quiet)
-    sys.exit(EXIT_FAIL if report is not None and not report.passed else EXIT_OK)
+        emit_series(pairs, fmt, output, junit, quiet)
+    sys.exit(EXIT_FAIL if any(report is not None and not report.passed for _, report in pairs) else EXIT_OK)
 
 
-def _warn_unchecked(baseline: Any, current: Any, comparison: Comparison) -> None:
-    """Without a gate nothing fails, but what a gate would refuse is still said."""
+@dataclass(frozen=True)
+class Gate:
+    """What fails the gate of each pair: the --fail-on rules, the rows judged and what is allowed."""
+
+    rules: list[GateRule]
+    active: bool  # rules were given (or the hidden --fail-on-missing)
+    allow_blind: bool
+    rows: GateScope
+    policy: Any  # analysis.coverage.CoveragePolicy (loaded with the statistics)
+
+
+def _compare_pair(
+    baseline: tuple[str, Any],
+    current: tuple[str, Any],
+    settings: CompareSettings,
+    gate: Gate,
+    allow_different_gpu: bool,
+    may_pair: bool,
+) -> tuple[Comparison, GateReport | None]:
+    """One BASELINE → CURRENT comparison with its warnings, and its gate report where a gate was asked."""
+    from launchbench.analysis.compare import compare_runs, sides_of_one_ab
+    from launchbench.analysis.coverage import comparison_coverage
+    from launchbench.analysis.gate import evaluate_rules
+    from launchbench.results.merge_runs import refuse_repeated_cases
+
+    (base_label, base_run), (cur_label, cur_run) = baseline, current
+    for path, record in (baseline, current):
+        refuse_repeated_cases(
+            record, path, "compare one member's run, or score them with launchbench fleet report"
+        )
+    comparison = compare_runs(
+        base_run,
+        cur_run,
+        settings,
+        allow_different_gpu=allow_different_gpu,
+        baseline_label=base_label,
+        current_label=cur_label,
+        paired=may_pair and sides_of_one_ab(base_run, cur_run, base_label, cur_label),
+    )
+    comparison = replace(comparison, warnings=run_warnings(base_run, cur_run, comparison))
+    if not gate.active:
+        for warning in comparison.all_warnings:
+            click.echo(f"launchbench: warning: {warning}", err=True)
+        return comparison, None
+    allow_missing = gate.policy.allow_missing
+    report = evaluate_rules(comparison, gate.rules, not allow_missing, gate.allow_blind, gate.rows)
+    return comparison, comparison_coverage(report, comparison, base_run, cur_run, gate.policy)
+
+
+def run_warnings(baseline: Any, current: Any, comparison: Comparison) -> tuple[str, ...]:
+    """What a gate would refuse or note about the runs, said in every output (with no gate, nothing
+    fails on them): an unfinished run, no rows in common, a scenario file that changed."""
     from launchbench.analysis.coverage import scenario_differences, unfinished
 
-    for side, record in (("baseline", baseline), ("current", current)):
-        why = unfinished(record)
-        if why:
-            click.echo(f"launchbench: warning: the {side} run {why}", err=True)
+    out = [f"the {side} run {why}" for side, record in (("baseline", baseline), ("current", current))
+           if (why := unfinished(record))]  # fmt: skip
     if comparison.rows and all(row.only_in is not None for row in comparison.rows):
-        click.echo("launchbench: warning: the runs have no rows in common", err=True)
-    for note in scenario_differences(baseline, current):
-        click.echo(f"launchbench: warning: {note}", err=True)
+        out.append("the runs have no rows in common")
+    return (*out, *scenario_differences(baseline, current))
 
 
 def emit_comparison(
@@ -254,7 +296,7 @@ def emit_comparison(
 ) -> None:
     """What compare and ab print and write: the chosen format (to FILE or the terminal), JUnit, and the
     step summary."""
-    from launchbench.report.compare_console import outcome_line, render_comparison
+    from launchbench.report.compare_console import outcome_line, render_comparison, verdict_counts
     from launchbench.report.junit import comparison_junit
     from launchbench.report.markdown import comparison_markdown
     from launchbench.report.tables import comparison_csv, comparison_json
@@ -267,7 +309,7 @@ def emit_comparison(
     rendered = Report(
         formats,
         lambda console: render_comparison(console, comparison, report),
-        outcome_line(report, "regression"),
+        outcome_line(report, "regression") if report is not None else verdict_counts(comparison),
         lambda: comparison_junit(comparison, report),
         lambda: comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS),
     )
@@ -275,3 +317,28 @@ def emit_comparison(
 
 
 command = compare
+
+
+def emit_series(
+    pairs: list[tuple[Comparison, GateReport | None]],
+    fmt: str,
+    output: Path | None,
+    junit: Path | None,
+    quiet: bool,
+) -> None:
+    """What compare prints and writes for one BASELINE and several CURRENT runs."""
+    from launchbench.report import compare_series as series
+
+    formats: dict[str, Callable[[], str]] = {
+        "markdown": lambda: series.series_markdown(pairs),
+        "csv": lambda: series.series_csv(pairs),
+        "json": lambda: series.series_json(pairs),
+    }
+    rendered = Report(
+        formats,
+        lambda console: series.render_series(console, pairs),
+        series.series_outcome(pairs),
+        lambda: series.series_junit(pairs),
+        lambda: series.series_markdown(pairs, max_rows=STEP_SUMMARY_ROWS),
+    )
+    publish(rendered, fmt, output, junit, quiet)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -13,10 +12,18 @@ from launchbench.errors import LaunchbenchError
 
 @click.command("env", short_help=short_help("env"))
 @device_option()
-@click.option("--json", "as_json", is_flag=True, help="Print the environment as JSON.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json")),
+    default="table",
+    show_default=True,
+    help="Output format (json: docs/schemas/env.schema.json).",
+)
+@click.option("--json", "as_json", is_flag=True, hidden=True, help="Kept for old scripts: --format json.")
 @quiet_option("Print nothing; the exit code says whether a GPU is usable.")
 @handle_errors
-def env(device: int, as_json: bool, quiet: bool) -> None:
+def env(device: int, fmt: str, as_json: bool, quiet: bool) -> None:
     """Show the GPU, driver, CUDA, CuPy and host launchbench sees.
 
     Exit 0 when the GPU is usable, 2 when it is not (the host is still shown, with the reason).
@@ -33,8 +40,10 @@ def env(device: int, as_json: bool, quiet: bool) -> None:
         problem = str(err)
     if quiet:
         pass
-    elif as_json:
-        click.echo(json.dumps({**info, "gpu_problem": problem}, indent=1, default=str))
+    elif as_json or fmt == "json":
+        from launchbench.report.documents import EnvironmentDocument, to_json
+
+        click.echo(to_json(EnvironmentDocument.model_validate({**info, "gpu_problem": problem})), nl=False)
     else:
         for key, value in info.items():
             if isinstance(value, dict):

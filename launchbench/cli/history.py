@@ -16,7 +16,16 @@ from typing import Any
 import click
 
 from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
-from launchbench.cli.common import EXIT_OK, EXIT_USAGE, handle_errors, metric_option, quiet_option, short_help
+from launchbench.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    handle_errors,
+    metric_option,
+    out_dir_option,
+    parsed_option,
+    quiet_option,
+    short_help,
+)
 from launchbench.history import ENV_VAR  # not history.db: compare and ab load this module
 from launchbench.results.metrics import ALL_MODES, METRIC_BY_NAME
 
@@ -121,6 +130,16 @@ def make_filter(**kwargs: Any) -> Any:
     return RunFilter(**kwargs)
 
 
+def _width(output: str | None, fmt: str) -> int | None:
+    """The terminal's width for a table printed on one; None (no limit) for a file, a pipe or data."""
+    if fmt != "table" or output is not None:
+        return None
+    from rich.console import Console
+
+    console = Console()
+    return console.width if console.is_terminal else None
+
+
 def _emit(text: str, output: str | None) -> None:
     if output:
         from launchbench.files import atomic_write_text
@@ -146,7 +165,7 @@ def _open(db: str | None) -> Any:
 format_option = click.option(
     "--format",
     "fmt",
-    type=click.Choice(("table", "csv", "json")),
+    type=click.Choice(("table", "markdown", "csv", "json")),
     default="table",
     show_default=True,
     help="Output format.",
@@ -183,8 +202,11 @@ def history(ctx: click.Context, quiet: bool) -> None:
 @click.option(
     "--branch", "git_branch", metavar="NAME", help="Record this git branch (runs do not record one)."
 )
+@quiet_option("Print only errors.")
 @handle_errors
-def ingest(run_dirs: tuple[str, ...], db: str | None, git_commit: str | None, git_branch: str | None) -> None:
+def ingest(
+    run_dirs: tuple[str, ...], db: str | None, git_commit: str | None, git_branch: str | None, quiet: bool
+) -> None:
     """Add run directories to the history (idempotent: a run already there, by content, is skipped).
 
     Each run is read and checked before the database is touched and goes in within one transaction."""
@@ -195,7 +217,7 @@ def ingest(run_dirs: tuple[str, ...], db: str | None, git_commit: str | None, gi
         for run in loaded:
             outcome = ingest_loaded(opened, run, git_commit, git_branch)
             what = "added" if outcome.created else "already in the history"
-            if not _quiet():
+            if not (quiet or _quiet()):
                 click.echo(f"{run.path}: {what} (run {outcome.run_id}) in {opened.label}")
     sys.exit(EXIT_OK)
 
@@ -213,7 +235,16 @@ def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -
 
     with _open(db) as opened:
         runs = list_runs(opened, make_filter(**filters))
-        _emit(render(run_records(runs), fmt, f"{len(runs)} runs in {opened.label}", LIST_COLUMNS), output)
+        _emit(
+            render(
+                run_records(runs),
+                fmt,
+                f"{len(runs)} runs in {opened.label}",
+                LIST_COLUMNS,
+                width=_width(output, fmt),
+            ),
+            output,
+        )
     sys.exit(EXIT_OK)
 
 
@@ -250,22 +281,38 @@ def trend(
             require_row(opened, key)
     _emit(
         render(
-            trend_records(points, metric), fmt, f"{row} [{mode}] {metric}: {len(points)} runs", TREND_COLUMNS
+            trend_records(points, metric),
+            fmt,
+            f"{row} [{mode}] {metric}: {len(points)} runs",
+            TREND_COLUMNS,
+            "trend",
+            _width(output, fmt),
         ),
         output,
     )
     sys.exit(EXIT_OK)
 
 
+def _history_threshold(text: str) -> tuple[str | None, float]:
+    """``[METRIC:]N%`` as compare takes it; a bare number is read as percent (the old spelling)."""
+    from launchbench.analysis.compare import parse_threshold
+
+    bare = text.strip()
+    try:
+        float(bare)
+    except ValueError:
+        return parse_threshold(text)
+    return parse_threshold(f"{bare}%")
+
+
 @history.command()
 @metric_option(f"Metric (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
-@click.option(
+@parsed_option(
     "--threshold",
-    type=click.FloatRange(min=0),
-    default=100 * DEFAULT_THRESHOLD,
-    show_default=True,
-    metavar="PCT",
-    help="Smallest step that counts, in percent.",
+    "thresholds",
+    "[METRIC:]N%",
+    _history_threshold,
+    f"Smallest step that counts, per metric (latency_us:10%) or for all (10%). Default {100 * DEFAULT_THRESHOLD:g}%.",
 )
 @click.option(
     "--alpha",
@@ -281,7 +328,7 @@ def trend(
 @handle_errors
 def changes(
     metrics: tuple[str, ...],
-    threshold: float,
+    thresholds: list[tuple[str | None, float]],
     alpha: float,
     db: str | None,
     fmt: str,
@@ -293,24 +340,31 @@ def changes(
     from launchbench.history.changes import detect_changes
     from launchbench.report.history import CHANGE_COLUMNS, change_records, render
 
+    default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
+    per_metric = {m: v for m, v in thresholds if m is not None}
+    found = []
     with _open(db) as opened:
-        found = detect_changes(
-            opened, make_filter(**filters), metrics or DEFAULT_METRICS, threshold=threshold / 100, alpha=alpha
-        )
-    _emit(render(change_records(found), fmt, f"{len(found)} change points", CHANGE_COLUMNS), output)
+        for metric in metrics or DEFAULT_METRICS:
+            threshold = per_metric.get(metric, default)
+            found += detect_changes(
+                opened, make_filter(**filters), (metric,), threshold=threshold, alpha=alpha
+            )
+    _emit(
+        render(
+            change_records(found),
+            fmt,
+            f"{len(found)} change points",
+            CHANGE_COLUMNS,
+            "changes",
+            _width(output, fmt),
+        ),
+        output,
+    )
     sys.exit(EXIT_OK)
 
 
 @history.command()
-@click.option(
-    "-d",
-    "--out-dir",
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory for index.html (created).",
-)
+@out_dir_option("Directory for index.html (created).", required=True)
 @click.option(
     "-m",
     "--metric",
@@ -321,8 +375,9 @@ def changes(
 )
 @db_option
 @filter_options
+@quiet_option("Print only errors.")
 @handle_errors
-def report(out_dir: Path, metric: str, db: str | None, **filters: Any) -> None:
+def report(out_dir: Path, metric: str, db: str | None, quiet: bool, **filters: Any) -> None:
     """One HTML page to explore in a browser (no server, no network): per scenario, a chart of each row
     over the runs' start times with its CI band and change points, and a table of the rows measured in
     one run; the change points listed with what changed; filters on the environment, scenario and dates
@@ -331,7 +386,7 @@ def report(out_dir: Path, metric: str, db: str | None, **filters: Any) -> None:
 
     with _open(db) as opened:
         path = write_report(opened, out_dir, metric, make_filter(**filters))
-    if not _quiet():
+    if not (quiet or _quiet()):
         click.echo(f"wrote {path}")
     sys.exit(EXIT_OK)
 

@@ -14,9 +14,10 @@ from rich.markup import escape
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateReport
 from launchbench.report.compare_console import failure_parts, outcome_line, render_comparison
+from launchbench.report.documents import AbDevicesDocument, DeviceComparisonDocument, to_json
 from launchbench.report.junit import comparison_suite, suites_junit
 from launchbench.report.markdown import comparison_markdown
-from launchbench.report.tables import comparison_document, comparison_frame, json_text
+from launchbench.report.tables import comparison_document, comparison_frame
 
 
 @dataclass(frozen=True)
@@ -91,16 +92,16 @@ def devices_csv(verdicts: Sequence[DeviceVerdict]) -> str:
 def devices_json(verdicts: Sequence[DeviceVerdict]) -> str:
     """``passed`` (null without a gate), ``failed_devices``, and per device compare's JSON document."""
     gated = any(v.report is not None for v in verdicts)
-    return json_text(
-        {
-            "passed": not failed_devices(verdicts) if gated else None,
-            "failed_devices": failed_devices(verdicts),
-            "devices": [
-                {"device": v.device, "cpus": list(v.cpus), **comparison_document(v.comparison, v.report)}
-                for v in verdicts
-            ],
-        }
-    )
+    devices = [
+        DeviceComparisonDocument(
+            device=v.device,
+            cpus=list(v.cpus),
+            **dict(comparison_document(v.comparison, v.report)),
+        )
+        for v in verdicts
+    ]
+    passed = not failed_devices(verdicts) if gated else None
+    return to_json(AbDevicesDocument(passed=passed, failed_devices=failed_devices(verdicts), devices=devices))
 
 
 def devices_junit(verdicts: Sequence[DeviceVerdict]) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from io import StringIO
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
@@ -13,7 +15,17 @@ from rich.table import Table
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateReport, blind_summary
 from launchbench.printable import visible
-from launchbench.report.comparison_table import level_notes, lines, text_columns
+from launchbench.report.comparison_table import (
+    EXTRA_HEADERS,
+    EXTRAS,
+    Extra,
+    change_cell,
+    extra_cell,
+    level_notes,
+    metric_header,
+    row_detail,
+    row_lines,
+)
 from launchbench.report.console import plain_console
 from launchbench.results.environment import describe_environment
 
@@ -26,37 +38,93 @@ VERDICT_STYLE = {
     "failed": "magenta",
 }
 GATE_STYLE = {"fail": "bold red", "pass": "green"}
+DETAIL_WIDTH = 32  # narrowest detail column; narrower, the detail goes under the table
 
 
 def _styled(text: str, style: str | None) -> str:
     return f"[{style}]{escape(visible(text))}[/]" if style and text else escape(visible(text))
 
 
-def comparison_table(comparison: Comparison, report: GateReport | None) -> Table:
-    """The verdict table: report.comparison_table's text columns, one section per row of the comparison."""
-    columns = text_columns(gate=report is not None)
+@dataclass(frozen=True)
+class Layout:
+    """What a comparison table shows: the extra cells per metric (CI, p, MDE) and whether the change
+    and the verdict share one line or stack in two."""
+
+    extras: tuple[Extra, ...]
+    stacked: bool = False
+    detail_below: bool = False  # the rows' detail as lines under the table, not as its last column
+    short_case: bool = False  # the case without its scenario (the title names the one scenario)
+
+
+# widest first: the CI, p and MDE go first, then the detail moves under the table, then the change and
+# the verdict stack, then the scenario moves to the title; the case, the numbers and the verdicts stay
+LAYOUTS: tuple[Layout, ...] = (
+    Layout(EXTRAS),
+    Layout(("ci", "mde")),
+    Layout(("ci",)),
+    Layout(()),
+    Layout((), detail_below=True),
+    Layout((), stacked=True, detail_below=True),
+    Layout((), stacked=True, detail_below=True, short_case=True),
+)
+
+
+def comparison_table(comparison: Comparison, report: GateReport | None, layout: Layout = LAYOUTS[0]) -> Table:
+    """The verdict table: one line per row (scenario/case, mode), per metric its change and verdict and
+    the ``layout``'s extra cells, then the gate's word and the row's detail."""
     title = f"{escape(comparison.baseline_label)} → {escape(comparison.current_label)}"
-    table = Table(title=title, title_justify="left")
-    for column in columns:
-        table.add_column(column.header or "", justify=column.justify)
-    previous = None
-    for line in lines(comparison, report):
-        if previous is not None and previous is not line.row and len(previous.metrics) > 1:
-            table.add_section()
-        first = previous is not line.row
-        cells = []
-        for column in columns:
-            text = column.cell(line)
-            if column.header in ("scenario/case", "mode") and not first:
-                text = ""  # said once per row
-            style = {
-                "verdict": VERDICT_STYLE.get(line.metric.verdict),
-                "gate": GATE_STYLE.get(line.gate),
-            }.get(column.key or "")
-            cells.append(_styled(text, style))
+    scenarios = {row.scenario for row in comparison.rows}
+    short = layout.short_case and len(scenarios) == 1
+    if short:
+        title += f" (scenario {escape(next(iter(scenarios)))})"
+    if report is not None and layout.stacked:
+        title += "; the gate's FAIL or pass under the mode"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD if layout.stacked else box.ROUNDED)
+    table.add_column("case" if short else "scenario/case", no_wrap=True)
+    table.add_column("mode", no_wrap=True)
+    for metric in comparison.settings.metrics:
+        table.add_column(metric_header(metric), justify="right", no_wrap=True)
+        for extra in layout.extras:
+            table.add_column(EXTRA_HEADERS[extra], justify="right", no_wrap=True)
+    row_lines_ = row_lines(comparison, report)
+    gate_column = report is not None and not layout.stacked  # stacked: the gate's word under the mode
+    if gate_column:
+        table.add_column("gate", no_wrap=True)
+    details = not layout.detail_below and any(row_detail(line) for line in row_lines_)
+    if details:
+        table.add_column("detail", overflow="fold", min_width=DETAIL_WIDTH)
+    for line in row_lines_:
+        case = line.row.case if short else f"{line.row.scenario}/{line.row.case}"
+        mode = escape(line.row.mode)
+        if report is not None and layout.stacked and line.gate:
+            word = "FAIL" if line.gate == "fail" else line.gate
+            mode += "\n" + _styled(word, GATE_STYLE.get(line.gate))
+        cells = [escape(visible(case)), mode]
+        for mc in line.metrics:
+            change, verdict = change_cell(mc)
+            word = _styled(verdict, VERDICT_STYLE.get(verdict))
+            joined = "\n" if layout.stacked else " "
+            cells.append(f"{escape(change)}{joined}{word}" if change else word)
+            cells += [escape(extra_cell(mc, extra)) for extra in layout.extras]
+        if gate_column:
+            cells.append(_styled(line.gate, GATE_STYLE.get(line.gate)))
+        if details:
+            cells.append(escape(visible(row_detail(line))))
         table.add_row(*cells)
-        previous = line.row
     return table
+
+
+def fitted_table(console: Console, comparison: Comparison, report: GateReport | None) -> tuple[Table, Layout]:
+    """The widest layout whose table fits the console with no cell cut (the last one otherwise)."""
+    for layout in LAYOUTS:
+        table = comparison_table(comparison, report, layout)
+        probe = Console(file=StringIO(), width=console.width, color_system=None, soft_wrap=False)
+        with probe.capture() as captured:
+            probe.print(table)
+        text = captured.get()  # rich marks a cell it cut with an ellipsis, and crops a line too long
+        if "…" not in text and all(len(line.rstrip()) <= console.width for line in text.splitlines()):
+            return table, layout
+    return table, layout
 
 
 def render_comparison(console: Console, comparison: Comparison, report: GateReport | None) -> None:
@@ -70,7 +138,16 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
         console.print(Panel(body, title="The environments differ", border_style=style, expand=False))
     else:
         console.print(f"[dim]Same environment: {escape(describe_environment(comparison.current_env))}[/]")
-    console.print(comparison_table(comparison, report))
+    for warning in comparison.all_warnings:
+        console.print(f"[yellow]warning:[/] {escape(visible(warning))}")
+    table, layout = fitted_table(console, comparison, report)
+    console.print(table)
+    if layout.detail_below:
+        for line in row_lines(comparison, report):
+            if row_detail(line):
+                console.print(
+                    f"[dim]detail:[/] {escape(visible(line.row.label))}: {escape(visible(row_detail(line)))}"
+                )
     notes = level_notes(comparison)
     if notes:
         console.print(f"[yellow]Host levels ({len(notes)} rows):[/]")
@@ -116,8 +193,10 @@ def render_report(console: Console, report: GateReport, what: str, list_checks: 
 def render_checks(console: Console, report: GateReport) -> None:
     """The expectations table (one line per check), then the outcome."""
     table = Table(title="expectations", title_justify="left")
-    for name in ("", "row", "expectation", "result"):
-        table.add_column(name)
+    table.add_column("", no_wrap=True)
+    table.add_column("row", no_wrap=True)
+    table.add_column("expectation", overflow="fold")
+    table.add_column("result", overflow="fold")
     for check in report.checks:
         mark = "[green]pass[/]" if check.passed else "[bold red]FAIL[/]"
         table.add_row(
@@ -160,6 +239,12 @@ def outcome_line(report: GateReport | None, what: str) -> str:
         allowed = "".join(f"; {part}, allowed by --allow-blind" for part in blind_summary(report))
         return f"PASS: no {what} ({len(report.checks)} checks{allowed})"
     return "FAIL: " + "; ".join(failure_parts(report))
+
+
+def verdict_counts(comparison: Comparison) -> str:
+    """The one-line outcome of a comparison with no gate: its verdict counts."""
+    counts = ", ".join(f"{v} {n}" for v, n in comparison.counts().items() if n) or "no rows"
+    return f"verdicts (row × metric): {counts}; no gate rules given (--fail-on): exit 0"
 
 
 def render_text(render: Callable[[Console], None]) -> str:

@@ -161,4 +161,69 @@ def summary(line: Line) -> str:
         f"n {line.metric.n_baseline}/{line.metric.n_current}, passes {line.metric.passes_baseline}/"
         f"{line.metric.passes_current}, threshold {_pct(line.metric.threshold):g}%"
     )
-    return f"{_verdict_text(line)}: " + ", ".join(f"{c.header} {c.cell(line)}" for c in shown) + f"; {counts}"
+    detail = line.metric.detail or line.row.detail
+    said = f"; {detail}" if detail and line.metric.compared else ""
+    return (
+        f"{_verdict_text(line)}: "
+        + ", ".join(f"{c.header} {c.cell(line)}" for c in shown)
+        + f"; {counts}{said}"
+    )
+
+
+# ------------------------------------------------------------------ one line per row: the text tables
+
+
+@dataclass(frozen=True)
+class RowLine:
+    """One row (scenario, case, mode) of a comparison with every chosen metric, as the console and
+    markdown tables show it: a change-and-verdict cell per metric, then the CI, p and MDE where there is
+    room."""
+
+    row: RowComparison
+    metrics: tuple[MetricComparison | None, ...]  # in the settings' order; None: the row lacks it
+    gate: str  # "fail" where a rule failed on any metric of the row, "pass" where one passed, else ""
+
+
+Extra = Literal["ci", "p", "mde"]
+EXTRAS: tuple[Extra, ...] = ("ci", "p", "mde")  # the cells shown where the width allows, kept in this order
+EXTRA_HEADERS: dict[Extra, str] = {"ci": "95% CI", "p": "p", "mde": "MDE"}
+
+
+def metric_header(metric: str) -> str:
+    """A metric's column title: wall_us_per_launch → 'wall µs/launch', latency_us → 'latency µs'."""
+    return metric.replace("_us_per_", " µs/").replace("_us", " µs").replace("_", " ")
+
+
+def row_lines(comparison: Comparison, report: GateReport | None = None) -> list[RowLine]:
+    out = []
+    for row in comparison.rows:
+        words = {report.verdict_for(row.key, m.metric) for m in row.metrics} if report is not None else set()
+        gate = "fail" if "fail" in words else "pass" if "pass" in words else ""
+        out.append(RowLine(row, tuple(row.metric(m) for m in comparison.settings.metrics), gate))
+    return out
+
+
+def change_cell(mc: MetricComparison | None) -> tuple[str, str]:
+    """(change, verdict) of one metric of a row: '+9.8%', 'slower'."""
+    if mc is None:
+        return MISSING, "—"
+    return format_change(mc.change, MISSING) if mc.compared else "", mc.verdict
+
+
+def extra_cell(mc: MetricComparison | None, extra: Extra) -> str:
+    if mc is None or not mc.compared:
+        return ""
+    if extra == "ci":
+        return format_change_ci(*mc.change_ci, MISSING, sep=" to ")
+    if extra == "p":
+        return format_p(mc.p_value, MISSING)
+    return format_mde(mc.mde, MISSING)
+
+
+def row_detail(line: RowLine) -> str:
+    """The row's detail and each metric's own, once each."""
+    parts = [line.row.detail] if line.row.detail else []
+    for mc in line.metrics:
+        if mc is not None and mc.detail and mc.detail not in parts:
+            parts.append(mc.detail)
+    return "; ".join(parts)

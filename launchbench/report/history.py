@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from launchbench.history.tables import ENV_COLUMNS
 from launchbench.printable import visible
@@ -17,7 +16,8 @@ if TYPE_CHECKING:  # loaded by the command that asked for them (changes: rupture
     from launchbench.history.changes import ChangePoint
     from launchbench.history.query import RunInfo, TrendPoint
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "markdown", "csv", "json")
+HistoryKind = Literal["list", "trend", "changes"]
 
 
 def run_records(runs: Sequence[RunInfo]) -> list[dict[str, Any]]:
@@ -120,25 +120,139 @@ def _csv(records: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def render(records: list[dict[str, Any]], fmt: str, title: str, columns: Sequence[str] | None = None) -> str:
-    """Records as text in one of FORMATS. ``columns`` limits the table format (CSV and JSON keep all)."""
+def history_json(records: list[dict[str, Any]], kind: HistoryKind, title: str) -> str:
+    """Records as the versioned JSON document of ``kind`` (launchbench.report.documents)."""
+    from launchbench.report.documents import (
+        HistoryChange,
+        HistoryChangesDocument,
+        HistoryRun,
+        HistoryRunsDocument,
+        HistoryTrendDocument,
+        HistoryTrendPoint,
+        to_json,
+    )
+
+    clean = [{k: _json_value(v) for k, v in r.items()} for r in records]
+    if kind == "list":
+        return to_json(HistoryRunsDocument(title=title, runs=[HistoryRun.model_validate(r) for r in clean]))
+    if kind == "trend":
+        points = [HistoryTrendPoint.model_validate(r) for r in clean]
+        return to_json(HistoryTrendDocument(title=title, points=points))
+    changes = [HistoryChange.model_validate(r) for r in clean]
+    return to_json(HistoryChangesDocument(title=title, changes=changes))
+
+
+def render(
+    records: list[dict[str, Any]],
+    fmt: str,
+    title: str,
+    columns: Sequence[str] | None = None,
+    kind: HistoryKind = "list",
+    width: int | None = None,
+) -> str:
+    """Records as text in one of FORMATS. ``columns`` limits the table format (CSV and JSON keep all);
+    ``kind`` names the JSON document; ``width`` is the terminal's (None: as wide as the widest line, for
+    pipes and files, so no cell is cut)."""
     if fmt == "json":
-        return json.dumps([{k: _json_value(v) for k, v in r.items()} for r in records], indent=2) + "\n"
+        return history_json(records, kind, title)
     if fmt == "csv":
         return _csv(records)
-    from rich.console import Console
+    if fmt == "markdown":
+        return _markdown(records, list(columns or (records[0].keys() if records else [])), title)
+    shown = list(columns or (records[0].keys() if records else []))
+    while True:  # the least needed columns go until the table fits the width with no cell cut
+        text = _table_text(records, shown, title, width)
+        droppable = [name for name in DROP_FIRST if name in shown]
+        if width is None or (_fits(text, width) and _needed(records, shown) <= width) or not droppable:
+            return text
+        shown.remove(droppable[0])
+
+
+def _markdown(records: list[dict[str, Any]], shown: list[str], title: str) -> str:
+    """The table's columns as a markdown table under the title."""
+    headers = [HEADERS.get(name, name.replace("_", " ")) for name in shown]
+    lines = [f"**{visible(title)}**", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(shown)]
+    for record in records:
+        cells = (visible(_cell(record.get(name))).replace("|", "\\|") for name in shown)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fits(text: str, width: int) -> bool:
+    """No cell cut short (rich marks one with an ellipsis) and no line beyond the width (rich crops it)."""
+    return "…" not in text and all(len(line.rstrip()) <= width for line in text.splitlines())
+
+
+def _needed(records: list[dict[str, Any]], shown: Sequence[str]) -> int:
+    """Columns the table needs with every unfolded cell whole: each column's widest cell or header (a
+    folded one its minimum), plus a border and two spaces of padding per column."""
+    from rich.cells import cell_len
+
+    total = 1
+    for name in shown:
+        header = HEADERS.get(name, name.replace("_", " "))
+        cells = [cell_len(visible(_cell(r.get(name)))) for r in records]
+        total += 3 + (FOLD_WIDTH if name in FOLDED else max([cell_len(header), *cells]))
+    return total
+
+
+def _table_text(records: list[dict[str, Any]], shown: Sequence[str], title: str, width: int | None) -> str:
     from rich.markup import escape
     from rich.table import Table
 
-    shown = list(columns or (records[0].keys() if records else []))
+    from launchbench.report.console import plain_console
+
     table = Table(title=escape(visible(title)), title_justify="left")
     for name in shown:
-        table.add_column(name, overflow="fold")
+        header = HEADERS.get(name, name.replace("_", " "))
+        if name in FOLDED:
+            table.add_column(header, overflow="fold", min_width=FOLD_WIDTH)
+        else:
+            numeric = any(isinstance(r.get(name), int | float) for r in records)
+            table.add_column(header, justify="right" if numeric else "left", no_wrap=True)
     for record in records:
         table.add_row(*(escape(visible(_cell(record.get(name)))) for name in shown))
     buffer = io.StringIO()
-    Console(file=buffer, width=200, color_system=None, highlight=False, soft_wrap=False).print(table)
+    console = plain_console(buffer)
+    if width is not None:
+        console.width = width
+    console.print(table)
     return buffer.getvalue()
+
+
+# text that may wrap over lines (everything else is kept whole: names, ids, numbers)
+FOLDED = frozenset({"environment_changes", "scenarios"})
+FOLD_WIDTH = 12
+# what a narrow terminal loses first (CSV and JSON keep every column)
+DROP_FIRST: tuple[str, ...] = (
+    "ab_id", "ab_side", "git_branch", "host", "load_1m", "sm_mhz", "cupy", "driver", "git_commit",
+    "started", "passes", "scenarios", "step_ci_low_pct", "step_ci_high_pct", "p_value", "run_before",
+    "metric", "ci_low", "ci_high", "name",
+)  # fmt: skip
+
+
+# table headers with their units (CSV and JSON keep the keys)
+HEADERS: dict[str, str] = {
+    "run_id": "run",
+    "ci_low": "CI low",
+    "ci_high": "CI high",
+    "sm_mhz": "SM MHz",
+    "load_1m": "load 1 min",
+    "git_commit": "commit",
+    "git_branch": "branch",
+    "gpu_name": "GPU",
+    "ab_id": "ab id",
+    "ab_side": "ab side",
+    "run_before": "before",
+    "run_after": "after",
+    "step_pct": "step %",
+    "step_ci_low_pct": "CI low %",
+    "step_ci_high_pct": "CI high %",
+    "p_value": "p",
+    "environment_changes": "what changed",
+    "value_before": "before",
+    "value_after": "after",
+}
 
 
 LIST_COLUMNS = (

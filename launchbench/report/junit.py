@@ -76,6 +76,8 @@ def comparison_suite(
         if not check.passed:
             failures += 1
             ET.SubElement(case, "failure", {"message": check.message, "type": check.kind})
+    if comparison.all_warnings:
+        ET.SubElement(suite, "system-out").text = "\n".join(f"warning: {w}" for w in comparison.all_warnings)
     suite.set("tests", str(tests))
     suite.set("failures", str(failures))
     suite.set("errors", "0")

@@ -8,8 +8,15 @@ from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateCheck, GateReport
 from launchbench.printable import visible
 from launchbench.report.compare_console import failure_parts
-from launchbench.report.comparison_table import Line, level_notes, text_columns
-from launchbench.report.comparison_table import lines as comparison_lines
+from launchbench.report.comparison_table import (
+    RowLine,
+    change_cell,
+    extra_cell,
+    level_notes,
+    metric_header,
+    row_detail,
+    row_lines,
+)
 from launchbench.results.environment import describe_environment
 
 VERDICT_MARK = {
@@ -26,20 +33,22 @@ def _cell(text: object) -> str:
     return visible(str(text).replace("\n", " ")).replace("|", "\\|")
 
 
-def _marked(line: Line, text: str) -> str:
-    """The verdict cell with its mark in front of the verdict word."""
-    verdict = line.metric.verdict
-    return VERDICT_MARK[verdict] + text[len(verdict) :]
-
-
-def _table(table_lines: Sequence[Line], gate: bool) -> list[str]:
-    columns = text_columns(gate)
+def _table(table_lines: Sequence[RowLine], metrics: Sequence[str], gate: bool) -> list[str]:
+    """One line per row: per metric its change and verdict and the CI, then the gate and the detail."""
+    headers = ["scenario/case", "mode"]
+    for metric in metrics:
+        headers += [metric_header(metric), "95% CI"]
+    headers += [*(["gate"] if gate else []), "detail"]
     out = [
-        "| " + " | ".join(c.header or "" for c in columns) + " |",
-        "|" + "|".join("---:" if c.justify == "right" else "---" for c in columns) + "|",
+        "| " + " | ".join(headers) + " |",
+        "|---|---|" + "---:|---:|" * len(metrics) + ("---|" if gate else "") + "---|",
     ]
     for line in table_lines:
-        cells = [_marked(line, c.cell(line)) if c.key == "verdict" else c.cell(line) for c in columns]
+        cells = [f"{line.row.scenario}/{line.row.case}", line.row.mode]
+        for mc in line.metrics:
+            change, verdict = change_cell(mc)
+            cells += [f"{change} {VERDICT_MARK.get(verdict, verdict)}".strip(), extra_cell(mc, "ci")]
+        cells += [*([line.gate] if gate else []), row_detail(line)]
         out.append("| " + " | ".join(_cell(text) for text in cells) + " |")
     return out
 
@@ -48,11 +57,14 @@ def _check_lines(checks: Iterable[GateCheck], mark: str) -> list[str]:
     return [f"- {mark} `{_cell(c.subject)}` `{c.rule}`: {_cell(c.message)}" for c in checks]
 
 
-def _capped(table_lines: list[Line], gate: bool, max_rows: int | None) -> list[str]:
+def _capped(
+    table_lines: list[RowLine], metrics: Sequence[str], gate: bool, max_rows: int | None
+) -> list[str]:
     if max_rows is None or len(table_lines) <= max_rows:
-        return _table(table_lines, gate)
+        return _table(table_lines, metrics, gate)
     more = len(table_lines) - max_rows
-    return [*_table(table_lines[:max_rows], gate), "", f"… and {more} more (see the csv or json output)"]
+    shown = _table(table_lines[:max_rows], metrics, gate)
+    return [*shown, "", f"… and {more} more (see the csv or json output)"]
 
 
 def _gate_sections(report: GateReport) -> list[str]:
@@ -115,6 +127,8 @@ def comparison_markdown(
         lines.append("")
     else:
         lines += [f"Same environment: {describe_environment(comparison.current_env)}", ""]
+    if comparison.all_warnings:
+        lines += ["> [!WARNING]", *[f"> - {_cell(w)}" for w in comparison.all_warnings], ""]
     thresholds = ", ".join(
         f"{m} {comparison.settings.threshold(m) * 100:g}%" for m in comparison.settings.metrics
     )
@@ -136,15 +150,15 @@ def comparison_markdown(
     notes = level_notes(comparison)
     if notes:
         lines += ["### Host levels", "", *[f"- {_cell(n)}" for n in notes], ""]
-    every = list(comparison_lines(comparison, report))
-    changed = [line for line in every if line.metric.verdict != "same"]
-    gate = report is not None
+    every = row_lines(comparison, report)
+    changed = [line for line in every if any(m is None or m.verdict != "same" for m in line.metrics)]
+    gate, metrics = report is not None, comparison.settings.metrics
     if changed:
-        lines += ["### Not the same", "", *_capped(changed, gate, max_rows), ""]
+        lines += ["### Not the same", "", *_capped(changed, metrics, gate, max_rows), ""]
     lines += [
         "<details><summary>All rows</summary>",
         "",
-        *_capped(every, gate, max_rows),
+        *_capped(every, metrics, gate, max_rows),
         "",
         "</details>",
         "",

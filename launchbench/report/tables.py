@@ -3,7 +3,6 @@ check): CSV and JSON. The comparison's columns come from report.comparison_table
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -12,6 +11,17 @@ import pandas as pd
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateCheck, GateReport
 from launchbench.report import comparison_table
+from launchbench.report.documents import (
+    CheckDocument,
+    CheckRecord,
+    ComparisonDocument,
+    ComparisonLine,
+    ComparisonSettingsRecord,
+    ComparisonSide,
+    EnvironmentDifference,
+    GateRecord,
+    to_json,
+)
 
 COMPARISON_COLUMNS: tuple[str, ...] = comparison_table.DATA_KEYS
 CHECK_COLUMNS: tuple[str, ...] = (
@@ -72,52 +82,52 @@ def check_record(check: GateCheck) -> dict[str, Any]:
     }
 
 
-def report_record(report: GateReport) -> dict[str, Any]:
-    return {
-        "passed": report.passed,
-        "failures": len(report.failures),
-        "improvements": len(report.improvements),
-        "notes": list(report.notes),
-        "checks": [check_record(c) for c in report.checks],
-    }
+def gate_record(report: GateReport) -> GateRecord:
+    return GateRecord(
+        passed=report.passed,
+        failures=len(report.failures),
+        improvements=len(report.improvements),
+        notes=list(report.notes),
+        checks=[CheckRecord.model_validate(_clean(check_record(c))) for c in report.checks],
+    )
+
+
+def comparison_document(comparison: Comparison, report: GateReport | None = None) -> ComparisonDocument:
+    s = comparison.settings
+    return ComparisonDocument(
+        baseline=ComparisonSide(source=comparison.baseline_label, environment=dict(comparison.baseline_env)),
+        current=ComparisonSide(source=comparison.current_label, environment=dict(comparison.current_env)),
+        environment_differences=[
+            EnvironmentDifference(item=d.item, baseline=d.baseline, current=d.current)
+            for d in comparison.env_differences
+        ],
+        different_gpu=comparison.different_gpu,
+        warnings=list(comparison.all_warnings),
+        settings=ComparisonSettingsRecord(
+            metrics=list(s.metrics),
+            thresholds_pct={m: _pct(s.threshold(m)) for m in s.metrics},
+            alpha=s.alpha,
+            paired=comparison.paired,
+            confidence=s.confidence,
+            resamples=s.resamples,
+            seed=s.seed,
+        ),
+        counts=comparison.counts(),
+        rows=[ComparisonLine.model_validate(_clean(r)) for r in comparison_records(comparison, report)],
+        gate=None if report is None else gate_record(report),
+    )
 
 
 def comparison_json(comparison: Comparison, report: GateReport | None = None) -> str:
-    return json_text(comparison_document(comparison, report))
+    return to_json(comparison_document(comparison, report))
 
 
-def json_text(document: dict[str, Any]) -> str:
-    """A document as JSON text, NaN and infinities as null (e.g. comparison_document parts)."""
-    return json.dumps(_clean(document), indent=1, ensure_ascii=False) + "\n"
-
-
-def comparison_document(comparison: Comparison, report: GateReport | None = None) -> dict[str, Any]:
-    """The comparison as compare's JSON document holds it: sources, environments, settings, rows, gate."""
-    s = comparison.settings
-    return {
-        "baseline": {"source": comparison.baseline_label, "environment": dict(comparison.baseline_env)},
-        "current": {"source": comparison.current_label, "environment": dict(comparison.current_env)},
-        "environment_differences": [
-            {"item": d.item, "baseline": d.baseline, "current": d.current} for d in comparison.env_differences
-        ],
-        "different_gpu": comparison.different_gpu,
-        "settings": {
-            "metrics": list(s.metrics),
-            "thresholds_pct": {m: _pct(s.threshold(m)) for m in s.metrics},
-            "alpha": s.alpha,
-            "paired": comparison.paired,
-            "confidence": s.confidence,
-            "resamples": s.resamples,
-            "seed": s.seed,
-        },
-        "counts": comparison.counts(),
-        "rows": comparison_records(comparison, report),
-        "gate": None if report is None else report_record(report),
-    }
+def check_document(report: GateReport) -> CheckDocument:
+    return CheckDocument(**dict(gate_record(report)))
 
 
 def report_json(report: GateReport) -> str:
-    return json_text(report_record(report))
+    return to_json(check_document(report))
 
 
 def report_csv(report: GateReport) -> str:

@@ -100,13 +100,18 @@ def host_environment() -> dict[str, Any]:
     }
 
 
-ENV_ITEMS: tuple[str, ...] = ("gpu", "driver", "cuda_runtime", "cupy")
+ENV_ITEMS: tuple[str, ...] = ("gpu", "driver", "cuda_runtime", "cupy", "cuda_bindings", "python", "cpu")
 ENV_LABELS: dict[str, str] = {
     "gpu": "GPU",
     "driver": "driver",
     "cuda_runtime": "CUDA runtime",
     "cupy": "CuPy",
+    "cuda_bindings": "cuda-bindings",
+    "python": "Python",
+    "cpu": "CPU model",
 }
+# the items whose change moves the host's launch cost, and so the rows it sets (host-bound rows)
+HOST_ITEMS: frozenset[str] = frozenset({"python", "cpu", "cuda_bindings", "cupy"})
 # Where each item may sit: collect_environment's layout first, then older or hand-written layouts, then a
 # summary's own (so summarizing a summary gives it back).
 _ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -114,6 +119,9 @@ _ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
     "driver": (("driver",), ("gpu", "driver"), ("driver_version",), ("gpu", "driver_version")),
     "cuda_runtime": (("cuda_runtime",), ("cuda", "runtime"), ("cuda_runtime_version",)),
     "cupy": (("cupy",), ("cupy_version",), ("cupy", "version")),
+    "cuda_bindings": (("cuda_bindings",),),
+    "python": (("python",),),
+    "cpu": (("host", "cpu"), ("cpu",)),
 }
 UNKNOWN = "unknown"
 

@@ -52,7 +52,7 @@ def _use_backend(monkeypatch: pytest.MonkeyPatch, factory: object) -> None:
 def _listed(db: str, *filters: str) -> list[dict[str, object]]:
     result = CliRunner().invoke(cli, ["history", "list", "--db", db, "--format", "json", *filters])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)  # type: ignore[no-any-return]
+    return json.loads(result.stdout)["runs"]  # type: ignore[no-any-return]
 
 
 def _ab(scenario: Path, out: Path, *extra: str):  # type: ignore[no-untyped-def]

@@ -36,7 +36,7 @@ def test_ingest_list_trend_changes(db_url: str, stepped: list[Path]) -> None:
     assert invoke("history", "ingest", "--db", db_url, stepped[0]).output.count("already in the history") == 1
     listed = json.loads(
         invoke("history", "list", "--db", db_url, "--format", "json", "--driver", "590.10.01").output
-    )
+    )["runs"]
     assert [r["name"] for r in listed] == [f"run-{i:02d}" for i in range(7, 13)]
     assert all(r["git_branch"] == "main" for r in listed)
     uuid, version = listed[0]["gpu_uuid"], listed[0]["launchbench_version"]
@@ -53,12 +53,10 @@ def test_ingest_list_trend_changes(db_url: str, stepped: list[Path]) -> None:
             "--launchbench",
             version,
         ).output
-    )
+    )["runs"]
     assert len(by_env) == 12
-    assert (
-        invoke("history", "list", "--db", db_url, "--gpu-uuid", "GPU-none", "--format", "json").output.strip()
-        == "[]"
-    )
+    none = invoke("history", "list", "--db", db_url, "--gpu-uuid", "GPU-none", "--format", "json").output
+    assert json.loads(none)["runs"] == []
     trend = invoke(
         "history", "trend", "quickstart/scale/length=100", "--db", db_url, "--format", "csv", "--last", "3"
     )
@@ -66,7 +64,7 @@ def test_ingest_list_trend_changes(db_url: str, stepped: list[Path]) -> None:
     assert lines[0].startswith("run_id,name,started,metric,median,ci_low,ci_high") and len(lines) == 4
     changes = json.loads(
         invoke("history", "changes", "--db", db_url, "--format", "json", "-m", "gpu_us_per_iter").output
-    )
+    )["changes"]
     assert (
         changes
         and {c["run_after"] for c in changes} == {"run-07"}
@@ -183,7 +181,8 @@ def test_truncated_run_and_locked_database_are_one_line_and_exit_2(
         holder.rollback()
         holder.close()
     assert [
-        r["name"] for r in json.loads(invoke("history", "list", "--db", db, "--format", "json").output)
+        r["name"]
+        for r in json.loads(invoke("history", "list", "--db", db, "--format", "json").output)["runs"]
     ] == ["quickstart-h200"]
 
 
@@ -193,7 +192,7 @@ def test_run_history_ingests_the_finished_run(tmp_path: Path) -> None:
     assert ingest_after_run(db, QUICKSTART) == 0
     assert ingest_after_run(db, tmp_path) == 2
     assert "--history" in invoke("run", "--help").output
-    listed = json.loads(invoke("history", "list", "--db", db, "--format", "json").output)
+    listed = json.loads(invoke("history", "list", "--db", db, "--format", "json").output)["runs"]
     assert [r["name"] for r in listed] == ["quickstart-h200"]
 
 

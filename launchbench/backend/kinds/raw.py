@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, WithJsonSchema, field_validator
 
 from launchbench.backend.kinds import base
 from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
@@ -49,14 +49,29 @@ def _dim3(value: Any) -> Any:
     return (value,)
 
 
+# the schema of what a scenario may write: one number, or a list of 1 to 3 (the before-validator's input)
+Dim3 = Annotated[
+    tuple[Int, ...],
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1, "maxItems": 3},
+            ]
+        },
+        mode="validation",
+    ),
+]
+
+
 class RawStep(StepBase):
     """The user's own CUDA C kernel, compiled with NVRTC through cupy.RawKernel."""
 
     kind: Literal["raw"]
     source: str = Field(..., min_length=1)
     function: str = Field(..., min_length=1, description='the extern "C" kernel name')
-    grid: tuple[Int, ...]
-    block: tuple[Int, ...]
+    grid: Dim3 = Field(..., description="blocks: one number or 1 to 3 (x, y, z)")
+    block: Dim3 = Field(..., description="threads per block: one number or 1 to 3 (x, y, z)")
     shared_mem: Int = Field(0, ge=0, le=228 * 1024)
     options: tuple[str, ...] = ()
     buffers: dict[str, RawBuffer] = Field(default_factory=dict)
