@@ -33,3 +33,30 @@ def test_a_uuid_cut_at_a_zero_byte_finds_the_device_by_pci_bus_id() -> None:
     assert complete_uuid(cut) is None and complete_uuid(None) is None
     assert nvml_handle(RecordingNvml(), cut, BUS_ID) == ("pci", BUS_ID)
     assert nvml_handle(RecordingNvml(), None, BUS_ID) == ("pci", BUS_ID)
+
+
+def test_the_cupy_build_counts_only_where_both_runs_recorded_it():
+    from launchbench.results.environment import items_differ, summarize_environment
+
+    old = summarize_environment({"cupy": "14.2.0"})
+    cuda12 = summarize_environment({"cupy": "14.2.0", "cupy_build": "cupy-cuda12x"})
+    cuda13 = summarize_environment({"cupy": "14.2.0", "cupy_build": "cupy-cuda13x"})
+    assert not items_differ("cupy_build", old, cuda13)  # a run from before the item was recorded
+    assert items_differ("cupy_build", cuda12, cuda13) and not items_differ("cupy", cuda12, cuda13)
+
+
+def test_env_speaks_every_format():
+    import csv
+    import io
+
+    from click.testing import CliRunner
+
+    from launchbench.cli import cli
+
+    for fmt in ("table", "markdown", "csv", "json"):
+        result = CliRunner().invoke(cli, ["env", "--format", fmt])
+        assert result.exit_code in (0, 2) and "python" in result.output, (fmt, result.output)
+    rows = list(csv.reader(io.StringIO(CliRunner().invoke(cli, ["env", "--format", "csv"]).output)))
+    assert rows[0] == ["item", "value"] and any(r[0] == "cupy_build" for r in rows)
+    markdown = CliRunner().invoke(cli, ["env", "--format", "markdown"]).output.splitlines()
+    assert markdown[:2] == ["| item | value |", "| --- | --- |"]

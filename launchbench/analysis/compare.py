@@ -69,6 +69,7 @@ from launchbench.results.environment import (
     ENV_LABELS,
     HOST_ITEMS,
     UNKNOWN,
+    items_differ,
     summarize_environment,
 )
 from launchbench.results.schema import (
@@ -278,7 +279,7 @@ class Comparison:
         return tuple(
             EnvDifference(ENV_LABELS[item], self.baseline_env[item], self.current_env[item])
             for item in ENV_ITEMS
-            if self.baseline_env[item] != self.current_env[item]
+            if items_differ(item, self.baseline_env, self.current_env)
         )
 
     @property
@@ -288,7 +289,7 @@ class Comparison:
         changed = [
             ENV_LABELS[i]
             for i in ENV_ITEMS
-            if i in HOST_ITEMS and self.baseline_env[i] != self.current_env[i]
+            if i in HOST_ITEMS and items_differ(i, self.baseline_env, self.current_env)
         ]
         rows = [r.label for r in self.rows if r.host_bound and r.only_in is None]
         if not changed or not rows:

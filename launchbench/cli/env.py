@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -15,7 +16,7 @@ from launchbench.errors import LaunchbenchError
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(("table", "json")),
+    type=click.Choice(("table", "markdown", "csv", "json")),
     default="table",
     show_default=True,
     help="Output format (json: docs/schemas/env.schema.json).",
@@ -45,13 +46,36 @@ def env(device: int, fmt: str, as_json: bool, quiet: bool) -> None:
 
         click.echo(to_json(EnvironmentDocument.model_validate({**info, "gpu_problem": problem})), nl=False)
     else:
-        for key, value in info.items():
-            if isinstance(value, dict):
-                value = ", ".join(f"{k}={v}" for k, v in value.items())
-            click.echo(f"{key:>14}: {value}")
-        if problem:
-            click.echo(f"{'gpu':>14}: none — {problem}")
+        click.echo(render_items(environment_items(info, problem), fmt), nl=False)
     sys.exit(EXIT_USAGE if problem else EXIT_OK)
+
+
+def environment_items(info: dict[str, Any], problem: str | None) -> list[tuple[str, str]]:
+    """(item, value) lines of an environment: a nested part as key=value pairs, the GPU's problem last."""
+    items = []
+    for key, value in info.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        items.append((key, str(value)))
+    if problem:
+        items.append(("gpu", f"none — {problem}"))
+    return items
+
+
+def render_items(items: list[tuple[str, str]], fmt: str) -> str:
+    """The items as aligned text (table), a two-column markdown table or CSV."""
+    if fmt == "csv":
+        import csv
+        import io
+
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerows([("item", "value"), *items])
+        return buffer.getvalue()
+    if fmt == "markdown":
+        cells = [f"| {k} | {v.replace('|', chr(92) + '|')} |" for k, v in items]
+        return "\n".join(["| item | value |", "| --- | --- |", *cells]) + "\n"
+    return "".join(f"{key:>14}: {value}\n" for key, value in items)
 
 
 command = env

@@ -188,6 +188,7 @@ class EnvironmentDocument(BaseModel):
     cuda_driver: str | None = None
     cuda_runtime: str | None = None
     cupy: str | None = None
+    cupy_build: str | None = Field(None, description="the distribution that installs CuPy, e.g. cupy-cuda13x")
     cuda_bindings: str | None = None
     numpy: str | None = None
     nccl: str | None = None

@@ -83,6 +83,18 @@ def parse_cpulist(text: str) -> frozenset[int]:
     return frozenset(cpus)
 
 
+def cupy_build() -> str | None:
+    """The distribution that installs the ``cupy`` module (e.g. 'cupy-cuda13x': the CUDA major version
+    its wheel was built for), None where CuPy is not installed or the metadata cannot be read."""
+    from importlib.metadata import packages_distributions
+
+    try:
+        names = packages_distributions().get("cupy", [])
+    except Exception:  # noqa: BLE001 - metadata of another package that cannot be read: not recorded
+        return None
+    return sorted(names)[0] if names else None
+
+
 def host_environment() -> dict[str, Any]:
     return {
         "host": {
@@ -94,24 +106,30 @@ def host_environment() -> dict[str, Any]:
             "governor": cpu_governor(),
         },
         "python": sys.version.split()[0],
+        "cupy_build": cupy_build(),
         "launchbench": __version__,
         "git_commit": git_commit(),
         "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
 
 
-ENV_ITEMS: tuple[str, ...] = ("gpu", "driver", "cuda_runtime", "cupy", "cuda_bindings", "python", "cpu")
+ENV_ITEMS: tuple[str, ...] = (
+    "gpu", "driver", "cuda_runtime", "cupy", "cupy_build", "cuda_bindings", "python", "cpu"
+)  # fmt: skip
 ENV_LABELS: dict[str, str] = {
     "gpu": "GPU",
     "driver": "driver",
     "cuda_runtime": "CUDA runtime",
     "cupy": "CuPy",
+    "cupy_build": "CuPy build",
     "cuda_bindings": "cuda-bindings",
     "python": "Python",
     "cpu": "CPU model",
 }
 # the items whose change moves the host's launch cost, and so the rows it sets (host-bound rows)
-HOST_ITEMS: frozenset[str] = frozenset({"python", "cpu", "cuda_bindings", "cupy"})
+HOST_ITEMS: frozenset[str] = frozenset({"python", "cpu", "cuda_bindings", "cupy", "cupy_build"})
+# items recorded only by newer runs: a difference counts only where both runs recorded them
+RECENT_ITEMS: frozenset[str] = frozenset({"cupy_build"})
 # Where each item may sit: collect_environment's layout first, then older or hand-written layouts, then a
 # summary's own (so summarizing a summary gives it back).
 _ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -120,10 +138,19 @@ _ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
     "cuda_runtime": (("cuda_runtime",), ("cuda", "runtime"), ("cuda_runtime_version",)),
     "cupy": (("cupy",), ("cupy_version",), ("cupy", "version")),
     "cuda_bindings": (("cuda_bindings",),),
+    "cupy_build": (("cupy_build",),),
     "python": (("python",),),
     "cpu": (("host", "cpu"), ("cpu",)),
 }
 UNKNOWN = "unknown"
+
+
+def items_differ(item: str, baseline: Mapping[str, str], current: Mapping[str, str]) -> bool:
+    """Whether two environment summaries differ in ``item`` (an item newer runs record only counts
+    where both recorded it)."""
+    if item in RECENT_ITEMS and UNKNOWN in (baseline[item], current[item]):
+        return False
+    return baseline[item] != current[item]
 
 
 def _lookup(env: Mapping[str, Any], path: Sequence[str]) -> Any:

@@ -50,7 +50,7 @@ ENVIRONMENT: dict[str, Any] = {
         ("python", "launchbench", "git_commit", "time", "driver", "cuda_runtime", "cuda_driver", "cupy"),
         _TEXT,
     ),
-    **dict.fromkeys(("numpy", "cuda_bindings", "capture_timing"), _TEXT),
+    **dict.fromkeys(("numpy", "cuda_bindings", "capture_timing", "cupy_build"), _TEXT),
     "nvml": _FLAG,
     "device_count": _WHOLE,
 }
