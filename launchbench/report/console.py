@@ -281,31 +281,33 @@ def canary_line(run: RunRecord) -> str | None:
     )
 
 
+def _print_block(console: Console, header: str, lines: Sequence[str]) -> None:
+    """A header and its indented lines, where there are lines."""
+    if lines:
+        console.print(header)
+        for line in lines:
+            console.print(f"  {line}")
+
+
 def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
     frame = run_table(run)
     console.print(summary_table(run, frame))
     shapes = shape_table(run, frame)
     if shapes is not None:
         console.print(shapes)
-    model = cost_model_lines(run, frame)
-    if model:
-        console.print("[bold]cost model[/] (time per iteration = fixed + per-launch × launches):")
-        for line in model:
-            console.print(f"  {line}")
-    shape_model = shape_model_lines(run, frame)
-    if shape_model:
-        console.print(
-            "[bold]cost model[/] (µs per iteration = max(GPU, host + per change / k iterations per shape)):"
-        )
-        for line in shape_model:
-            console.print(f"  {line}")
-    levels = level_lines(run)
-    if levels:
-        console.print(
-            "[bold]host levels[/] (per row, the pass medians: see docs/methodology.md, Host levels):"
-        )
-        for line in levels:
-            console.print(f"  {escape(line)}")
+    _print_block(
+        console, "[bold]cost model[/] (time per iteration = fixed + per-launch × launches):",
+        cost_model_lines(run, frame),
+    )  # fmt: skip
+    _print_block(
+        console,
+        "[bold]cost model[/] (µs per iteration = max(GPU, host + per change / k iterations per shape)):",
+        shape_model_lines(run, frame),
+    )
+    _print_block(
+        console, "[bold]host levels[/] (per row, the pass medians: see docs/methodology.md, Host levels):",
+        [escape(line) for line in level_lines(run)],
+    )  # fmt: skip
     canary = canary_line(run)
     if canary:
         console.print(canary)
