@@ -577,7 +577,16 @@ def test_settings_validation() -> None:
 
 def test_environment_summary_and_gpu_names(baseline_run: RunRecord) -> None:
     env = summarize_environment(baseline_run.environment)
-    assert set(env) == {"gpu", "driver", "cuda_runtime", "cupy", "cupy_build", "cuda_bindings", "python", "cpu"}
+    assert set(env) == {
+        "gpu",
+        "driver",
+        "cuda_runtime",
+        "cupy",
+        "cupy_build",
+        "cuda_bindings",
+        "python",
+        "cpu",
+    }
     assert env["gpu"] == baseline_run.gpu_name
     assert summarize_environment({})["gpu"] == "unknown"
     assert summarize_environment(env) == env  # a summary summarizes to itself
