@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -83,6 +84,14 @@ def env_example() -> str:
     return CliRunner().invoke(cli, ["env"]).output
 
 
+COMMIT = re.compile(r"\b[0-9a-f]{40}(-dirty)?\b")
+
+
+def without_commits(text: str) -> str:
+    """The text with git commit ids (a checkout's, or the ones the synthetic runs copy) shown as <commit>."""
+    return COMMIT.sub("<commit>", text)
+
+
 def main() -> int:
     import os
 
@@ -103,9 +112,9 @@ def main() -> int:
         for name, make in examples.items():
             for width in WIDTHS:
                 suffix = "piped" if width is None else f"{width}"
-                text = make(width).replace(tmp, "/tmp/history")
+                text = without_commits(make(width).replace(tmp, "/tmp/history"))
                 (OUT / f"{name}-{suffix}.txt").write_text(text, encoding="utf-8")
-    (OUT / "env.txt").write_text(env_example(), encoding="utf-8")
+    (OUT / "env.txt").write_text(without_commits(env_example()), encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}/")
     return 0
 
