@@ -83,13 +83,25 @@ def parse_cpulist(text: str) -> frozenset[int]:
     return frozenset(cpus)
 
 
+WHEELS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy-rocm-6-0", "cupy-rocm-5-0", "cupy")
+
+
 def cupy_build() -> str | None:
     """The distribution that installs the ``cupy`` module (e.g. 'cupy-cuda13x': the CUDA major version
-    its wheel was built for), None where CuPy is not installed or the metadata cannot be read."""
-    from importlib.metadata import packages_distributions
+    its wheel was built for), None where CuPy is not installed. The known wheel names are looked up one
+    by one (a lookup by name is quick); only an unknown one costs a scan of every installed package."""
+    from importlib import metadata, util
 
+    if util.find_spec("cupy") is None:
+        return None
+    for name in WHEELS:
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        return name
     try:
-        names = packages_distributions().get("cupy", [])
+        names = metadata.packages_distributions().get("cupy", [])
     except Exception:  # noqa: BLE001 - metadata of another package that cannot be read: not recorded
         return None
     return sorted(names)[0] if names else None
