@@ -1,6 +1,7 @@
 """The benchmark scripts' pure parts, without a GPU: the A/A rule on the committed H200 runs and the
 fidelity script's round-by-round ratios."""
 
+import ast
 import importlib
 import sys
 from pathlib import Path
@@ -51,20 +52,27 @@ def test_aa_rule_skips_what_neither_run_measured_and_fails_what_one_run_lacks(sc
     assert not scripts.compare(table, lacking)["pass"].all()
 
 
-def test_fidelity_compares_each_round_with_the_same_round_of_the_bare_loop():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        paired = importlib.import_module("_paired")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    # the host is 40% slower in rounds 2 and 3: pooled medians would mix states, each round's ratio is 1.02
-    bare = [1.0] * 5 + [1.4] * 10 + [1.0] * 5
-    ours = [1.02 * v for v in bare] + [9.9]  # a trailing partial round is left out
-    ratios = paired.round_ratios(ours, bare, per_round=5)
-    assert ratios == pytest.approx([1.02] * 4)
-    assert paired.round_ratios([2.0, 4.0, 6.0], [1.0, 1.0, 1.0], per_round=3) == pytest.approx([4.0])
-    with pytest.raises(ValueError):
-        paired.round_ratios([1.0], [1.0], per_round=0)
+def test_fidelity_compares_graph_rows_per_turn_and_eager_rows_level_to_level():
+    fidelity = _benchmark_module("fidelity")
+    # graph: each turn's launchbench median over the same turn's bare median; the median over turns
+    row = fidelity.graph_row("empty/length=100", [0.515, 0.70, 0.512], [0.51, 0.51, 0.51])
+    assert row.ratio == pytest.approx(0.515 / 0.51) and row.within and row.ratio_max > 1.3
+    assert not fidelity.graph_row("x", [0.69], [0.51]).within  # the slowdown of an unlaunched upload
+    # eager: the host sits at one of two levels; each level against the same level of the bare loop
+    assert fidelity.levels([4.4, 6.3, 4.6, 6.1]) == [[4.4, 4.6], [6.1, 6.3]]
+    assert fidelity.levels([4.4, 4.5, 4.7]) == [[4.4, 4.5, 4.7]]
+    both = fidelity.eager_rows("e", [4.5, 4.6, 6.2, 6.4], [4.4, 4.5, 6.3])
+    assert [(r.compared, r.within) for r in both] == [("low", True), ("high", True)]
+    one_sided = fidelity.eager_rows("e", [4.5, 6.3, 6.4], [4.6, 4.7])
+    assert [(r.compared, r.within) for r in one_sided] == [("low", True), ("unmatched", None)]
+    assert not fidelity.eager_rows("e", [5.4, 5.5], [4.5, 4.6])[0].within  # 20% apart at one level each
+
+
+def test_the_bare_loop_imports_nothing_of_launchbench():
+    tree = ast.parse((ROOT / "benchmarks" / "bare_loop.py").read_text())
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert "cupy" in names and not [n for n in names if n.split(".")[0] == "launchbench"]
 
 
 def _benchmark_module(name):
