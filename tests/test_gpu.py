@@ -140,7 +140,7 @@ def test_ten_thousand_eager_launches_keep_the_queue_bounded(backend):
     a launch cost instead of becoming GPU time."""
     import cupy
 
-    from launchbench.backend.kinds.raw import RawStep
+    from launchbench.kinds.raw import RawStep
     from launchbench.backend.step_builder import StepBuilder
     from launchbench.backend.workload import LaunchLoop
 
@@ -175,7 +175,7 @@ def test_latency_of_a_chain_within_one_window_block_records_no_window_event(back
 
     import cupy
 
-    from launchbench.backend.kinds.empty import EMPTY_SOURCE
+    from launchbench.kinds.empty import EMPTY_SOURCE
     from launchbench.backend.workload import LaunchLoop
 
     stream = backend.stream(0)

@@ -27,7 +27,7 @@ def _case(tmp_path: Path, steps: list[dict], **measure):
 
 
 def _needs_conditional_nodes():
-    from launchbench.backend.kinds import graph_nodes
+    from launchbench.kinds import graph_nodes
 
     try:
         graph_nodes.require_conditional_nodes()

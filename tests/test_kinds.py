@@ -1,5 +1,5 @@
 """The step-kind registry drives the scenario model, the builder, the bytes a step allocates and the graph
-node count: every kind comes from its own module in backend/kinds/, and a new module is a new kind."""
+node count: every kind comes from its own module in kinds/, and a new module is a new kind."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from launchbench.backend import kinds
-from launchbench.backend.kinds import registry
-from launchbench.backend.kinds.base import BuiltStep
+from launchbench import kinds
+from launchbench.kinds import registry
+from launchbench.kinds.base import BuiltStep
 from launchbench.run.execute import expected_nodes
 from launchbench.scenario.core import Case, MeasureSettings
 from launchbench.scenario.model import STEP_FIELDS, Step, step_fields, step_union
@@ -98,7 +98,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from launchbench.backend.kinds.base import BuiltStep, KindSpec, StepBase
+from launchbench.kinds.base import BuiltStep, KindSpec, StepBase
 
 
 class ProbeStep(StepBase):

@@ -1,9 +1,9 @@
 """Import direction between launchbench's packages: a module never imports one on a higher layer.
 
-Layers, low to high: errors (with the package's ``__init__`` and other top-level modules) < the step-kind definitions
-(``backend/kinds``) < scenario < measure < results < backend < run < analysis < history < report < fleet
+Layers, low to high: errors (with the package's ``__init__`` and other top-level modules) < the step kinds
+(``kinds``) < scenario < measure < results < backend < run < analysis < history < report < fleet
 < cli (``__main__`` with it). Every import counts, the lazy ones inside functions too. CuPy, cuda.bindings and
-NVML are imported at module level only by backend modules outside ``backend/kinds``, so the rest imports
+NVML are imported at module level only by backend modules outside ``kinds``, so the rest imports
 on a machine without a GPU.
 """
 
@@ -19,7 +19,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "launchbench"
 LAYERS = (
     "errors",
-    "definitions",
+    "kinds",
     "scenario",
     "measure",
     "results",
@@ -44,8 +44,6 @@ def layer_of(module: str, packages: frozenset[str] = frozenset()) -> str | None:
         return "cli"
     if len(parts) == 1 or (len(parts) == 2 and module not in packages):
         return "errors"  # the package itself and its top-level modules (errors, shared helpers)
-    if parts[1:3] == ["backend", "kinds"]:
-        return "definitions"
     return parts[1] if parts[1] in LAYERS else ""
 
 
@@ -197,8 +195,8 @@ def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
     root = _plant(
         tmp_path,
         {
-            "backend/kinds/empty.py": "from launchbench.errors import LaunchbenchError\n",
-            "scenario/model.py": "from launchbench.backend.kinds import empty\nfrom . import core\n",
+            "kinds/empty.py": "from launchbench.errors import LaunchbenchError\n",
+            "scenario/model.py": "from launchbench.kinds import empty\nfrom . import core\n",
             "scenario/core.py": "import launchbench\n",
             "cli/run.py": "def run():\n    from launchbench.scenario.model import x\n",
             "__main__.py": "from launchbench.cli.run import run\n",
@@ -209,10 +207,10 @@ def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
 
 def test_the_kind_definitions_sit_below_the_backend(tmp_path: Path) -> None:
     root = _plant(
-        tmp_path, {"backend/base.py": "", "backend/kinds/empty.py": "from launchbench.backend import base\n"}
+        tmp_path, {"backend/base.py": "", "kinds/empty.py": "from launchbench.backend import base\n"}
     )
     (found,) = violations(root)
-    assert "(definitions) imports launchbench.backend.base (backend)" in found
+    assert "(kinds) imports launchbench.backend.base (backend)" in found
 
 
 def test_module_level_gpu_imports_outside_the_backend_are_found(tmp_path: Path) -> None:
@@ -220,12 +218,12 @@ def test_module_level_gpu_imports_outside_the_backend_are_found(tmp_path: Path) 
         tmp_path,
         {
             "backend/graph.py": "import cupy\n",
-            "backend/kinds/empty.py": "import cupy\n\ndef build():\n    import cupy\n",
+            "kinds/empty.py": "import cupy\n\ndef build():\n    import cupy\n",
             "measure/clock.py": "def read():\n    import pynvml\n",
         },
     )
     assert violations(root) == [
-        "launchbench/backend/kinds/empty.py:1: launchbench.backend.kinds.empty (definitions) imports cupy at module level"
+        "launchbench/kinds/empty.py:1: launchbench.kinds.empty (kinds) imports cupy at module level"
     ]
 
 

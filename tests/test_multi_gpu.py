@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from fakes import DEVICES_VARIABLE, ScriptedWorkload, SteppingClock, scripted_backend
 from pydantic import TypeAdapter
 
-from launchbench.backend.kinds.collective import expected, rank_input
+from launchbench.kinds.collective import expected, rank_input
 from launchbench.cli import cli
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.sampler import Sampler

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from launchbench.backend.kinds.elementwise import ElementwiseStep
-from launchbench.backend.kinds.empty import EmptyStep
-from launchbench.backend.kinds.raw import RawStep
+from launchbench.kinds.elementwise import ElementwiseStep
+from launchbench.kinds.empty import EmptyStep
+from launchbench.kinds.raw import RawStep
 from launchbench.errors import ScenarioError
 from launchbench.scenario.expand import axis_values, expand_loaded, expand_scenario
 from launchbench.scenario.load import load_scenario, load_scenario_file, parse_yaml

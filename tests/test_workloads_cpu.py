@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import yaml
 
-from launchbench.backend.kinds.host_copy import HostCopyStep
-from launchbench.backend.kinds.python_call import PythonStepError, load_callable, normalise_result
-from launchbench.backend.kinds.python_step import PythonStep
+from launchbench.kinds.host_copy import HostCopyStep
+from launchbench.kinds.python_call import PythonStepError, load_callable, normalise_result
+from launchbench.kinds.python_step import PythonStep
 from launchbench.errors import LaunchbenchError, ScenarioError
 from launchbench.run.execute import expected_nodes
 from launchbench.scenario.expand import expand_scenario

@@ -16,7 +16,7 @@ from typing import Any
 
 import cupy
 
-from launchbench.backend.kinds.empty import EMPTY_NAME, EMPTY_SOURCE
+from launchbench.kinds.empty import EMPTY_NAME, EMPTY_SOURCE
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import CanaryReading
 

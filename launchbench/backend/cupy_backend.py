@@ -17,9 +17,9 @@ from launchbench.backend.gpu_probe import collect_environment
 from launchbench.backend.graph import CaptureFailed, capture
 from launchbench.backend.graph_shape import GraphShape, to_dot
 from launchbench.backend.graph_shape import walk as walk_graph
-from launchbench.backend.kinds.base import BuiltStep
-from launchbench.backend.kinds.empty import EMPTY_SOURCE
-from launchbench.backend.kinds.registry import step_bytes
+from launchbench.kinds.base import BuiltStep
+from launchbench.kinds.empty import EMPTY_SOURCE
+from launchbench.kinds.registry import step_bytes
 from launchbench.backend.nccl_ranks import NcclControl, communicator, unique_id
 from launchbench.backend.nvml import NvmlMonitor
 from launchbench.backend.step_builder import StepBuilder

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from launchbench.backend.kinds import graph_nodes
+from launchbench.kinds import graph_nodes
 
 STYLE: dict[str, tuple[str, str]] = {  # node kind → (shape, fill colour)
     "kernel": ("box", "#cfe2f3"),

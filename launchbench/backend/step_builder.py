@@ -1,4 +1,4 @@
-"""Build each step of a case on the GPU through its kind's builder (backend/kinds/): on the case's main
+"""Build each step of a case on the GPU through its kind's builder (kinds/): on the case's main
 stream, or on auxiliary stream N for a step with ``stream: N`` (N > 0). Kinds whose launches take the
 stream get it passed; the others (CuPy ufuncs, reductions, the user's python ``run``) are wrapped in
 ``with stream:``, one wrapper per launch. Forking those streams from the main one and joining them back
@@ -12,8 +12,8 @@ from typing import Any
 import cupy
 import numpy as np
 
-from launchbench.backend.kinds.base import INPUT_SEED, BuiltStep
-from launchbench.backend.kinds.registry import spec_of
+from launchbench.kinds.base import INPUT_SEED, BuiltStep
+from launchbench.kinds.registry import spec_of
 from launchbench.errors import LaunchbenchError
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import cast
 
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase
-from launchbench.backend.kinds.registry import spec_of
+from launchbench.kinds.registry import spec_of
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import ModeSamples, Sampler, SamplingOutcome

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
-from launchbench.backend.kinds.fields import Float, Int, Strict
+from launchbench.kinds.fields import Float, Int, Strict
 
 
 class MeasureSettings(Strict):

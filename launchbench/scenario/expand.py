@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from launchbench.backend.kinds.fields import MAX_BYTES
-from launchbench.backend.kinds.registry import spec_of, step_bytes
+from launchbench.kinds.fields import MAX_BYTES
+from launchbench.kinds.registry import spec_of, step_bytes
 from launchbench.errors import ScenarioError
 from launchbench.scenario import prescan
 from launchbench.scenario.core import Case, ShapePlan

@@ -1,5 +1,5 @@
 """Pydantic models of a scenario file; the steps a chain can hold are the step kinds' models
-(backend/kinds/, one module per kind), joined here into the Step union.
+(kinds/, one module per kind), joined here into the Step union.
 
 A scenario names a set of chains (each a list of steps) and the parameters they use. Step fields may
 hold ``$name`` references to parameters; a ``sweep`` gives some parameters several values, and every
@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
-from launchbench.backend.kinds.base import KindSpec, StepBase
-from launchbench.backend.kinds.fields import Bool, Float, Int, Number, ParamValue, Strict
-from launchbench.backend.kinds.registry import KINDS
+from launchbench.kinds.base import KindSpec, StepBase
+from launchbench.kinds.fields import Bool, Float, Int, Number, ParamValue, Strict
+from launchbench.kinds.registry import KINDS
 from launchbench.scenario.core import MeasureSettings
 
 MAX_SWEEP_MAGNITUDE = 1e18  # range ends beyond this are typos, and their arithmetic overflows

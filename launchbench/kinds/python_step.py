@@ -8,10 +8,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from launchbench.backend.kinds import base
-from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
-from launchbench.backend.kinds.fields import MAX_LAUNCHES_PER_CALL, Int
-from launchbench.backend.kinds.python_call import call_user_function, load_callable
+from launchbench.kinds import base
+from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.fields import MAX_LAUNCHES_PER_CALL, Int
+from launchbench.kinds.python_call import call_user_function, load_callable
 
 _CALLABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

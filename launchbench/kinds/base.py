@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import Field, field_validator
 
-from launchbench.backend.kinds.fields import MAX_REPEAT, MAX_STREAM, Int, Strict
+from launchbench.kinds.fields import MAX_REPEAT, MAX_STREAM, Int, Strict
 
 INPUT_SEED = 1234  # initial buffer contents are the same random values in every run
 POISON_BYTE = 0xAB

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
-from launchbench.backend.kinds.fields import MAX_BLOCK_THREADS, MAX_GRID, Int
+from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.fields import MAX_BLOCK_THREADS, MAX_GRID, Int
 
 EMPTY_SOURCE = 'extern "C" __global__ void launchbench_empty() {}'
 EMPTY_NAME = "launchbench_empty"

@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, WithJsonSchema, field_validator
 
-from launchbench.backend.kinds import base
-from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
-from launchbench.backend.kinds.fields import (
+from launchbench.kinds import base
+from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.fields import (
     MAX_BLOCK,
     MAX_BLOCK_THREADS,
     MAX_ELEMENTS,

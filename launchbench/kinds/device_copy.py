@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from launchbench.backend.kinds import base
-from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
-from launchbench.backend.kinds.fields import MAX_BYTES, Int
+from launchbench.kinds import base
+from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.fields import MAX_BYTES, Int
 
 
 class CopyStep(StepBase):

@@ -24,9 +24,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.backend.kinds import base, graph_nodes
-from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
-from launchbench.backend.kinds.fields import Float, Int
+from launchbench.kinds import base, graph_nodes
+from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.fields import Float, Int
 
 MAX_LOOP_ELEMENTS = 1 << 24  # one block reduces the vector per pass: keep it to what one block scans fast
 MAX_ITERS = 100_000
@@ -145,7 +145,7 @@ class WhileLoop:
     def __init__(self, step: WhileLoopStep, context: BuildContext, stream: Any):
         import cupy
 
-        from launchbench.backend.kinds.host_copy import pinned_empty
+        from launchbench.kinds.host_copy import pinned_empty
 
         self.step = step
         self.stream = stream

@@ -8,9 +8,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.backend.kinds import base
-from launchbench.backend.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
-from launchbench.backend.kinds.fields import MAX_ELEMENTS, FloatDType, Int
+from launchbench.kinds import base
+from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.fields import MAX_ELEMENTS, FloatDType, Int
 
 
 class ReductionStep(StepBase):

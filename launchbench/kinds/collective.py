@@ -17,9 +17,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.backend.kinds import base
-from launchbench.backend.kinds.base import INPUT_SEED, BuildContext, BuiltStep, KindSpec, StepBase
-from launchbench.backend.kinds.fields import Int
+from launchbench.kinds import base
+from launchbench.kinds.base import INPUT_SEED, BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.fields import Int
 from launchbench.errors import LaunchbenchError
 
 MAX_COLLECTIVE_ELEMENTS = 1 << 30

@@ -8,8 +8,8 @@ import importlib
 import pkgutil
 from typing import Any
 
-from launchbench.backend import kinds as _package
-from launchbench.backend.kinds.base import KindSpec
+from launchbench import kinds as _package
+from launchbench.kinds.base import KindSpec
 
 
 def _discover() -> tuple[KindSpec, ...]:
