@@ -140,9 +140,9 @@ def test_ten_thousand_eager_launches_keep_the_queue_bounded(backend):
     a launch cost instead of becoming GPU time."""
     import cupy
 
-    from launchbench.kinds.raw import RawStep
     from launchbench.backend.step_builder import StepBuilder
     from launchbench.backend.workload import LaunchLoop
+    from launchbench.kinds.raw import RawStep
 
     stream = cupy.cuda.Stream(non_blocking=True)
     step = RawStep.model_validate(
@@ -175,8 +175,8 @@ def test_latency_of_a_chain_within_one_window_block_records_no_window_event(back
 
     import cupy
 
-    from launchbench.kinds.empty import EMPTY_SOURCE
     from launchbench.backend.workload import LaunchLoop
+    from launchbench.kinds.empty import EMPTY_SOURCE
 
     stream = backend.stream(0)
     call = partial(cupy.RawKernel(EMPTY_SOURCE, "launchbench_empty"), (1,), (1,), ())

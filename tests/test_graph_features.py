@@ -12,9 +12,9 @@ from pydantic import TypeAdapter
 
 from launchbench.backend.check import compare_reference
 from launchbench.backend.graph_shape import GraphShape, Node, describe, to_dot
+from launchbench.errors import LaunchbenchError
 from launchbench.kinds import graph_nodes
 from launchbench.kinds.while_loop import check_source, host_reference, initial_vector
-from launchbench.errors import LaunchbenchError
 from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.model import Step
 

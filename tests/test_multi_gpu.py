@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from fakes import DEVICES_VARIABLE, ScriptedWorkload, SteppingClock, scripted_backend
 from pydantic import TypeAdapter
 
-from launchbench.kinds.collective import expected, rank_input
 from launchbench.cli import cli
 from launchbench.errors import LaunchbenchError
+from launchbench.kinds.collective import expected, rank_input
 from launchbench.measure.sampler import Sampler
 from launchbench.results.schema import WALL, CaseResult, ModePass, ModeResult
 from launchbench.run import runner

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from launchbench.errors import ScenarioError
 from launchbench.kinds.elementwise import ElementwiseStep
 from launchbench.kinds.empty import EmptyStep
 from launchbench.kinds.raw import RawStep
-from launchbench.errors import ScenarioError
 from launchbench.scenario.expand import axis_values, expand_loaded, expand_scenario
 from launchbench.scenario.load import load_scenario, load_scenario_file, parse_yaml
 from launchbench.scenario.model import SweepRange

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import yaml
 
+from launchbench.errors import LaunchbenchError, ScenarioError
 from launchbench.kinds.host_copy import HostCopyStep
 from launchbench.kinds.python_call import PythonStepError, load_callable, normalise_result
 from launchbench.kinds.python_step import PythonStep
-from launchbench.errors import LaunchbenchError, ScenarioError
 from launchbench.run.execute import expected_nodes
 from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.model import STEP_FIELDS, STEP_KINDS

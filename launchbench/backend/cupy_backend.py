@@ -17,14 +17,14 @@ from launchbench.backend.gpu_probe import collect_environment
 from launchbench.backend.graph import CaptureFailed, capture
 from launchbench.backend.graph_shape import GraphShape, to_dot
 from launchbench.backend.graph_shape import walk as walk_graph
-from launchbench.kinds.base import BuiltStep
-from launchbench.kinds.empty import EMPTY_SOURCE
-from launchbench.kinds.registry import step_bytes
 from launchbench.backend.nccl_ranks import NcclControl, communicator, unique_id
 from launchbench.backend.nvml import NvmlMonitor
 from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.workload import LaunchLoop
 from launchbench.errors import LaunchbenchError
+from launchbench.kinds.base import BuiltStep
+from launchbench.kinds.empty import EMPTY_SOURCE
+from launchbench.kinds.registry import step_bytes
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import CanaryReading, GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case

@@ -44,12 +44,12 @@ from launchbench.backend.cupy_backend import (
     snapshot_steps,
 )
 from launchbench.backend.graph import CaptureFailed, _capture_raw, _check, _describe, abort_capture, cudart
-from launchbench.kinds.base import BuiltStep
-from launchbench.kinds.registry import step_bytes
 from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.window import LaunchWindow
 from launchbench.backend.workload import poll, timed_batch
 from launchbench.errors import LaunchbenchError
+from launchbench.kinds.base import BuiltStep
+from launchbench.kinds.registry import step_bytes
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import BatchTiming
 from launchbench.results.schema import ShapeCounts

@@ -12,9 +12,9 @@ from typing import Any
 import cupy
 import numpy as np
 
+from launchbench.errors import LaunchbenchError
 from launchbench.kinds.base import INPUT_SEED, BuiltStep
 from launchbench.kinds.registry import spec_of
-from launchbench.errors import LaunchbenchError
 
 
 def _on_stream(stream: cupy.cuda.Stream, call: Callable[[], Any]) -> Callable[[], Any]:

@@ -17,10 +17,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from launchbench.errors import LaunchbenchError
 from launchbench.kinds import base
 from launchbench.kinds.base import INPUT_SEED, BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import Int
-from launchbench.errors import LaunchbenchError
 
 MAX_COLLECTIVE_ELEMENTS = 1 << 30
 _OPS = {"sum": np.add, "max": np.maximum, "min": np.minimum}

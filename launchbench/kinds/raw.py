@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, WithJsonSchema, field_validator
 
+from launchbench.errors import LaunchbenchError
 from launchbench.kinds import base
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import (
@@ -21,7 +22,6 @@ from launchbench.kinds.fields import (
     ScalarDType,
     Strict,
 )
-from launchbench.errors import LaunchbenchError
 
 
 class KernelCompileError(LaunchbenchError):

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import cast
 
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase
-from launchbench.kinds.registry import spec_of
 from launchbench.errors import LaunchbenchError
+from launchbench.kinds.registry import spec_of
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import ModeSamples, Sampler, SamplingOutcome
 from launchbench.results.schema import (

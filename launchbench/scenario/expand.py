@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from launchbench.errors import ScenarioError
 from launchbench.kinds.fields import MAX_BYTES
 from launchbench.kinds.registry import spec_of, step_bytes
-from launchbench.errors import ScenarioError
 from launchbench.scenario import prescan
 from launchbench.scenario.core import Case, ShapePlan
 from launchbench.scenario.expr import ExpressionError, evaluate, names_in
