@@ -104,19 +104,6 @@ class KindSpec:
         return tuple(self.model.model_fields["kind"].annotation.__args__)  # type: ignore[union-attr]
 
 
-def random_array(size: int, dtype: str, rng: np.random.Generator) -> Any:
-    """A device array of ``size`` random values of ``dtype`` (floats in [0.5, 1.5), integers below 100)."""
-    import cupy
-
-    np_dtype = np.dtype(dtype)
-    if np_dtype.kind == "f":
-        host = rng.uniform(0.5, 1.5, size).astype(np_dtype)
-    else:
-        high = min(100, np.iinfo(np_dtype).max)
-        host = rng.integers(0, high, size, endpoint=False).astype(np_dtype)
-    return cupy.asarray(host)
-
-
 def with_initial(array: Any, built: BuiltStep, name: str) -> None:
     """Record ``array`` as an output of the step, and a copy of its contents to reset it to."""
     built.outputs[name] = array

@@ -12,6 +12,7 @@ from pydantic import Field, ValidationInfo, WithJsonSchema, field_validator
 from launchbench.errors import LaunchbenchError
 from launchbench.kinds import base
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.buffers import random_array
 from launchbench.kinds.fields import (
     MAX_BLOCK,
     MAX_BLOCK_THREADS,
@@ -130,7 +131,7 @@ def build(step: RawStep, context: BuildContext, prefix: str, stream: Any) -> Bui
     built = BuiltStep([])
     for name, spec in step.buffers.items():
         if spec.init == "random":
-            array = base.random_array(spec.size, spec.dtype, context.rng)
+            array = random_array(spec.size, spec.dtype, context.rng)
         elif spec.init == "zeros":
             array = cupy.zeros(spec.size, dtype=spec.dtype)
         elif spec.init == "ones":

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.kinds import base, graph_nodes
+from launchbench.kinds import base, buffers, graph_nodes
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import Float, Int
 
@@ -145,8 +145,6 @@ class WhileLoop:
     def __init__(self, step: WhileLoopStep, context: BuildContext, stream: Any):
         import cupy
 
-        from launchbench.kinds.host_copy import pinned_empty
-
         self.step = step
         self.stream = stream
         self.body_stream = cupy.cuda.Stream(non_blocking=True)
@@ -154,7 +152,7 @@ class WhileLoop:
         self.x = self.x0.copy()
         self.count = cupy.zeros(1, dtype=cupy.int32)
         self.flag = cupy.zeros(1, dtype=cupy.int32)
-        self.flag_host = pinned_empty(1, np.int32)
+        self.flag_host = buffers.pinned_empty(1, np.int32)
         self.alpha = np.dtype(step.dtype).type(step.alpha)
         self.check = context.kernel(check_source(step.dtype, graph=False), CHECK_KERNEL)
         self.graph_check: Any = None
