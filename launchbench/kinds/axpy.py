@@ -95,5 +95,8 @@ KIND = KindSpec(
     nbytes=nbytes,
     nodes_per_launch=1,
     takes_stream=True,
+    summary="`y += alpha * x` through a temporary; `async` takes it from MemoryAsyncPool: memory "
+    "alloc/free nodes when captured",
+    examples=({"kind": "axpy", "size": 100, "temporary": "async", "repeat": 3},),
     graph_nodes=lambda step: (4 if step.temporary == "async" else 2) * step.repeat,  # + alloc, free
 )

@@ -29,5 +29,11 @@ def build(step: CopyStep, context: BuildContext, prefix: str, stream: Any) -> Bu
 
 
 KIND = KindSpec(
-    model=CopyStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True
+    model=CopyStep,
+    build=build,
+    nbytes=lambda step: step.bytes * 3,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="device-to-device `cudaMemcpyAsync`",
+    examples=({"kind": "copy", "bytes": 64},),
 )

@@ -46,4 +46,17 @@ def build(step: ElementwiseStep, context: BuildContext, prefix: str, stream: Any
     return base.repeated(call, step.repeat, y, f"{prefix}.y")
 
 
-KIND = KindSpec(model=ElementwiseStep, build=build, nbytes=nbytes, nodes_per_launch=1, takes_stream=False)
+KIND = KindSpec(
+    model=ElementwiseStep,
+    build=build,
+    nbytes=nbytes,
+    nodes_per_launch=1,
+    takes_stream=False,
+    summary="`scale`: `x = alpha·x` in place (`cupy.multiply(..., out=)`); `add`: `y = x + y` in place; "
+    "`fma`: `y = alpha·x + y` (an `ElementwiseKernel`)",
+    examples=(
+        {"kind": "scale", "size": 1000, "dtype": "float64"},
+        {"kind": "add", "size": 10},
+        {"kind": "fma", "size": 10, "repeat": 2},
+    ),
+)

@@ -78,5 +78,12 @@ def build(step: HostCopyStep, context: BuildContext, prefix: str, stream: Any) -
 
 
 KIND = KindSpec(
-    model=HostCopyStep, build=build, nbytes=lambda step: step.bytes * 2, nodes_per_launch=1, takes_stream=True
+    model=HostCopyStep,
+    build=build,
+    nbytes=lambda step: step.bytes * 2,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="host↔device `cudaMemcpyAsync` through pinned host memory (CuPy's own copies refuse capture; "
+    "this captures)",
+    examples=({"kind": "h2d", "bytes": 32}, {"kind": "d2h", "bytes": 32}),
 )

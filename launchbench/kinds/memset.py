@@ -27,5 +27,11 @@ def build(step: MemsetStep, context: BuildContext, prefix: str, stream: Any) -> 
 
 
 KIND = KindSpec(
-    model=MemsetStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True
+    model=MemsetStep,
+    build=build,
+    nbytes=lambda step: step.bytes * 3,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="`cudaMemsetAsync`",
+    examples=({"kind": "memset", "bytes": 64, "value": 1},),
 )

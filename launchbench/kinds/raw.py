@@ -149,4 +149,22 @@ def build(step: RawStep, context: BuildContext, prefix: str, stream: Any) -> Bui
     return built
 
 
-KIND = KindSpec(model=RawStep, build=build, nbytes=nbytes, nodes_per_launch=1, takes_stream=True)
+KIND = KindSpec(
+    model=RawStep,
+    build=build,
+    nbytes=nbytes,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="your CUDA C kernel, compiled by NVRTC (`cupy.RawKernel`); a compile error shows the compiler's log",
+    examples=(
+        {
+            "kind": "raw",
+            "source": 'extern "C" __global__ void k(float* x) {}',
+            "function": "k",
+            "grid": 1,
+            "block": 32,
+            "buffers": {"x": {"size": 8}},
+            "args": [{"buffer": "x"}],
+        },
+    ),
+)

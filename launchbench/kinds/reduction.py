@@ -36,4 +36,6 @@ KIND = KindSpec(
     nbytes=lambda step: step.size * np.dtype(step.dtype).itemsize + 64,
     nodes_per_launch=None,
     takes_stream=False,
+    summary="`out = sum(x)` into a preallocated scalar (CUB through CuPy)",
+    examples=({"kind": "reduction", "size": 100},),
 )

@@ -244,5 +244,8 @@ KIND = KindSpec(
     nbytes=nbytes,
     nodes_per_launch=None,
     takes_stream=True,
+    summary="x ← alpha·x while max\\|x\\| > threshold: eagerly a host loop reading a flag back each pass, "
+    "captured one conditional WHILE node ([graph-features.md](graph-features.md))",
+    examples=({"kind": "while_loop", "size": 1000, "alpha": 0.5, "threshold": 0.1, "body": 2},),
     graph_nodes=lambda step: 3 * step.repeat,  # the copy, the first check, the WHILE node (its body apart)
 )
