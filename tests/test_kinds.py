@@ -170,3 +170,54 @@ def test_a_new_kind_is_one_new_module(tmp_path: Path, monkeypatch: pytest.Monkey
     assert (
         isinstance(built, BuiltStep) and [call() for call in built.calls] == [("step0.probe", "stream")] * 3
     )
+
+
+CHILD = """
+import sys
+
+from launchbench import kinds
+
+kinds.__path__.append(sys.argv[1])  # before the registry is first imported: as if the module were there
+
+from launchbench.kinds.registry import SPEC_BY_KIND
+from launchbench.run.execute import expected_nodes
+from launchbench.scenario.expand import expand_scenario
+from launchbench.scenario.model import STEP_FIELDS
+
+sys.path.insert(0, sys.argv[3])
+import docs
+
+cases = expand_scenario(sys.argv[2])
+print(STEP_FIELDS["fill"])
+print([(case.case_id, type(case.steps[0]).__name__, expected_nodes(case)) for case in cases])
+print(SPEC_BY_KIND["fill"].nbytes(cases[0].steps[0]))
+print(next(line for line in docs.scenarios_markdown().splitlines() if line.startswith("| `fill`")))
+"""
+
+
+def _fenced(text: str, marker: str, language: str) -> str:
+    """The fenced block of ``language`` that follows the line ``marker`` in ``text``."""
+    block = text.split(marker, 1)[1].split(f"```{language}\n", 1)[1]
+    return block.split("\n```", 1)[0] + "\n"
+
+
+def test_the_toy_kind_of_the_contributing_guide_is_one_module(tmp_path: Path) -> None:
+    """The guide's fill kind, dropped into the kinds package in a fresh interpreter, is in the Step union,
+    the scenario's cases, the memory and node counts and the generated kind table, as the guide shows."""
+    import subprocess
+
+    guide = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    kind_dir = tmp_path / "kinds"
+    kind_dir.mkdir()
+    (kind_dir / "fill.py").write_text(_fenced(guide, "<!-- toy kind:", "python"))
+    scenario = tmp_path / "fill.yaml"
+    scenario.write_text(_fenced(guide, "<!-- toy scenario:", "yaml"))
+    child = [sys.executable, "-c", CHILD, str(kind_dir), str(scenario), str(ROOT / "scripts")]
+    result = subprocess.run(child, capture_output=True, text=True, check=False, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    fields, cases, nbytes, row = result.stdout.splitlines()
+    assert fields == "['repeat', 'label', 'stream', 'kind', 'size', 'dtype', 'value']"
+    assert cases == str([(f"fill/length={n}", "FillStep", n) for n in (1, 10, 100, 1000)])
+    assert nbytes == str(100_000 * 4 * 2)
+    assert row in guide.split("adds this row", 1)[1]  # the row the guide shows is the one generated
+    assert "fill" not in registry.SPEC_BY_KIND  # this interpreter's registry is untouched
