@@ -16,7 +16,7 @@ from launchbench.backend.nccl_ranks import unique_id
 from launchbench.backend.nvml import NvmlMonitor
 from launchbench.backend.prepared import CupyPreparedCase
 from launchbench.backend.shapes import ShapePreparedCase
-from launchbench.kinds.empty import EMPTY_SOURCE
+from launchbench.kinds.empty import EMPTY_NAME, EMPTY_SOURCE
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import CanaryReading
 from launchbench.scenario.core import Case
@@ -61,7 +61,7 @@ class CupyBackend:
         this, 144 µs with it, like the next one-node case's 133 µs). Best effort: a case's own capture
         reports real failures."""
         try:
-            kernel = cupy.RawKernel(EMPTY_SOURCE, "launchbench_empty")
+            kernel = cupy.RawKernel(EMPTY_SOURCE, EMPTY_NAME)
             capture(self.stream(0), [partial(kernel, (1,), (1,), ())], self.clock)
         except Exception:  # noqa: BLE001 - warm-up only; never the reason a run fails
             return
