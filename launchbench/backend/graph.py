@@ -8,6 +8,10 @@ Without cuda.bindings, CuPy's end_capture instantiates too, and capture includes
 Temporary buffers that CuPy allocates during capture (e.g. CUB's scratch space for a sum) come from a
 memory pool dedicated to the graph and kept alive with it, so no other allocation can reuse them while
 the graph may still replay (cupy/cupy#9655).
+
+What other backend modules use: ``capture`` (a chain's graph and its timed life cycle), ``capture_raw``
+(one iteration as a cudaGraph_t, not instantiated), ``abort_capture``, ``checked`` (a cuda-bindings
+call's values or CaptureFailed), ``describe_error`` and ``CaptureFailed``.
 """
 
 from __future__ import annotations
