@@ -8,7 +8,7 @@ from typing import Any
 
 import cupy
 
-from launchbench.backend.base import RankInfo
+from launchbench.backend.base import PreparedCase, RankInfo
 from launchbench.backend.canary import ReferenceCanary
 from launchbench.backend.gpu_probe import collect_environment
 from launchbench.backend.graph import capture
@@ -79,7 +79,7 @@ class CupyBackend:
     def environment(self) -> dict[str, Any]:
         return collect_environment(self.device_index)
 
-    def prepare(self, case: Case, ranks: RankInfo | None = None) -> CupyPreparedCase | ShapePreparedCase:
+    def prepare(self, case: Case, ranks: RankInfo | None = None) -> PreparedCase:
         if case.shapes is not None:
             return ShapePreparedCase(case, self.clock, self.stream)
         return CupyPreparedCase(case, self.clock, self.stream, ranks)

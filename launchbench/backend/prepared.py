@@ -9,7 +9,7 @@ from typing import Any
 import cupy
 import numpy as np
 
-from launchbench.backend.base import GraphDrawing, OutputCheck, RankInfo
+from launchbench.backend.base import GraphDrawing, OutputCheck, RankControl, RankInfo
 from launchbench.backend.chain import (
     StreamSource,
     debug_dot,
@@ -39,7 +39,7 @@ class CupyPreparedCase:
         self.case = case
         self.clock = clock
         self.comm: Any = None
-        self.control: NcclControl | None = None
+        self.control: RankControl | None = None
         refuse_unless_fits(sum(step_bytes(step) for step in case.steps))
         self.stream = streams(0)
         aux_ids = sorted({step.stream for step in case.steps if getattr(step, "stream", 0)})

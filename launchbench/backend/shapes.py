@@ -33,7 +33,7 @@ from typing import Any
 import cupy
 import numpy as np
 
-from launchbench.backend.base import GraphDrawing, OutputCheck
+from launchbench.backend.base import GraphDrawing, OutputCheck, RankControl
 from launchbench.backend.chain import (
     Calls,
     StreamSource,
@@ -62,7 +62,7 @@ from launchbench.kinds.base import BuiltStep
 from launchbench.kinds.registry import step_bytes
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import BatchTiming
-from launchbench.results.schema import ShapeCounts
+from launchbench.results.schema import GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case, ShapePlan
 
 CHECK_CYCLES = 2  # the output check walks every shape twice: cache hits and updates back to a shape
@@ -416,8 +416,9 @@ class ShapePreparedCase:
         self.aux_streams = {index: streams(index) for index in aux_ids}
         self.steps: list[BuiltStep] = []
         self.calls = self._build(plan)
-        self.lifecycle = None
+        self.lifecycle: GraphLifecycle | None = None  # a life cycle per change is in shape_counts
         self.graph_failure: str | None = None
+        self.control: RankControl | None = None  # one GPU: shape-changing cases have no ranks
         self.loops: dict[str, ShapeLoop] = {}
         self.workloads: dict[str, Any] = {}
         block = max(1, case.measure.max_in_flight // 2)
@@ -490,6 +491,13 @@ class ShapePreparedCase:
 
     def shape_counts(self) -> dict[str, ShapeCounts]:
         return {name: loop.counter.frozen() for name, loop in self.loops.items()}
+
+    def drop_graph(self, reason: str) -> None:
+        """Measure and check eager only: every graph strategy closed and dropped."""
+        for name in [name for name in self.loops if name != "eager"]:
+            self.loops.pop(name).strategy.close()
+            self.workloads.pop(name, None)
+        self.graph_failure = reason
 
     def _walk(self, mode: str) -> dict[str, np.ndarray]:
         """From the initial contents, every shape in turn (CHECK_CYCLES times), up to two iterations each,
