@@ -4,7 +4,7 @@
     python benchmarks/speed_history.py [--runs 1000] [--repeat 5] [--keep DIR] [--reuse DIR]
         [--out results/speed/history.json]
 
-The runs are tests/history/synth.py's series built from the committed H200 quickstart runs' raw passes
+The runs are tests/history/synth.py's series (history_report_speed.build) built from the committed H200 quickstart runs' raw passes
 (16 rows, 5 passes each, a day apart; host drift on host-bound rows; the graph rows 8% slower and the
 driver changed from the middle run on), ingested into a SQLite file. Each command runs once uncounted
 (its bytecode compiled into the work folder), then --repeat times as a process: interpreter start,
@@ -32,32 +32,15 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "history"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-from synth import SeriesSpec, series  # noqa: E402
+from history_report_speed import build  # noqa: E402  (the series written and ingested)
 
-from launchbench.history.db import HistoryDB  # noqa: E402
-from launchbench.history.ingest import ingest_run_dir  # noqa: E402
 from launchbench.results.environment import host_cpu  # noqa: E402
 
 ROW = "quickstart/scale/length=100"
 TARGETS_S = {"trend": 0.3, "report": 20.0}
 LIBRARIES = ("launchbench", "sqlalchemy", "numpy", "scipy", "pandas", "pydantic", "jinja2", "click")
-
-
-def build(work: Path, runs: int) -> tuple[str, dict[str, float]]:
-    """The series' run directories under ``work/runs``, ingested into ``work/history.sqlite``: its URL
-    and the seconds each step took."""
-    spec = SeriesSpec(runs=runs, graph_step=1.08, step_at=runs // 2 + 1, env_change={"driver": "590.10.01"})
-    t0 = time.perf_counter()
-    dirs = series(work / "runs", spec)
-    t1 = time.perf_counter()
-    url = f"sqlite:///{work / 'history.sqlite'}"
-    with HistoryDB(url) as db:
-        for d in dirs:
-            ingest_run_dir(db, d)
-    t2 = time.perf_counter()
-    return url, {"write_s": t1 - t0, "ingest_s": t2 - t1}
 
 
 def commands(url: str, work: Path) -> dict[str, list[str]]:
@@ -123,7 +106,9 @@ def main() -> None:
         work, url = args.reuse, f"sqlite:///{args.reuse / 'history.sqlite'}"
     else:
         work = args.keep or Path(tempfile.mkdtemp(prefix="lb-speed-history-"))
-        url, built = build(work, args.runs)
+        t0 = time.perf_counter()
+        url = build(work, args.runs)
+        built["write_and_ingest_s"] = time.perf_counter() - t0
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env |= {"PYTHONPATH": str(REPO), "PYTHONPYCACHEPREFIX": str(work / "pycache")}
     results: dict[str, Any] = {}

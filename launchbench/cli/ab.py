@@ -22,6 +22,7 @@ from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    MeasureArgs,
     backend_option,
     handle_errors,
     out_dir_option,
@@ -38,7 +39,6 @@ from launchbench.run.overrides import (
     AB_ROUNDS,
     QUICK,
     OverridesError,
-    Preset,
     ab_overrides,
     default,
     quick_help,
@@ -208,7 +208,7 @@ def ab(**given: Any) -> None:
 
 
 @dataclass(frozen=True)
-class AbArgs:
+class AbArgs(MeasureArgs):
     """What the ab command was given, as click parsed it."""
 
     scenarios: tuple[str, ...]
@@ -220,10 +220,6 @@ class AbArgs:
     devices_spec: str | None
     backend: str | None
     passes: int | None
-    max_time: float | None
-    target_noise: float | None
-    min_samples: int | None
-    quick: bool
     max_cases: int | None
     metrics: tuple[str, ...]
     thresholds: list[tuple[str | None, float]]
@@ -245,13 +241,8 @@ class AbArgs:
 
     def overrides(self) -> dict[str, Any]:
         """The measurement settings given, held to the file's rules; the passes are ab's rounds."""
-        given = {
-            "target_noise": self.target_noise,
-            "max_time": self.max_time,
-            "min_samples": self.min_samples,
-        }
         with usage_errors(OverridesError):
-            return ab_overrides(given, self.passes, Preset.QUICK if self.quick else Preset.FILE)
+            return ab_overrides(self.given(), self.passes, self.preset)
 
     def gate(self) -> AbGate:
         return AbGate(

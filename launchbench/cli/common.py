@@ -10,13 +10,17 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from launchbench.errors import LaunchbenchError
+
+if TYPE_CHECKING:
+    from launchbench.run.overrides import Preset
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -215,6 +219,25 @@ def _same_file_key(path: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------------- measuring
+
+
+@dataclass(frozen=True)
+class MeasureArgs:
+    """The measurement options run and ab share, as click parsed them (None: not given)."""
+
+    target_noise: float | None
+    max_time: float | None
+    min_samples: int | None
+    quick: bool
+
+    def given(self) -> dict[str, float | int | None]:
+        return {"target_noise": self.target_noise, "max_time": self.max_time, "min_samples": self.min_samples}
+
+    @property
+    def preset(self) -> Preset:
+        from launchbench.run.overrides import Preset
+
+        return Preset.QUICK if self.quick else Preset.FILE
 
 
 def terminate_as_interrupt(_signum: int, _frame: Any) -> None:

@@ -17,6 +17,7 @@ from launchbench.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    MeasureArgs,
     backend_option,
     device_option,
     handle_errors,
@@ -30,7 +31,7 @@ from launchbench.cli.common import (
 )
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
 from launchbench.errors import LaunchbenchError
-from launchbench.run.overrides import OverridesError, Preset, default, measure_overrides, quick_help
+from launchbench.run.overrides import OverridesError, default, measure_overrides, quick_help
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -63,7 +64,7 @@ MEASURE_OVERRIDES: dict[str, tuple[type, str]] = {
 
 
 @dataclass(frozen=True)
-class RunArgs:
+class RunArgs(MeasureArgs):
     """What the run command was given, as click parsed it."""
 
     scenarios: tuple[str, ...]
@@ -73,11 +74,7 @@ class RunArgs:
     devices_spec: str | None
     shard_spec: str | None
     backend: str | None
-    target_noise: float | None
-    max_time: float | None
-    min_samples: int | None
     passes: int | None
-    quick: bool
     max_cases: int | None
     resume_dir: Path | None
     allow_changed_scenario: bool
@@ -90,14 +87,8 @@ class RunArgs:
 
     def overrides(self) -> dict[str, Any]:
         """The measurement settings given, held to the file's rules (a usage error naming the option)."""
-        given = {
-            "target_noise": self.target_noise,
-            "max_time": self.max_time,
-            "min_samples": self.min_samples,
-            "passes": self.passes,
-        }
         with usage_errors(OverridesError):
-            return measure_overrides(given, Preset.QUICK if self.quick else Preset.FILE)
+            return measure_overrides({**self.given(), "passes": self.passes}, self.preset)
 
 
 @click.command("run", short_help=short_help("run"))
