@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -26,7 +26,11 @@ from launchbench.cli.common import (
     quiet_option,
     short_help,
 )
-from launchbench.history import DEFAULT_LAST, ENV_VAR  # not history.db: compare and ab load this module
+from launchbench.history import (
+    DEFAULT_LAST,
+    DEFAULT_METRIC,
+    ENV_VAR,
+)  # not history.db: compare and ab load this module
 from launchbench.results.metrics import ALL_MODES, METRIC_BY_NAME
 
 if TYPE_CHECKING:
@@ -268,7 +272,7 @@ def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -
     help="Which mode of the row.",
 )
 @click.option(
-    "-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default="wall_us_per_launch", show_default=True
+    "-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default=DEFAULT_METRIC, show_default=True
 )
 @db_option
 @filter_options
@@ -327,7 +331,7 @@ def _history_threshold(text: str) -> tuple[str | None, float]:
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.01,
+    default=DEFAULT_ALPHA,
     show_default=True,
     help="Significance level of Welch's t test across the runs on each side of a step.",
 )
@@ -379,7 +383,7 @@ def changes(
     "-m",
     "--metric",
     type=click.Choice(list(METRIC_BY_NAME)),
-    default="wall_us_per_launch",
+    default=DEFAULT_METRIC,
     show_default=True,
     help="Metric to plot.",
 )
