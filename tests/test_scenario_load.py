@@ -11,9 +11,11 @@ from launchbench.errors import ScenarioError
 from launchbench.kinds.elementwise import ElementwiseStep
 from launchbench.kinds.empty import EmptyStep
 from launchbench.kinds.raw import RawStep
-from launchbench.scenario.expand import axis_values, expand_loaded, expand_scenario
-from launchbench.scenario.load import load_scenario, load_scenario_file, parse_yaml
+from launchbench.scenario.expand import expand_loaded, expand_scenario
+from launchbench.scenario.load import load_scenario, load_scenario_file
 from launchbench.scenario.model import SweepRange
+from launchbench.scenario.sweep import axis_values
+from launchbench.scenario.yaml_safe import parse_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD = "name: t\ndescription: a test scenario\n"
@@ -155,7 +157,7 @@ def test_max_cases_argument_overrides_the_file(tmp_path):
     assert info.value.line == 4 and info.value.key_path == "sweep"
     assert len(expand_scenario(path, max_cases=3)) == 3
     loaded = load_scenario_file(path)
-    assert len(expand_loaded(loaded.scenario, loaded.file, loaded.lines, max_cases=100)) == 3
+    assert len(expand_loaded(loaded, max_cases=100)) == 3
 
 
 def test_default_max_cases_is_1000(tmp_path):
