@@ -6,7 +6,8 @@ path in it: what every message about the file names. ``validation_error`` turns 
 one ScenarioError with the line, the key path and, where it helps, a suggestion; the words for each
 pydantic error type are a table (``Translator``), which the results files' reader uses too.
 
-This module loads no scenario model (results/ imports it for ``format_path`` and ``Translator``).
+Importing it loads no scenario model (results/ imports it for ``format_path`` and ``Translator``): the
+step kinds are looked up only where a step's kind is wrong.
 """
 
 from __future__ import annotations
