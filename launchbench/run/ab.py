@@ -38,7 +38,7 @@ from typing import Any
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir
-from launchbench.run.executor import WorkerExecutor, WorkerProcess
+from launchbench.run.executor import RemotePass, WorkerExecutor, WorkerProcess
 from launchbench.run.runner import Plan
 from launchbench.run.session import (
     RunEvents,
@@ -314,8 +314,8 @@ class _SideState:
         record = new_record(environment, self.side.plan.scenarios, settings, argv)
         self._session = RunSession(self.side.run_dir, record, self.options.write_tables)
 
-    def begin(self, case: Case, pass_index: int, events: RunEvents) -> CaseResult | None:
-        """Prepare the case in this side's worker (None), or its result when it cannot run."""
+    def begin(self, case: Case, pass_index: int, events: RunEvents) -> RemotePass | CaseResult:
+        """Prepare the case in this side's worker, or its result when it cannot run."""
         return self.executor.begin(pass_settings(case), pass_index, events.case_progress)
 
 
@@ -327,22 +327,23 @@ def _begin_sides(
     events: RunEvents,
     started: int,
     total: int,
-) -> tuple[list[int], dict[int, CaseResult]]:
-    """Each side prepares its case in its own worker: the sides ready to sample, and the results of
-    those whose case cannot run. A side whose case failed earlier in the run is skipped."""
+) -> tuple[dict[int, RemotePass], dict[int, CaseResult]]:
+    """Each side prepares its case in its own worker: the case-passes of the sides ready to sample (in
+    the order given), and the results of those whose case cannot run. A side whose case failed earlier
+    in the run is skipped."""
     results: dict[int, CaseResult] = {}
-    active: list[int] = []
+    begun: dict[int, RemotePass] = {}
     for n, side in enumerate(sides_in_order):
         state, case = states[side], cases[side]
         if state.session.failed_before(case):
             continue
         events.case_started(case, started + n, total)
         early = state.begin(case, pass_index, events)
-        if early is None:
-            active.append(side)
-        else:
+        if isinstance(early, CaseResult):
             results[side] = early
-    return active, results
+        else:
+            begun[side] = early
+    return begun, results
 
 
 def _measure_round(
@@ -356,22 +357,22 @@ def _measure_round(
 ) -> dict[int, CaseResult]:
     """One round of one case: both sides prepare it in their own workers, then sample it round by
     round in turn (A B B A …, starting with the side this round's order puts first) until both are
-    done, so that both sides' samples come from the same seconds of the host's life. A side whose case
-    failed earlier in the run is skipped; a side whose case fails now leaves the other to go on alone."""
-    active, results = _begin_sides(states, cases, sides_in_order, pass_index, events, started, total)
-    done = dict.fromkeys(active, False)
+    done, so that both sides' samples come from the same seconds of the host's life (a side done first
+    samples on beside the other). A side whose case failed earlier in the run is skipped; a side whose
+    case fails now leaves the other to go on alone."""
+    begun, results = _begin_sides(states, cases, sides_in_order, pass_index, events, started, total)
+    active = list(begun)
     turn = 0
-    while active and not all(done[side] for side in active):
+    while active and not all(begun[side].done for side in active):
         for side in active if turn % 2 == 0 else active[::-1]:
-            outcome = states[side].executor.round()
-            if isinstance(outcome, CaseResult):
-                results[side] = outcome
-            else:
-                done[side] = outcome
+            begun[side].round()
+            failure = begun[side].failure
+            if failure is not None:
+                results[side] = failure
         active = [side for side in active if side not in results]
         turn += 1
     for side in active:
-        results[side] = states[side].executor.finish()
+        results[side] = begun[side].finish()
     return results
 
 

@@ -30,6 +30,7 @@ from launchbench.results.schema import (
     ShapeInfo,
 )
 from launchbench.results.thread_place import ROOT, pci_node, thread_place
+from launchbench.run.protocol import run_through
 from launchbench.scenario.core import Case
 
 Progress = Callable[[float], None]
@@ -139,7 +140,7 @@ def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCh
 
 
 class CaseSession:
-    """One prepared case, sampled a round at a time (``launchbench ab`` alternates the rounds of two
+    """One prepared case, sampled a round at a time (a CasePass) (``launchbench ab`` alternates the rounds of two
     processes); ``finish`` checks the outputs and assembles the result, ``close`` frees the case."""
 
     def __init__(
@@ -204,16 +205,7 @@ def start_case(
 def execute_case(backend: Backend, case: Case, clock: Clock, progress: Progress | None = None) -> CaseResult:
     """Prepare, sample until done, check and assemble: one pass of one case."""
     session = start_case(backend, case, clock, progress)
-    if isinstance(session, CaseResult):
-        return session
-    try:
-        done = session.done
-        while not done:
-            done = session.round()
-    except BaseException:
-        session.close()
-        raise
-    return session.finish()
+    return session if isinstance(session, CaseResult) else run_through(session)
 
 
 def _case_result(
