@@ -21,7 +21,7 @@ from typing import Any
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase, RankControl, RankInfo
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
-from launchbench.measure.sampler import BatchTiming, Sampler, SamplingSession, Workload
+from launchbench.measure.sampler import BatchTiming, Sampler, Workload
 from launchbench.results.schema import (
     CPU,
     GPU,
@@ -135,7 +135,7 @@ class RankPass:
         self.workloads = [prepared.workloads[mode] for mode in self.order]
         self.harness = prepared.harness_cost()
         self.log = RankLog()
-        self.sampling: SamplingSession | None = None
+        self.sampling: Sampler | None = None
         self.followed = False
 
     def lead(self, sampler: Sampler, progress: Callable[[float], None]) -> None:
