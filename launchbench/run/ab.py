@@ -319,26 +319,33 @@ class _SideState:
         return self.executor.begin(pass_settings(case), pass_index, events.case_progress)
 
 
+@dataclass(frozen=True)
+class _Slot:
+    """One case of one pass in the schedule: both sides' cases, the sides measuring it (in the order
+    they begin), the pass, and where it stands in the schedule (the index of its first side, of how
+    many)."""
+
+    cases: tuple[Case, Case]
+    sides: Sequence[int]
+    pass_index: int
+    first: int
+    total: int
+
+
 def _begin_sides(
-    states: Sequence[_SideState],
-    cases: tuple[Case, Case],
-    sides_in_order: Sequence[int],
-    pass_index: int,
-    events: RunEvents,
-    started: int,
-    total: int,
+    states: Sequence[_SideState], slot: _Slot, events: RunEvents
 ) -> tuple[dict[int, RemotePass], dict[int, CaseResult]]:
     """Each side prepares its case in its own worker: the case-passes of the sides ready to sample (in
     the order given), and the results of those whose case cannot run. A side whose case failed earlier
     in the run is skipped."""
     results: dict[int, CaseResult] = {}
     begun: dict[int, RemotePass] = {}
-    for n, side in enumerate(sides_in_order):
-        state, case = states[side], cases[side]
+    for n, side in enumerate(slot.sides):
+        state, case = states[side], slot.cases[side]
         if state.session.failed_before(case):
             continue
-        events.case_started(case, started + n, total)
-        early = state.begin(case, pass_index, events)
+        events.case_started(case, slot.first + n, slot.total)
+        early = state.begin(case, slot.pass_index, events)
         if isinstance(early, CaseResult):
             results[side] = early
         else:
@@ -346,21 +353,13 @@ def _begin_sides(
     return begun, results
 
 
-def _measure_round(
-    states: Sequence[_SideState],
-    cases: tuple[Case, Case],
-    sides_in_order: Sequence[int],
-    pass_index: int,
-    events: RunEvents,
-    started: int,
-    total: int,
-) -> dict[int, CaseResult]:
+def _measure_round(states: Sequence[_SideState], slot: _Slot, events: RunEvents) -> dict[int, CaseResult]:
     """One round of one case: both sides prepare it in their own workers, then sample it round by
     round in turn (A B B A …, starting with the side this round's order puts first) until both are
     done, so that both sides' samples come from the same seconds of the host's life (a side done first
     samples on beside the other). A side whose case failed earlier in the run is skipped; a side whose
     case fails now leaves the other to go on alone."""
-    begun, results = _begin_sides(states, cases, sides_in_order, pass_index, events, started, total)
+    begun, results = _begin_sides(states, slot, events)
     active = list(begun)
     turn = 0
     while active and not all(begun[side].done for side in active):
@@ -434,9 +433,8 @@ def _measure_schedule(
                 state.executor.close()  # every pass in fresh processes
             current_pass = pass_index
         sides_here = [side for _, _, side in entries]
-        measured = _measure_round(
-            states, pairs[case_index], sides_here, pass_index, events, started, len(schedule)
-        )
+        slot = _Slot(pairs[case_index], sides_here, pass_index, started, len(schedule))
+        measured = _measure_round(states, slot, events)
         started += len(sides_here)
         for side_index, result in measured.items():
             session = states[side_index].session
