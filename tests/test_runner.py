@@ -210,3 +210,48 @@ def test_a_crashed_run_is_read_and_resumed_from_its_journal(tmp_path, monkeypatc
     assert record.status == "complete" and len(record.cases) == 5
     back = load_run(tmp_path / "run")
     assert back.status == "complete" and back.cases == record.cases
+
+
+PHASES = ("prepare_s", "warmup_s", "settle_s", "calibrate_s", "sampling_s", "check_s", "write_s")
+WORKER_PHASES = ("boot_s", "backend_s", "canary_s", "ready_s")
+
+
+def _samples(record: RunRecord) -> list:
+    return [
+        (c.case_id, mode, [p.samples for p in m.passes]) for c in record.cases for mode, m in c.modes.items()
+    ]
+
+
+def test_a_profiled_run_records_every_case_pass_phase_and_measures_the_same(tmp_path):
+    import dataclasses
+    import json
+
+    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
+    plain = runner.run(plan, tmp_path / "plain", options(isolate=True))
+    profile = tmp_path / "profile.jsonl"
+    profiled = runner.run(
+        plan, tmp_path / "profiled", dataclasses.replace(options(isolate=True), profile=profile)
+    )
+    assert _samples(profiled) == _samples(plain)  # the scripted clock: the same samples, profile or not
+    lines = [json.loads(line) for line in profile.read_text().splitlines()]
+    assert [(e["case_id"], e["pass"]) for e in lines] == [(c.case_id, k) for k in (0, 1) for c in plan.cases]
+    for entry in lines:
+        phases = entry["phases"]
+        assert set(PHASES) <= set(phases) and all(phases[p] >= 0 for p in phases)
+        assert phases["sampling_s"] > 0  # by the scripted clock: the rounds' simulated seconds
+    # a fresh worker starts for every pass: its start is charged to the pass's first case
+    started = [(e["case_id"], e["pass"]) for e in lines if set(WORKER_PHASES) <= set(e["phases"])]
+    assert started == [(plan.cases[0].case_id, 0), (plan.cases[0].case_id, 1)]
+    assert all(lines[0]["phases"][p] > 0 for p in ("boot_s", "ready_s"))
+
+
+def test_an_in_process_profile_has_the_case_phases_without_a_worker_start(tmp_path):
+    import dataclasses
+    import json
+
+    profile = tmp_path / "profile.jsonl"
+    plan = runner.plan([DATA / "three.yaml"])
+    runner.run(plan, tmp_path / "run", dataclasses.replace(options(isolate=False), profile=profile))
+    lines = [json.loads(line) for line in profile.read_text().splitlines()]
+    assert len(lines) == len(plan.cases) * plan.cases[0].measure.passes
+    assert all(set(PHASES) <= set(e["phases"]) and "boot_s" not in e["phases"] for e in lines)

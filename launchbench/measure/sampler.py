@@ -66,6 +66,17 @@ class SamplingOutcome:
     throttle_reasons: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SamplerPhases:
+    """Seconds one case's sampling spent in each phase, by its clock: warming up, settling the clocks
+    (which calibrates once itself), calibrating every mode, and the sampling rounds."""
+
+    warmup_s: float
+    settle_s: float
+    calibrate_s: float
+    sampling_s: float
+
+
 Progress = Callable[[float], None]
 
 
@@ -103,6 +114,8 @@ class Sampler:
         self.settle_s = 0.0
         self.rounds = 0
         self.spent = 0.0
+        self._prepared = (0.0, 0.0, 0.0)  # warm-up, settling and calibration seconds
+        self._sampling_s = 0.0
 
     def run(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingOutcome:
         """Sample every mode until each is precise enough or the budget is spent."""
@@ -119,13 +132,22 @@ class Sampler:
         begin = self.clock.wall()
         for workload in workloads.values():
             self._warm_up(workload)
+        warmed = self.clock.wall()
         self.settle_s = self._settle_clocks(next(iter(workloads.values())))
+        settled = self.clock.wall()
         self.samples = {m: ModeSamples(iters_per_sample=self._calibrate(w)) for m, w in workloads.items()}
         self.reasons = set()
         self.reading = self.monitor.read() if self.monitor else None
         self.rounds = 0
         self.spent = self.clock.wall() - begin
+        self._prepared = (warmed - begin, settled - warmed, begin + self.spent - settled)
+        self._sampling_s = 0.0
         return self
+
+    @property
+    def phases(self) -> SamplerPhases:
+        """Where the sampling's time went so far."""
+        return SamplerPhases(*self._prepared, sampling_s=self._sampling_s)
 
     def _view(self, samples: ModeSamples) -> SamplingView:
         return SamplingView(samples.wall, samples.latency, self.spent, self.rounds)
@@ -152,7 +174,9 @@ class Sampler:
             if self.monitor:
                 self._read_clocks(self.samples[mode], taken)
         self.rounds += 1
-        self.spent += self.clock.wall() - begin
+        took = self.clock.wall() - begin
+        self.spent += took
+        self._sampling_s += took
         self.progress(min(1.0, self.spent / self.settings.max_time))
         return self.done
 

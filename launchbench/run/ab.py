@@ -161,6 +161,7 @@ class VariantWorker(WorkerProcess):
     def __init__(
         self, variant: Variant, factory: Callable[[int], Any], device: int, cpus: tuple[int, ...] = ()
     ):
+        self.mark_spawn()
         parent, child = socket.socketpair()
         env = child_environment(variant)
         if cpus:

@@ -9,6 +9,7 @@ which fails only the case in flight."""
 from __future__ import annotations
 
 import multiprocessing
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -16,6 +17,7 @@ from launchbench.errors import LaunchbenchError, NoGpuError
 from launchbench.results.schema import CaseResult
 from launchbench.run.canary import CanaryWatch, with_canary
 from launchbench.run.execute import CaseSession, failed_case, start_case
+from launchbench.run.profile import CaseTimes, PassTimes, WorkerStart
 from launchbench.run.protocol import (
     Answer,
     BeginCase,
@@ -63,6 +65,11 @@ class Executor(Protocol):
 
     def close(self) -> None: ...
 
+    @property
+    def last_times(self) -> PassTimes | None:
+        """Where the last case-pass's time went (a worker's start, the case's phases), where known."""
+        ...
+
 
 class _CheckedPass:
     """A case-pass whose result gets the canary check read after it (CasePass)."""
@@ -80,6 +87,10 @@ class _CheckedPass:
     def finish(self) -> CaseResult:
         return self.checked(self.inner.finish())
 
+    @property
+    def times(self) -> CaseTimes:
+        return self.inner.times
+
     def close(self) -> None:
         self.inner.close()
 
@@ -93,6 +104,7 @@ class InProcessExecutor:
         self._device = device
         self._backend: Any = None
         self._watch = CanaryWatch(None)
+        self._last: _CheckedPass | None = None
 
     def start(self) -> dict[str, Any]:
         self._backend = self._factory(self._device)
@@ -103,7 +115,12 @@ class InProcessExecutor:
         started = self.begin(case, pass_index, progress)
         return started if isinstance(started, CaseResult) else run_through(started)
 
+    @property
+    def last_times(self) -> PassTimes | None:
+        return PassTimes(case=self._last.times) if self._last is not None else None
+
     def begin(self, case: Case, pass_index: int, progress: Progress) -> CasePass | CaseResult:
+        self._last = None
         if case.devices > 1:
             return failed_case(
                 case,
@@ -113,7 +130,8 @@ class InProcessExecutor:
         started = start_case(self._backend, case, self._backend.clock, progress)
         if isinstance(started, CaseResult):
             return self._checked(started)
-        return _CheckedPass(started, self._checked)
+        self._last = _CheckedPass(started, self._checked)
+        return self._last
 
     def _checked(self, result: CaseResult) -> CaseResult:
         return with_canary(result, self._watch.check(self._backend.canary()))
@@ -142,14 +160,19 @@ class WorkerExecutor:
         self._ranks = RankGroup(lambda rank_device: WorkerProcess(backend_factory, rank_device), device)
         self._worker: WorkerProcess | None = None
         self._pass: int | None = None
+        self._started: WorkerStart | None = None  # the start of the worker the next case-pass runs in
+        self._times: PassTimes | None = None
 
     def start(self) -> dict[str, Any]:
         """Start a fresh worker (stopping the one running); the environment it runs on."""
         self.close()
         self._worker = self._spawn()
-        return self._worker.start()
+        environment = self._worker.start()
+        self._started = self._worker.start_times
+        return environment
 
     def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
+        self._times = None
         if case.devices > 1:  # its own worker per rank, fresh for every pass
             return self._ranks.execute(case, progress, case_timeout(case))
         worker = self._worker_for(pass_index)
@@ -158,6 +181,7 @@ class WorkerExecutor:
 
     def begin(self, case: Case, pass_index: int, progress: Progress) -> RemotePass | CaseResult:
         """Prepare a case in the worker to be sampled round by round; its result when it cannot run."""
+        self._times = None
         if case.devices > 1:
             return failed_case(
                 case, "a case on several GPUs is measured by run, not sampled round by round", kind="input"
@@ -188,6 +212,9 @@ class WorkerExecutor:
                 )
             why = f"the worker process died (exit code {worker.process.exitcode}) while running this case"
             return failed_case(case, why)
+        if isinstance(answer, Result):
+            self._times = PassTimes(self._started, answer.times)
+            self._started = None
         if not isinstance(answer, Result):
             self.close()
             why = answer.message if isinstance(answer, Failed) else f"the worker answered {answer}"
@@ -195,6 +222,10 @@ class WorkerExecutor:
         if answer.ending:
             self.close()
         return answer.result
+
+    @property
+    def last_times(self) -> PassTimes | None:
+        return self._times
 
     def close(self) -> None:
         if self._worker is not None:
@@ -240,8 +271,11 @@ class WorkerProcess:
     """A spawned worker process (worker.serve) and its pipe; ``conn``, ``process`` (is_alive, exitcode,
     join, kill) and ``timed_out`` are what the methods use, so a worker started otherwise can derive."""
 
+    start_times: WorkerStart | None = None
+
     def __init__(self, factory: Callable[[int], Any], device: int):
         ctx = multiprocessing.get_context("spawn")
+        self.mark_spawn()
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=serve, args=(child, factory, device), daemon=True)
         self.process.start()
@@ -262,7 +296,14 @@ class WorkerProcess:
             self.stop()
             raise NoGpuError(answer.message)
         assert isinstance(answer, Ready), f"the worker started with {answer!r}"
+        boot = max(0.0, answer.entered_at - self._spawned_at)
+        ready = time.perf_counter() - self._spawned
+        self.start_times = WorkerStart(boot, answer.backend_s, answer.canary_s, ready)
         return answer.environment
+
+    def mark_spawn(self) -> None:
+        """Note the moment the worker is spawned (for ``start_times``)."""
+        self._spawned_at, self._spawned = time.time(), time.perf_counter()
 
     def ask(self, message: Request, progress: Progress, timeout: float) -> Answer | None:
         """Send a request and return the answer that is not progress (protocol.Answer); None when the

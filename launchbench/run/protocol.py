@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import CaseResult
+from launchbench.run.profile import CaseTimes
 from launchbench.scenario.core import Case
 
 
@@ -103,7 +104,13 @@ Request = MeasureCase | BeginCase | NextRound | FinishCase | RankTask | StopWork
 
 @dataclass(frozen=True)
 class Ready:
+    """The worker's environment, and how its start went: when its main loop began (``time.time()``,
+    which the parent compares with its spawn), and the seconds its backend and first canary took."""
+
     environment: dict[str, Any]
+    entered_at: float = 0.0
+    backend_s: float = 0.0
+    canary_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,7 @@ class ProgressReport:
 class Result:
     result: CaseResult
     ending: bool  # the worker ends after sending it
+    times: CaseTimes | None = None  # where the case-pass's time went in the worker
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.results.store import claim_new_dir, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
 from launchbench.run.extra_passes import extra_passes, marked, pass_cap
+from launchbench.run.profile import PassTimes, append_profile, profile_line
 from launchbench.run.resume import RunSettings, refuse_incomplete
 from launchbench.run.session import (
     RunEvents,
@@ -130,7 +132,7 @@ def run(
         record = _started_record(the_plan, options, environment, resume, argv)
         if resume and resume.environment.get("gpu", {}).get("uuid") != environment.get("gpu", {}).get("uuid"):
             events.note("resuming on a different GPU than the run started on")
-        session = RunSession(run_dir, record, options.write_tables)
+        session = RunSession(run_dir, record, options.write_tables, options.profile)
         try:
             _measure_passes(the_plan, session, executor, events, environment)
         except BaseException:
@@ -153,6 +155,8 @@ def _measure_passes(
     schedule = pass_schedule(the_plan.cases, session.record)
     events.run_started(session.run_dir, [case for case, _ in schedule], environment)
 
+    profile = session.profile
+
     def more() -> list[tuple[Case, int]]:
         """Passes added for host levels, read from the record as it is when the schedule runs out."""
         return _added_passes(the_plan.cases, session.record, events)
@@ -162,9 +166,14 @@ def _measure_passes(
             continue  # a case that failed in an earlier pass is not measured again
         events.case_started(case, index, len(schedule))
         result = executor.execute(pass_settings(case), pass_index, events.case_progress)
+        writing = time.perf_counter()
         shown = session.add(case, pass_index, marked(result, case, pass_index))
         if index + 1 == len(schedule) or schedule[index + 1][1] != pass_index:
             session.pass_ended()
+        if profile is not None:
+            times = executor.last_times or PassTimes()
+            line = profile_line(case.scenario, case.case_id, pass_index, times, time.perf_counter() - writing)
+            append_profile(profile, line)
         events.case_finished(shown)
     refuse_incomplete(the_plan.cases, session.record, session.run_dir)  # complete only with every case-pass
 

@@ -68,6 +68,8 @@ class RunOptions:
     # writes the tables derived from results.json (after every pass and at the end); None writes none
     write_tables: TableWriter | None = None
     shard: str | None = None  # "K/N" when the plan holds one shard of the cases (recorded in the settings)
+    # where to append the profile events file (profile.py: each case-pass's phases); None writes none
+    profile: Path | None = None
 
 
 def now() -> str:
@@ -103,8 +105,16 @@ def new_record(
 class RunSession:
     """One run directory's record and journal as its case-passes come in (see the module docstring)."""
 
-    def __init__(self, run_dir: Path, record: RunRecord, write_tables: TableWriter | None):
+    def __init__(
+        self,
+        run_dir: Path,
+        record: RunRecord,
+        write_tables: TableWriter | None,
+        profile: Path | None = None,
+    ):
+        """``profile``: where the run's profile events go (profile.py), None for none."""
         self.run_dir = Path(run_dir)
+        self.profile = profile
         self.record = record
         self.journal = RunJournal(self.run_dir)
         self._write_tables = write_tables

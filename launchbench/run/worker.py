@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
@@ -22,7 +23,8 @@ from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import SystemClock
 from launchbench.results.schema import CaseResult
 from launchbench.run.canary import CanaryWatch, with_canary
-from launchbench.run.execute import CaseSession, execute_case, failed_case, start_case
+from launchbench.run.execute import CaseSession, failed_case, start_case
+from launchbench.run.profile import CaseTimes
 from launchbench.run.protocol import (
     BeginCase,
     Failed,
@@ -39,6 +41,7 @@ from launchbench.run.protocol import (
     RoundDone,
     StartFailed,
     StopWorker,
+    run_through,
 )
 from launchbench.run.ranks import execute_rank
 from launchbench.scenario.core import Case
@@ -84,10 +87,13 @@ def _start_backend(
 ) -> tuple[Any, CanaryWatch] | None:
     """The backend and its first canary reading, once the parent has its environment (``Ready``);
     None after ``StartFailed``."""
+    entered_at, begin = time.time(), time.perf_counter()
     try:
         backend = backend_factory(device)
+        made = time.perf_counter()
         watch = CanaryWatch(backend.canary())
-        conn.send(Ready(backend.environment()))
+        read = time.perf_counter()
+        conn.send(Ready(backend.environment(), entered_at, made - begin, read - made))
         return backend, watch
     except LaunchbenchError as err:
         conn.send(StartFailed(str(err)))
@@ -122,13 +128,18 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
 
 
 def _measure(conn: Connection, backend: Any, watch: CanaryWatch, case: Case) -> None:
-    """One pass of a case, whole."""
+    """One pass of a case, whole (as execute_case, keeping the session's times)."""
+    times: CaseTimes | None = None
     try:
-        result = execute_case(backend, case, backend.clock, _ProgressSender(conn))
+        started = start_case(backend, case, backend.clock, _ProgressSender(conn))
+        if isinstance(started, CaseResult):
+            result = started
+        else:
+            result, times = run_through(started), started.times
     except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
         conn.send(Result(failed_case(case, f"{type(err).__name__}: {err}"), True))
         _exit_now()
-    _send_result(conn, result, backend, watch)
+    _send_result(conn, result, backend, watch, times)
 
 
 def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
@@ -148,7 +159,9 @@ def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
     _exit_now()
 
 
-def _send_result(conn: Connection, result: CaseResult, backend: Any, watch: CanaryWatch) -> None:
+def _send_result(
+    conn: Connection, result: CaseResult, backend: Any, watch: CanaryWatch, times: CaseTimes | None = None
+) -> None:
     """Send the result, with the canary read after it. A failed case may have left the CUDA context
     unusable, and a disturbed one left the process in a state a fresh one does not have: the worker then
     ends and the parent starts afresh."""
@@ -160,7 +173,7 @@ def _send_result(conn: Connection, result: CaseResult, backend: Any, watch: Cana
     if not restart:
         result = with_canary(result, watch.check(backend.canary()))
         restart = result.disturbed_passes > 0
-    conn.send(Result(result, restart))
+    conn.send(Result(result, restart, times))
     if restart:
         _exit_now()
 
@@ -188,7 +201,7 @@ def _step(
         if isinstance(step, NextRound):
             conn.send(RoundDone(session.round()))
             return session
-        _send_result(conn, session.finish(), backend, watch)
+        _send_result(conn, session.finish(), backend, watch, session.times)
         return None
     except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
         message = f"{type(err).__name__}: {err}"
