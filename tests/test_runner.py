@@ -255,3 +255,29 @@ def test_an_in_process_profile_has_the_case_phases_without_a_worker_start(tmp_pa
     lines = [json.loads(line) for line in profile.read_text().splitlines()]
     assert len(lines) == len(plan.cases) * plan.cases[0].measure.passes
     assert all(set(PHASES) <= set(e["phases"]) and "boot_s" not in e["phases"] for e in lines)
+
+
+def test_the_profile_script_accounts_for_the_wall_time_by_phase(tmp_path, capsys):
+    import importlib.util
+    import json
+
+    path = Path(__file__).parent.parent / "benchmarks" / "profile_phases.py"
+    spec = importlib.util.spec_from_file_location("profile_phases", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    worker = {"boot_s": 0.5, "backend_s": 1.0, "canary_s": 0.25, "ready_s": 2.0}
+    case = {"prepare_s": 0.1, "warmup_s": 0.2, "settle_s": 0.0, "calibrate_s": 0.1, "sampling_s": 1.0}
+    case |= {"check_s": 0.05, "write_s": 0.05}
+    profile = tmp_path / "profile.jsonl"
+    lines = [
+        {"case_id": "a", "pass": 0, "phases": {**worker, **case}},
+        {"case_id": "b", "pass": 0, "phases": case},
+    ]
+    profile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    totals = script.summarize(profile, wall=10.0)
+    assert totals["sampling_s"] == 2.0 and totals["boot_s"] == 0.5 and totals["wall"] == 10.0
+    # 10 s less the parts (1.75 s of worker start, 3 s of the cases' phases) less the rest of the start
+    assert totals["other"] == pytest.approx(10.0 - 1.75 - 3.0 - 0.25)
+    script.main(["--summarize", str(profile), "--wall", "10"])
+    assert "sampling_s" in capsys.readouterr().out

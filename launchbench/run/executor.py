@@ -212,13 +212,12 @@ class WorkerExecutor:
                 )
             why = f"the worker process died (exit code {worker.process.exitcode}) while running this case"
             return failed_case(case, why)
-        if isinstance(answer, Result):
-            self._times = PassTimes(self._started, answer.times)
-            self._started = None
         if not isinstance(answer, Result):
             self.close()
             why = answer.message if isinstance(answer, Failed) else f"the worker answered {answer}"
             return failed_case(case, why)
+        self._times = PassTimes(self._started, answer.times)
+        self._started = None
         if answer.ending:
             self.close()
         return answer.result
