@@ -21,8 +21,6 @@ from pathlib import Path
 from launchbench.files import OutputError, os_reason
 from launchbench.measure.sampler import SamplerPhases
 
-PROFILE_FILE = "profile.jsonl"
-
 
 @dataclass(frozen=True)
 class WorkerStart:
