@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import compare_helpers
 import pytest
-import test_compare
 from builders import expectation_scenario, first_graph_row
-from test_compare import chosen_keys, comparable_keys, drifting_eager_key, pass_spread, scale_rows
+from compare_helpers import chosen_keys, comparable_keys, drifting_eager_key, pass_spread, scale_rows
 
 from launchbench.analysis.compare import CompareSettings, compare_runs
 from launchbench.analysis.gate import (
@@ -25,7 +25,7 @@ from launchbench.analysis.table import run_table
 from launchbench.results.schema import RunRecord
 from launchbench.scenario.model import Expectation
 
-baseline_run = test_compare.baseline_run
+baseline_run = compare_helpers.baseline_run
 
 
 # --------------------------------------------------------------------------------------------- rules

@@ -21,3 +21,4 @@ DEFAULT_THRESHOLD = 0.05  # the smallest relative change that counts
 DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons
 GateScope = Literal["all", "gpu-bound", "host-bound"]  # which rows a --fail-on gate judges
 GATE_SCOPES: tuple[GateScope, ...] = ("all", "gpu-bound", "host-bound")
+DEFAULT_GATE_SCOPE: GateScope = "all"

@@ -29,13 +29,13 @@ from launchbench.cli.common import (
     quiet_option,
     short_help,
 )
-from launchbench.cli.compare import FORMATS, _settings, comparison_options
+from launchbench.cli.compare import FORMATS, comparison_options, usable_settings
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
 from launchbench.cli.run import _overrides, _terminate_as_interrupt, warn_unused_axes
 
 if TYPE_CHECKING:
     from launchbench.analysis.compare import CompareSettings, Comparison
-    from launchbench.analysis.gate import GateReport, GateRule, GateScope
+    from launchbench.analysis.gate import GatePolicy, GateReport, GateRule, GateScope
     from launchbench.results.schema import RunRecord
     from launchbench.run.ab import Side
     from launchbench.run.runner import RunOptions
@@ -46,39 +46,18 @@ T = TypeVar("T")
 AB_ROUNDS = 10
 
 
-@dataclass(frozen=True)
-class AbGate:
-    """What fails ab's gate: the --fail-on rules and the --allow-* and --gate-rows choices."""
-
-    rules: tuple[GateRule, ...]
-    allow_missing: bool = False
-    allow_empty: bool = False
-    allow_disturbed: bool = False
-    allow_blind: bool = False
-    rows: GateScope = "all"
-
-
 def judge(
-    a: RunRecord, b: RunRecord, labels: tuple[str, str], settings: CompareSettings, gate: AbGate
+    a: RunRecord, b: RunRecord, labels: tuple[str, str], settings: CompareSettings, policy: GatePolicy | None
 ) -> tuple[Comparison, GateReport | None]:
     """The paired comparison of both sides and its gate (None without rules; as in compare, a gate that
     checks nothing fails)."""
     from launchbench.analysis.compare import compare_paired
-    from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
-    from launchbench.analysis.gate import evaluate_rules
+    from launchbench.analysis.gate import ComparedRuns, gate
 
     comparison = compare_paired(a, b, settings, a_label=labels[0], b_label=labels[1])
-    if not gate.rules:
+    if policy is None:
         return comparison, None
-    policy = CoveragePolicy(
-        allow_empty=gate.allow_empty,
-        allow_missing=gate.allow_missing,
-        allow_interrupted=False,
-        allow_disturbed=gate.allow_disturbed,
-    )
-    rules = list(gate.rules)
-    checked = evaluate_rules(comparison, rules, not gate.allow_missing, gate.allow_blind, gate.rows)
-    return comparison, comparison_coverage(checked, comparison, a, b, policy)
+    return comparison, gate(ComparedRuns(comparison, a, b), policy)
 
 
 def said_failed_cases(*records: RunRecord, where: str = "") -> bool:
@@ -228,7 +207,8 @@ def ab(
     one or a case failed (with --devices: on any GPU), 2 on a usage or input error, 130 when
     interrupted.
     """
-    from launchbench.analysis.compare import CompareSettingsError
+    from launchbench.analysis.coverage import CoveragePolicy
+    from launchbench.analysis.gate import GatePolicy
     from launchbench.cli.common import check_outputs
     from launchbench.report.run_files import write_tables
     from launchbench.run import runner
@@ -237,10 +217,7 @@ def ab(
     from launchbench.run.worker import load_factory
 
     check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))  # before any measuring
-    try:
-        settings = _settings(metrics, thresholds, alpha, rules)
-    except CompareSettingsError as err:
-        raise click.UsageError(str(err)) from None
+    settings = usable_settings(metrics, thresholds, alpha, rules)
     listed = parse_devices(devices_spec) if devices_spec is not None else ()
     cpus = chosen_cpus(cpu) if devices_spec is None else ()  # with --devices: once the devices are known
     variants = (parse_variant(a_spec), parse_variant(b_spec))
@@ -259,7 +236,10 @@ def ab(
     options = runner.RunOptions(device=device, overrides=overrides, isolate=True, write_tables=write_tables)
     if backend:  # else RunOptions' default, the CuPy backend
         options = dataclasses.replace(options, backend_factory=load_factory(backend))
-    gate = AbGate(tuple(rules), allow_missing, allow_empty, allow_disturbed, allow_blind, gate_rows)
+    coverage = CoveragePolicy(
+        allow_empty, allow_missing, allow_interrupted=False, allow_disturbed=allow_disturbed
+    )
+    gate = GatePolicy(tuple(rules), gate_rows, allow_blind, coverage) if rules else None
     out = AbOutput(root, out_dir is None, fmt, output, junit, quiet, history, db)
     if devices_spec is not None:
         from launchbench.cli.ab_devices import ab_on_devices
@@ -314,7 +294,7 @@ def _ab_on_one_device(
     options: RunOptions,
     cpus: tuple[int, ...],
     settings: CompareSettings,
-    gate: AbGate,
+    gate: GatePolicy | None,
     out: AbOutput,
 ) -> int:
     """One paired run, its comparison and gate written; the exit code."""
