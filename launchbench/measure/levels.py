@@ -99,6 +99,7 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
     """Each value's likelier component under the two-component mixture, and by how much two components
     lower the BIC below one."""
     from sklearn.mixture import GaussianMixture
+    from threadpoolctl import threadpool_limits
 
     data = logs.reshape(-1, 1)
     ordered = np.sort(logs)
@@ -110,7 +111,8 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
         "means_init": [[part.mean()] for part in parts],
         "precisions_init": [[1 / within]],
     }
-    with warnings.catch_warnings():
+    # one thread: on a handful of points OpenMP's threads cost far more than they share (the fit is the same)
+    with warnings.catch_warnings(), threadpool_limits(1):
         warnings.simplefilter("ignore")  # convergence notes on a handful of points
         one = GaussianMixture(1, covariance_type="tied", reg_covar=REG_COVAR, random_state=SEED).fit(data)
         two = GaussianMixture(
