@@ -31,12 +31,11 @@ import numpy as np
 import ruptures as rpt
 from scipy import stats as sps
 
-from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.history.db import HistoryDB
 from launchbench.history.query import ALL_RUNS, RowKey, RowSeries, RunFilter, RunInfo, pass_series
 from launchbench.history.tables import ENV_COLUMN_LABELS, ENV_COLUMNS
 
-DEFAULT_ALPHA = 0.01
 MIN_SEGMENT = 2  # runs on each side of a step
 NOISE_FLOOR = 1e-3  # log units: noise below 0.1% between runs is treated as 0.1%
 
