@@ -99,7 +99,6 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
     """Each value's likelier component under the two-component mixture, and by how much two components
     lower the BIC below one."""
     from sklearn.mixture import GaussianMixture
-    from threadpoolctl import threadpool_limits
 
     data = logs.reshape(-1, 1)
     ordered = np.sort(logs)
@@ -111,10 +110,13 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
         "means_init": [[part.mean()] for part in parts],
         "precisions_init": [[1 / within]],
     }
-    # one thread: on a handful of points OpenMP's threads cost far more than they share (the fit is the same)
-    with warnings.catch_warnings(), threadpool_limits(1):
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence notes on a handful of points
-        one = GaussianMixture(1, covariance_type="tied", reg_covar=REG_COVAR, random_state=SEED).fit(data)
+        # one component: its first M-step gives the fit whatever the start, so no k-means start (whose
+        # threads and thread-pool checks cost far more than the fit on a handful of points)
+        one = GaussianMixture(
+            1, covariance_type="tied", reg_covar=REG_COVAR, random_state=SEED, init_params="random_from_data"
+        ).fit(data)
         two = GaussianMixture(
             2,
             covariance_type="tied",
