@@ -168,6 +168,11 @@ def metric_declared() -> tuple[Column, ...]:
     return tuple(out)
 
 
+def _level_of(side: int, field: str) -> Callable[[Any], object]:
+    """A field of the lower (0) or higher (1) of two levels; None with one level."""
+    return lambda levels: getattr(levels.levels[side], field) if levels.two else None
+
+
 # The metrics whose host levels results.csv reports (analysis.host_levels), each with LEVEL_SUFFIXES:
 # suffix → (unit, meaning, the value from the metric's Levels).
 LEVEL_METRICS: tuple[str, ...] = ("wall_us_per_launch", "cpu_us_per_launch", "latency_us")
@@ -177,26 +182,24 @@ LEVEL_SUFFIXES: dict[str, tuple[str, str, Callable[[Any], object]]] = {
         "host levels among the pass medians: 1 or 2 (docs/statistics.md, Host levels)",
         lambda levels: levels.count or None,
     ),
-    "level_low": (
-        "µs",
-        "the lower level: the median of its passes' medians (empty with one level)",
-        lambda levels: levels.levels[0].center if levels.two else None,
-    ),
-    "level_low_share": (
-        "—",
-        "share of the passes at the lower level",
-        lambda levels: levels.levels[0].share if levels.two else None,
-    ),
-    "level_high": (
-        "µs",
-        "the higher level: the median of its passes' medians (empty with one level)",
-        lambda levels: levels.levels[1].center if levels.two else None,
-    ),
-    "level_high_share": (
-        "—",
-        "share of the passes at the higher level",
-        lambda levels: levels.levels[1].share if levels.two else None,
-    ),
+    **{
+        column: described
+        for side, (name, word) in enumerate((("low", "lower"), ("high", "higher")))
+        for column, described in (
+            (
+                f"level_{name}",
+                (
+                    "µs",
+                    f"the {word} level: the median of its passes' medians (empty with one level)",
+                    _level_of(side, "center"),
+                ),
+            ),
+            (
+                f"level_{name}_share",
+                ("—", f"share of the passes at the {word} level", _level_of(side, "share")),
+            ),
+        )
+    },
     "passes_apart": (
         "passes",
         "passes that sit apart from the one level without forming a level of their own",
