@@ -317,7 +317,7 @@ def test_metric_without_samples_is_missing(baseline_run: RunRecord) -> None:
 
 def test_largest_quickstart_comparison_flags_nothing_between_drifting_runs() -> None:
     """16 rows × 5 metrics at the sampler's max_samples (2000 per series) in 3 passes, one run drifting
-    (its speed: benchmarks/compare_speed.py)."""
+    (its speed: benchmarks/speed_compare.py)."""
     base, current = (
         make_run(seed=0, n=2000, passes=3),
         make_run(seed=1, n=2000, passes=3, eager_drift=(1.35, 1.0, 1.0)),
