@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from launchbench.cli.ab import AbGate, AbOutput, judge, measured, said_failed_cases
+from launchbench.cli.ab import AbOutput, judge, measured, said_failed_cases
 from launchbench.cli.common import EXIT_FAIL, EXIT_OK
 from launchbench.cli.history import ingest_after_run, wants_history
 
 if TYPE_CHECKING:
     from launchbench.analysis.compare import CompareSettings
+    from launchbench.analysis.gate import GatePolicy
     from launchbench.cli.output import Report
     from launchbench.report.ab_devices import DeviceVerdict
     from launchbench.run.ab import Side
@@ -41,7 +42,7 @@ def _pinned(
 
 
 def _verdicts(
-    pairs: Sequence[DevicePair], out: AbOutput, settings: CompareSettings, gate: AbGate
+    pairs: Sequence[DevicePair], out: AbOutput, settings: CompareSettings, gate: GatePolicy | None
 ) -> list[DeviceVerdict]:
     from launchbench.report.ab_devices import DeviceVerdict
 
@@ -89,7 +90,7 @@ def ab_on_devices(
     sides: tuple[Side, Side],
     options: RunOptions,
     settings: CompareSettings,
-    gate: AbGate,
+    gate: GatePolicy | None,
     out: AbOutput,
 ) -> int:
     """ab on every listed device at once; each device's comparison and gate written; the exit code (1

@@ -58,21 +58,17 @@ def check(
     check_outputs([("-o", output), ("--junit", junit)], inputs=[run, *scenarios])
     record = load_run(run)  # a bad run is refused before the statistics and tables are imported
 
-    from launchbench.analysis.coverage import CoveragePolicy, check_coverage
-    from launchbench.analysis.gate import check_against_scenarios
+    from launchbench.analysis.coverage import CoveragePolicy
+    from launchbench.analysis.gate import CheckedRun, GatePolicy, gate
     from launchbench.report.compare_console import outcome_line, render_checks
     from launchbench.report.junit import report_junit
     from launchbench.report.markdown import check_markdown
     from launchbench.report.tables import report_csv, report_json
 
-    report = check_against_scenarios(record, scenarios)
-    report = check_coverage(
-        report,
-        record,
-        CoveragePolicy(
-            allow_empty=allow_empty, allow_interrupted=allow_interrupted, allow_disturbed=allow_disturbed
-        ),
+    coverage = CoveragePolicy(
+        allow_empty=allow_empty, allow_interrupted=allow_interrupted, allow_disturbed=allow_disturbed
     )
+    report = gate(CheckedRun(record, scenarios), GatePolicy(coverage=coverage))
     formats: dict[str, Callable[[], str]] = {
         "markdown": lambda: check_markdown(report),
         "csv": lambda: report_csv(report),

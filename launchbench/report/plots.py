@@ -932,9 +932,10 @@ def compare_like_the_command(base: RunRecord, cur: RunRecord, paired: bool = Fal
     """The Comparison `launchbench compare BASE CUR` computes: its default settings (every default
     metric, so the p adjustment over rows and the noise priors are the command's), paired round by
     round when ``paired`` (the two sides of one `launchbench ab` run; analysis.compare.sides_of_one_ab)."""
-    from launchbench.analysis.compare import compare_runs
+    from launchbench.analysis.compare import PAIRED_ROUNDS, SEPARATE_RUNS, compare_runs
 
-    return compare_runs(base, cur, allow_different_gpu=True, paired=paired)
+    design = PAIRED_ROUNDS if paired else SEPARATE_RUNS
+    return compare_runs(base, cur, allow_different_gpu=True, design=design)
 
 
 def ratio_rows(comparison: Comparison, metric: str = "wall_us_per_launch") -> pd.DataFrame:
