@@ -442,7 +442,9 @@ def test_a_chain_whose_length_two_axes_set_is_one_panel_with_the_cost_models_fit
                 )
             )
     run = make_run().model_copy(update={"cases": cases})
-    assert [panel.key for panel in fig_panels.panels(fig_panels.plot_table(run))] == [("quickstart", "empty", "")]
+    assert [panel.key for panel in fig_panels.panels(fig_panels.plot_table(run))] == [
+        ("quickstart", "empty", "")
+    ]
     # builders: eager 6.5 µs per launch, graph 0.5 µs per launch + 1.6 µs per iteration
     assert fig_speedup.crossovers(run)[("quickstart", "empty", "")] == pytest.approx(1.6 / 6.0, rel=0.25)
 
@@ -654,3 +656,24 @@ def test_cli_plot_bad_results_file_exits_2(tmp_path: Path) -> None:
 def test_cli_plot_has_help() -> None:
     result = CliRunner().invoke(cli, ["plot", "--help"])
     assert result.exit_code == 0 and "--format" in result.output and "--out" in result.output
+
+
+def test_a_figure_of_many_chains_draws_the_first_ones_and_says_how_many_it_left_out() -> None:
+    """Past MAX_PANELS chains swept over length, a figure draws the first of them (a figure of hundreds
+    of panels takes minutes and is taller than a PNG can be) and its subtitle names how many there were."""
+    from launchbench.report.plots import bars as fig_bars
+
+    base = make_run()
+    count = fig_bars.MAX_PANELS + 3
+    cases = [
+        c.model_copy(update={"case_id": f"{c.case_id}/size={i}", "params": {**c.params, "size": i}})
+        for i in range(count)
+        for c in base.cases
+    ]
+    run = base.model_copy(update={"cases": cases})
+    chains = len({(c.scenario, c.chain) for c in base.cases})
+    fig = fig_modes.figure_wall_per_launch(run)
+    assert len(panel_axes(fig)) == fig_bars.MAX_PANELS
+    said = f"shown: the first {fig_bars.MAX_PANELS} of {count * chains} chains swept over length"
+    assert said in figure_text(fig)
+    assert "shown:" not in figure_text(fig_modes.figure_wall_per_launch(base))

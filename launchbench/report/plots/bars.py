@@ -15,11 +15,31 @@ from launchbench.report.plots.panels import Panel, PlotTable, numbers, panels
 from launchbench.report.plots.style import BLACK, fmt_number, log_axis, no_data, panel_grid, sheet
 from launchbench.results.schema import MEASURED_STATUSES
 
+MAX_PANELS = 12  # panels swept over chain length in one figure: 6 rows, about 18 inches tall
+MAX_GROUPS = 40  # chains at one length in one grouped bar chart
 
-def split_one_point(groups: Sequence[Panel]) -> tuple[list[Panel], list[Panel]]:
-    """The panels swept over chain length (a panel each) and the chains measured at one length (drawn
-    together as one grouped bar chart: a panel of one point says less than a bar among its peers)."""
-    return [p for p in groups if p.varying_length], [p for p in groups if not p.varying_length]
+
+@dataclass(frozen=True)
+class Split:
+    """The panels a figure draws: those swept over chain length (a panel each) and the chains measured
+    at one length (one grouped bar chart: a panel of one point says less than a bar among its peers),
+    each the first MAX_PANELS / MAX_GROUPS of them; ``note`` says how many were left out ('' if none)."""
+
+    lines: list[Panel]
+    points: list[Panel]
+    note: str
+
+
+def split_one_point(groups: Sequence[Panel]) -> Split:
+    lines = [p for p in groups if p.varying_length]
+    points = [p for p in groups if not p.varying_length]
+    parts = [
+        f"the first {limit} of {len(items)} {what}"
+        for items, limit, what in ((lines, MAX_PANELS, "chains swept over length"), (points, MAX_GROUPS, "chains at one length"))
+        if len(items) > limit
+    ]  # fmt: skip
+    note = f"\nshown: {' and '.join(parts)} (every row is in results.csv)" if parts else ""
+    return Split(lines[:MAX_PANELS], points[:MAX_GROUPS], note)
 
 
 @dataclass(frozen=True)
@@ -136,18 +156,20 @@ def lines_and_bars(
     table: PlotTable,
     draw_panel: Callable[[Axes, Panel], Any],
     draw_groups: Callable[[Axes, list[Panel]], None],
-) -> tuple[Figure, list[Axes], list[Any]]:
+) -> tuple[Figure, list[Axes], list[Any], str]:
     """A figure's sheet: a panel per chain swept over its length (``draw_panel``; what it returns is
     returned) and one axes across the width for the chains at one length (``draw_groups``); a note
-    instead when the run has no chain of fixed sizes."""
-    lines, points = split_one_point(panels(table))
+    instead when the run has no chain of fixed sizes. Last: the line for the subtitle that says which
+    panels were left out (split_one_point), '' when none were."""
+    split = split_one_point(panels(table))
+    lines, points = split.lines, split.points
     if not lines and not points:
         fig, axes = panel_grid(1)
         no_data(axes[0], "no chain of fixed sizes in this run")
-        return fig, axes, []
+        return fig, axes, [], ""
     fig, axes, bar_ax = sheet(len(lines), len(points))
     drawn = [draw_panel(ax, panel) for ax, panel in zip(axes, lines, strict=True)]
     if bar_ax is not None:
         draw_groups(bar_ax, points)
         axes.append(bar_ax)
-    return fig, axes, drawn
+    return fig, axes, drawn, split.note

@@ -194,7 +194,7 @@ def _label_medians(ax: Axes, boxes: list[dict[str, Any]], colours: list[str]) ->
 def figure_sample_distributions(run: RunRecord, table: PlotTable | None = None) -> Figure:
     """Every raw sample of wall time per launch, per case and mode, as box plots: noise and outliers."""
     cases = {(c.scenario, c.case_id): c for c in run.cases}
-    fig, axes, _ = lines_and_bars(
+    fig, axes, _, left_out = lines_and_bars(
         table_of(run, table),
         lambda ax, panel: _distribution_panel(ax, panel, cases),
         lambda ax, points: _distribution_groups(ax, points, cases),
@@ -207,5 +207,6 @@ def figure_sample_distributions(run: RunRecord, table: PlotTable | None = None) 
     subtitle = (
         environment_line(run)
         + "\nbox: quartiles · whiskers: furthest samples that are not outliers · numbers: median (µs per launch)"
+        + left_out
     )
     return finish(fig, "Spread of wall time per launch, sample by sample", subtitle, handles, labels, ncol=3)

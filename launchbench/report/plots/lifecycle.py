@@ -111,8 +111,10 @@ def _lifecycle_bars(ax: Axes, groups: Sequence[Panel]) -> None:
 @styled
 def figure_graph_lifecycle(run: RunRecord, table: PlotTable | None = None) -> Figure:
     """What a graph costs before it pays off, and how many replays it takes to pay it back."""
-    fig, axes, drawn = lines_and_bars(table_of(run, table), _lifecycle_panel, _lifecycle_bars)
+    fig, axes, drawn, left_out = lines_and_bars(table_of(run, table), _lifecycle_panel, _lifecycle_bars)
     twins = [twin for twin in drawn if twin is not None]
     handles, labels = collect_legend([*axes, *twins])
-    subtitle = f"{environment_line(run)}\nthe medians of the passes' setup times (no interval drawn)"
+    subtitle = (
+        f"{environment_line(run)}\nthe medians of the passes' setup times (no interval drawn){left_out}"
+    )
     return finish(fig, "CUDA Graph life cycle: setup cost and break-even", subtitle, handles, labels)

@@ -74,13 +74,13 @@ def _mode_figure(run: RunRecord, table: PlotTable | None, column: str, title: st
         ax.set_xlabel(LENGTH_LABEL)
         ax.set_ylabel(ylabel)
 
-    fig, axes, _ = lines_and_bars(
+    fig, axes, _, left_out = lines_and_bars(
         table_of(run, table),
         draw_panel,
         lambda ax, points: bar_chart(ax, points, _mode_series(column), ylabel),
     )
     handles, labels = collect_legend(axes)
-    subtitle = f"{environment_line(run)}\n{MEDIAN_CI}"
+    subtitle = f"{environment_line(run)}\n{MEDIAN_CI}{left_out}"
     return finish(fig, title, subtitle, handles, labels)
 
 

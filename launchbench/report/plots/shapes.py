@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from launchbench.analysis.costmodel import ShapeCost, fit_shape_model, length_axes
+from launchbench.report.plots.bars import MAX_PANELS
 from launchbench.report.plots.panels import PlotTable, numbers, table_of, variant_text
 from launchbench.report.plots.style import (
     BLACK,
@@ -127,7 +128,8 @@ def _shape_panel(ax: Axes, panel: ShapePanel) -> None:
 def figure_shape_changes(run: RunRecord, table: PlotTable | None = None) -> Figure:
     """Chains whose sizes change: cost per iteration of eager and each graph strategy against the
     iterations per shape, with the cost model's curves and the crossovers where the fastest one changes."""
-    groups = shape_panels(table_of(run, table))
+    every = shape_panels(table_of(run, table))
+    groups = every[:MAX_PANELS]
     fig, axes = panel_grid(len(groups), 3.4)
     for ax, panel in zip(axes, groups, strict=False):
         _shape_panel(ax, panel)
@@ -144,5 +146,7 @@ def figure_shape_changes(run: RunRecord, table: PlotTable | None = None) -> Figu
         labels += ["lines: model, max(GPU, host + per change / k)", "✕: model crosses eager",
                    "dotted: the fastest strategy changes"]  # fmt: skip
     subtitle = f"{environment_line(run)}\n{MEDIAN_CI}\nsetup paid at a change spread over k iterations"
+    if len(every) > MAX_PANELS:
+        subtitle += f"\nshown: the first {MAX_PANELS} of {len(every)} chains (every row is in results.csv)"
     return finish(fig, "Sizes that change: cost per iteration vs iterations per shape", subtitle, handles,
                    labels, ncol=2)  # fmt: skip

@@ -128,7 +128,8 @@ def figure_speedup(run: RunRecord, table: PlotTable | None = None) -> Figure:
     """Graph speedup (eager / graph wall time per iteration) against chain length, crossovers marked;
     chains at one length each as bars."""
     table = table_of(run, table)
-    lines, points = split_one_point(panels(table))
+    split = split_one_point(panels(table))
+    lines, points = split.lines, split.points
     lines = lines if any(not p.mode_rows("graph", "speedup").empty for p in lines) else []
     points = points if any(not p.mode_rows("graph", "speedup").empty for p in points) else []
     marked = False
@@ -150,4 +151,5 @@ def figure_speedup(run: RunRecord, table: PlotTable | None = None) -> Figure:
         )
         labels.append("fitted crossover: graph = eager (dotted line, chain's colour)")
     subtitle = f"{environment_line(run)}\nspeedup of the medians (no interval drawn; see the per-launch figures' CIs)"
+    subtitle += split.note
     return finish(fig, "CUDA Graph speedup vs chain length", subtitle, handles, labels, ncol=1)

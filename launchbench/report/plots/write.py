@@ -12,7 +12,6 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from launchbench.errors import LaunchbenchError
-from launchbench.report.plots.comparison import figure_comparison, ratio_lines
 from launchbench.report.plots.distributions import figure_sample_distributions
 from launchbench.report.plots.lifecycle import figure_graph_lifecycle
 from launchbench.report.plots.modes import figure_cpu_per_launch, figure_wall_per_launch
@@ -112,6 +111,8 @@ def draw_comparison(
 ) -> PlotsWritten:
     """comparison_ratio.fmt in ``out_dir``: ``comparison`` (of ``base`` and ``cur``) drawn, unless it has
     no row compared on wall time per launch."""
+    from launchbench.report.plots.comparison import figure_comparison, ratio_lines  # loads the statistics
+
     if not ratio_lines(comparison):
         reason = "the runs have no case and mode measured in both"
         return PlotsWritten((), (SkippedFigure(Path(out_dir) / f"{COMPARISON_FIGURE}.{fmt}", reason),))
