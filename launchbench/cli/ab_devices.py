@@ -16,7 +16,6 @@ from launchbench.cli.history import ingest_after_run, wants_history
 if TYPE_CHECKING:
     from launchbench.analysis.compare import CompareSettings
     from launchbench.analysis.gate import GatePolicy
-    from launchbench.cli.output import Report
     from launchbench.report.ab_devices import DeviceVerdict
     from launchbench.run.ab import Side
     from launchbench.run.ab_devices import DevicePair
@@ -54,24 +53,6 @@ def _verdicts(
     return verdicts
 
 
-def _report(verdicts: Sequence[DeviceVerdict]) -> Report:
-    from launchbench.cli.compare import STEP_SUMMARY_ROWS
-    from launchbench.cli.output import Report
-    from launchbench.report import ab_devices as shown
-
-    return Report(
-        {
-            "markdown": lambda: shown.devices_markdown(verdicts),
-            "csv": lambda: shown.devices_csv(verdicts),
-            "json": lambda: shown.devices_json(verdicts),
-        },
-        lambda console: shown.render_devices(console, verdicts),
-        shown.devices_outcome(verdicts),
-        lambda: shown.devices_junit(verdicts),
-        lambda: shown.devices_markdown(verdicts, max_rows=STEP_SUMMARY_ROWS),
-    )
-
-
 def _write_markdown(verdicts: Sequence[DeviceVerdict], out: AbOutput) -> None:
     """OUT/comparison.md over every device, OUT/devices/N/comparison.md each device's own."""
     from launchbench.report.ab_devices import devices_markdown
@@ -99,6 +80,7 @@ def ab_on_devices(
     from launchbench.report.ab_devices import failed_devices
     from launchbench.report.console import make_console
     from launchbench.report.devices import DeviceLines
+    from launchbench.report.export import Devices
     from launchbench.run.ab_devices import run_ab_devices
 
     console = make_console(stderr=out.data_on_stdout)
@@ -111,7 +93,7 @@ def ab_on_devices(
     where = f"what each device's sides measured is in {out.root}/devices/N/a and {out.root}/devices/N/b"
     pairs = measured(measure, console, lambda: None, out, where)
     verdicts = _verdicts(pairs, out, settings, gate)
-    publish(_report(verdicts), out.fmt, out.output, out.junit, quiet=False)
+    publish(Devices(verdicts), out.fmt, out.output, out.junit, quiet=False)
     _write_markdown(verdicts, out)
     failed = [said_failed_cases(p.a, p.b, where=f"device {p.device}: ") for p in pairs]
     code = EXIT_FAIL if failed_devices(verdicts) or any(failed) else EXIT_OK

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from launchbench.cli.common import EXIT_FAIL, EXIT_OK, allow_options, check_outputs, handle_errors, short_help
-from launchbench.cli.output import Report, publish, report_options
+from launchbench.cli.output import publish, report_options
 
 
 @click.command("check", short_help=short_help("check"))
@@ -60,28 +59,13 @@ def check(
 
     from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.analysis.gate import CheckedRun, GatePolicy, gate
-    from launchbench.report.compare_console import outcome_line, render_checks
-    from launchbench.report.junit import report_junit
-    from launchbench.report.markdown import check_markdown
-    from launchbench.report.tables import report_csv, report_json
+    from launchbench.report.export import Checked
 
     coverage = CoveragePolicy(
         allow_empty=allow_empty, allow_interrupted=allow_interrupted, allow_disturbed=allow_disturbed
     )
     report = gate(CheckedRun(record, scenarios), GatePolicy(coverage=coverage))
-    formats: dict[str, Callable[[], str]] = {
-        "markdown": lambda: check_markdown(report),
-        "csv": lambda: report_csv(report),
-        "json": lambda: report_json(report),
-    }
-    rendered = Report(
-        formats,
-        lambda console: render_checks(console, report),
-        outcome_line(report, "failed expectation"),
-        lambda: report_junit(report),
-        lambda: check_markdown(report),
-    )
-    publish(rendered, fmt, output, junit, quiet)
+    publish(Checked(report), fmt, output, junit, quiet)
     sys.exit(EXIT_OK if report.passed else EXIT_FAIL)
 
 

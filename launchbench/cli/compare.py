@@ -29,7 +29,7 @@ from launchbench.cli.common import (
     stack,
 )
 from launchbench.cli.history import baseline_query, history_baseline_options
-from launchbench.cli.output import REPORT_FORMATS, Report, publish, report_options
+from launchbench.cli.output import REPORT_FORMATS, publish, report_options
 
 if TYPE_CHECKING:  # the statistics (numpy, SciPy) load when a comparison runs, not for --help
     from launchbench.analysis.compare import CompareSettings, Comparison, Evidence
@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # the statistics (numpy, SciPy) load when a comparison runs, 
 
 FORMATS = REPORT_FORMATS  # ab writes the same formats
 F = Callable[..., Any]
-STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
 
 
 def _threshold(text: str) -> tuple[str | None, float]:
@@ -285,24 +284,9 @@ def emit_comparison(
 ) -> None:
     """What compare and ab print and write: the chosen format (to FILE or the terminal), JUnit, and the
     step summary."""
-    from launchbench.report.compare_console import outcome_line, render_comparison, verdict_counts
-    from launchbench.report.junit import comparison_junit
-    from launchbench.report.markdown import comparison_markdown
-    from launchbench.report.tables import comparison_csv, comparison_json
+    from launchbench.report.export import Compared
 
-    formats: dict[str, Callable[[], str]] = {
-        "markdown": lambda: comparison_markdown(comparison, report),
-        "csv": lambda: comparison_csv(comparison, report),
-        "json": lambda: comparison_json(comparison, report),
-    }
-    rendered = Report(
-        formats,
-        lambda console: render_comparison(console, comparison, report),
-        outcome_line(report, "regression") if report is not None else verdict_counts(comparison),
-        lambda: comparison_junit(comparison, report),
-        lambda: comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS),
-    )
-    publish(rendered, fmt, output, junit, quiet)
+    publish(Compared(comparison, report), fmt, output, junit, quiet)
 
 
 command = compare
@@ -316,18 +300,6 @@ def emit_series(
     quiet: bool,
 ) -> None:
     """What compare prints and writes for one BASELINE and several CURRENT runs."""
-    from launchbench.report import compare_series as series
+    from launchbench.report.export import Series
 
-    formats: dict[str, Callable[[], str]] = {
-        "markdown": lambda: series.series_markdown(pairs),
-        "csv": lambda: series.series_csv(pairs),
-        "json": lambda: series.series_json(pairs),
-    }
-    rendered = Report(
-        formats,
-        lambda console: series.render_series(console, pairs),
-        series.series_outcome(pairs),
-        lambda: series.series_junit(pairs),
-        lambda: series.series_markdown(pairs, max_rows=STEP_SUMMARY_ROWS),
-    )
-    publish(rendered, fmt, output, junit, quiet)
+    publish(Series(pairs), fmt, output, junit, quiet)
