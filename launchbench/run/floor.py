@@ -93,7 +93,7 @@ def _build(
     return built, skipped
 
 
-def _case(
+def case_result(
     request: FloorRequest,
     case: FloorCase,
     built: LayerWorkloads | None,
@@ -167,7 +167,9 @@ def measure_floor(request: FloorRequest, clock: Clock) -> RunRecord:
         host = pass_ended(host)
     finally:
         ctx.close()
-    results = [_case(request, case, built.get(case), skipped.get(case), outcome, host) for case in cases]
+    results = [
+        case_result(request, case, built.get(case), skipped.get(case), outcome, host) for case in cases
+    ]
     return RunRecord(
         launchbench_version=__version__,
         status="complete",

@@ -1,0 +1,293 @@
+"""launchbench floor without a GPU: the native floor's C source (it compiles with the system's C compiler
+and, with no driver library, refuses in one line), the skip reasons, the floor: block, the report and
+figure from recorded numbers, the run it stores, the CLI's refusals and the fidelity script's parts."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from launchbench.backend.floor.base import LayerUnavailable, LayerWorkloads, kernel_source
+from launchbench.backend.floor.native import SOURCE, NativeLibrary, build_library, c_compiler
+from launchbench.cli import cli
+from launchbench.errors import ScenarioError
+from launchbench.measure.sampler import ModeSamples, SamplingOutcome
+from launchbench.report.floor import floor_report, render_markdown
+from launchbench.report.floor_figure import draw_floor_figure
+from launchbench.report.run_files import write_tables
+from launchbench.results.schema import HostData, RunRecord, ThreadPlace
+from launchbench.results.store import load_run, write_run
+from launchbench.run.floor import FloorRequest, built_in_scenario, case_result, plan
+from launchbench.scenario.core import MeasureSettings
+from launchbench.scenario.floor import Floor
+from launchbench.scenario.load import load_scenario_file
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on PATH")
+US = 1e-6
+# eager µs per launch by layer (the H200's figures from the issue), +0.02 µs per kernel argument
+EAGER = {
+    "c": 3.7,
+    "bindings": 4.8,
+    "cupy_raw": 5.3,
+    "cupy_raw_stream": 5.5,
+    "cupy_elementwise": 8.7,
+    "cupy_ufunc": 9.0,
+}
+GRAPH = {"c": 1.1, "bindings": 1.4, "cupy_raw": 1.6, "cupy_elementwise": 1.7, "cupy_ufunc": 1.7}
+HOST = HostData(
+    pid=1, start=ThreadPlace(cpu=3, mhz=3100.0, governor="performance", node=0, siblings="3,67"), gpu_node=1
+)
+
+
+@needs_cc
+def test_native_source_compiles_and_refuses_without_the_driver_in_one_line(tmp_path):
+    library = build_library(tmp_path)
+    assert library.is_file()
+    with pytest.raises(LayerUnavailable) as refused:
+        NativeLibrary(library, driver="libcuda-absent-for-this-test.so.1")
+    message = str(refused.value)
+    assert "\n" not in message
+    assert message.startswith("cannot load the CUDA driver library: libcuda-absent-for-this-test.so.1")
+
+
+def test_native_source_declares_the_driver_api_itself():
+    includes = [line.split()[1] for line in SOURCE.read_text().splitlines() if line.startswith("#include")]
+    assert includes == ["<dlfcn.h>", "<stddef.h>", "<stdio.h>"]  # no CUDA header
+
+
+@needs_cc
+def test_a_compiler_error_is_a_one_line_skip_reason(tmp_path):
+    broken = tmp_path / "broken.c"
+    broken.write_text("int lbf_open( {\n")
+    with pytest.raises(LayerUnavailable) as refused:
+        build_library(tmp_path, broken)
+    assert "could not build" in str(refused.value) and "error" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_no_c_compiler_is_a_skip_reason(monkeypatch):
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(LayerUnavailable, match="no C compiler: cc is not on PATH and CC is not set"):
+        c_compiler()
+
+
+def test_kernel_source_has_one_empty_kernel_per_argument_count():
+    source = kernel_source([16, 0, 4])
+    assert source.count("__global__") == 3
+    assert "void lb_floor_0() {}" in source
+    assert source.count("const float* a") == 20
+
+
+def test_plan_gives_the_argument_axis_only_to_the_kernel_layers():
+    cases = plan(Floor(layers=["cupy_ufunc", "c", "gpu"], args=[16, 0]))
+    assert [c.case_id for c in cases] == ["c/args=0", "c/args=16", "cupy_ufunc", "gpu"]
+
+
+def _scenario(tmp_path: Path, floor: str) -> Path:
+    path = tmp_path / "floor.yaml"
+    path.write_text(f"name: f\ndescription: d\nchain:\n  - kind: empty\nfloor:\n{floor}")
+    return path
+
+
+def test_the_floor_block_validates(tmp_path):
+    loaded = load_scenario_file(_scenario(tmp_path, "  layers: [gpu, c]\n  args: [4]\n  max_time: 5\n"))
+    assert loaded.scenario.floor == Floor(layers=["c", "gpu"], args=[4], max_time=5)
+    assert load_scenario_file(ROOT / "scenarios" / "floor.yaml").scenario.floor == Floor()
+
+
+@pytest.mark.parametrize(
+    ("block", "said"),
+    [
+        ("  args: [0, 65]\n", "65 kernel arguments: give 0 to 64"),
+        ("  layers: [c, c]\n", "a layer is listed twice"),
+        ("  layers: [fortran]\n", "fortran"),
+        ("  nodes: 0\n", "nodes"),
+        ("  colour: red\n", "colour"),
+    ],
+)
+def test_a_bad_floor_block_is_refused_in_one_line(tmp_path, block, said):
+    with pytest.raises(ScenarioError) as refused:
+        load_scenario_file(_scenario(tmp_path, block))
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+
+
+def _samples(value: float, gpu: float | None = None) -> ModeSamples:
+    return ModeSamples(
+        iters_per_sample=100,
+        wall=[value * (1 + k * 1e-3) for k in range(10)],
+        cpu=[value] * 10,
+        gpu=[gpu if gpu is not None else value] * 10,
+        latency=[1e-5] * 10,
+        target_met=True,
+    )
+
+
+def recorded_run() -> RunRecord:
+    """A floor run of recorded numbers: torch skipped, the gpu layer a graph only."""
+    spec = Floor()
+    request = FloorRequest(spec, built_in_scenario(spec), MeasureSettings())
+    modes: dict[str, ModeSamples] = {"gpu|graph": _samples(50 * US, gpu=50 * US)}
+    for case in plan(spec):
+        extra = (case.args or 0) * 0.02
+        if case.layer in EAGER:
+            modes[f"{case.case_id}|eager"] = _samples((EAGER[case.layer] + extra) * US)
+        if case.layer in GRAPH:
+            modes[f"{case.case_id}|graph"] = _samples((GRAPH[case.layer] + extra) * US)
+    outcome = SamplingOutcome(modes, False, 0.0, None, ())
+    cases = []
+    for case in plan(spec):
+        if case.layer == "torch":
+            cases.append(
+                case_result(
+                    request, case, None, "torch is not installed (No module named 'torch')", None, HOST
+                )
+            )
+            continue
+        launches = 100 if case.layer == "gpu" else 1
+        cases.append(
+            case_result(request, case, LayerWorkloads({}, launches, "why absent"), None, outcome, HOST)
+        )
+    environment = {
+        "host": {"cpu": "Intel Xeon Platinum 8480+", "kernel": "6.8.0"},
+        "driver": "580.95",
+        "gpu": {"name": "NVIDIA H200"},
+    }
+    return RunRecord(
+        launchbench_version="0",
+        started="2026-12-01T14:00:00+00:00",
+        status="complete",
+        environment=environment,
+        scenarios=[request.scenario],
+        cases=cases,
+    )
+
+
+def test_the_report_stacks_each_layer_on_the_one_below():
+    rows = {(r.layer, r.args): r for r in floor_report(recorded_run()).rows}
+    bindings = rows[("bindings", 16)]
+    assert bindings.below == "c"
+    assert bindings.above_s == pytest.approx((4.8 - 3.7) * US, rel=1e-2)
+    assert bindings.above_pct == pytest.approx(100 * 1.1 / 5.12, rel=1e-2)
+    assert bindings.saves_s == pytest.approx((5.12 - 1.72) * US, rel=1e-2)
+    assert rows[("c", 0)].above_s == rows[("c", 0)].eager_s and rows[("c", 0)].below is None
+    ufunc = rows[("cupy_ufunc", None)]
+    assert ufunc.below == "cupy_raw" and ufunc.above_s == pytest.approx((9.0 - 5.3) * US, rel=1e-2)
+    assert rows[("cupy_raw_stream", 4)].graph_s is None  # its graph is cupy_raw's
+    assert rows[("gpu", None)].gpu_node_s == pytest.approx(0.5 * US) and rows[("gpu", None)].skipped is None
+    assert rows[("torch", None)].skipped == "torch is not installed (No module named 'torch')"
+
+
+def test_a_skipped_layer_falls_through_to_the_measured_one_below():
+    record = recorded_run()
+    record = record.model_copy(update={"cases": [c for c in record.cases if c.chain != "bindings"]})
+    raw = next(r for r in floor_report(record).rows if (r.layer, r.args) == ("cupy_raw", 4))
+    assert raw.below == "c" and raw.above_s == pytest.approx((5.3 - 3.7) * US, rel=1e-2)
+
+
+def test_the_markdown_report_holds_the_table_and_the_host_facts():
+    text = render_markdown(floor_report(recorded_run()))
+    assert (
+        "| bindings | 4 | 4.90 | 1.10 | 23% | c | 1.49 | 3.42 | 4.88 |"
+    )  # wall: medians 0.45% above CPU in text
+    assert "| torch | — | skipped: torch is not installed (No module named 'torch') |" in text
+    assert "| gpu | — | — | — | — | — | 0.50 (GPU/node) | — | — |" in text
+    assert (
+        "CPU: Intel Xeon Platinum 8480+; the launching thread on CPU 3 (3100 MHz, governor performance, NUMA node 0, SMT on: siblings 3,67)"
+        in text
+    )
+    assert "GPU: NVIDIA H200, driver 580.95, NUMA node 1" in text
+
+
+def test_the_figure_is_drawn_and_left_out_when_nothing_was_measured(tmp_path):
+    report = floor_report(recorded_run())
+    path = draw_floor_figure(report, tmp_path)
+    assert path == tmp_path / "floor.png" and path.stat().st_size > 10_000
+    empty = floor_report(recorded_run().model_copy(update={"cases": []}))
+    assert draw_floor_figure(empty, tmp_path / "none") is None
+
+
+def test_the_run_is_stored_and_read_back_with_its_skip_reasons(tmp_path):
+    record = recorded_run()
+    write_run(tmp_path, record)
+    write_tables(tmp_path, record)
+    again = load_run(tmp_path)
+    torch = next(c for c in again.cases if c.case_id == "torch")
+    assert {m.status for m in torch.modes.values()} == {"skipped"}
+    assert torch.modes["eager"].reason == "torch is not installed (No module named 'torch')"
+    gpu = next(c for c in again.cases if c.case_id == "gpu")
+    assert gpu.modes["eager"].reason == "why absent" and gpu.modes["graph"].status == "ok"
+    csv = (tmp_path / "results.csv").read_text()
+    assert "bindings/args=16" in csv and "torch is not installed" in csv
+    assert floor_report(again).rows == floor_report(record).rows
+
+
+def test_compare_reads_a_floor_run(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        write_run(tmp_path / name, recorded_run())
+    result = CliRunner().invoke(cli, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert "bindings/args=16" in result.output
+
+
+def test_floor_without_a_gpu_refuses_in_one_line(tmp_path):
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed here")
+    result = CliRunner().invoke(cli, ["floor", "-d", str(tmp_path / "run")])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1 and "CuPy is not installed" in result.output
+    assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
+
+
+def test_floor_refuses_a_scenario_without_a_floor_block(tmp_path):
+    result = CliRunner().invoke(
+        cli, ["floor", str(ROOT / "scenarios" / "quickstart.yaml"), "-d", str(tmp_path / "r")]
+    )
+    assert result.exit_code == 2
+    assert "quickstart.yaml: reading the scenario: it has no 'floor:' block to measure" in result.output
+
+
+def test_the_bare_loops_import_nothing_of_launchbench():
+    tree = ast.parse((ROOT / "benchmarks" / "floor_reference" / "bare_layers.py").read_text())
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    assert names and not [n for n in names if n.startswith("launchbench")]
+
+
+@pytest.fixture
+def fidelity_script():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        yield importlib.import_module("floor_fidelity")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_fidelity_script_pairs_layers_and_references(fidelity_script, tmp_path):
+    launch = "\n".join(
+        json.dumps({"layer": "c", "method": m, "args": 4, "nodes": 1, "us_per_launch": v})
+        for m, v in (("cuLaunchKernel", 3.7), ("cuGraphLaunch", 1.1), ("triple_chevron", 3.6))
+    )
+    bare = json.dumps({"layer": "bindings", "mode": "eager", "args": 4, "us_per_launch": 5.0})
+    refs = fidelity_script.parse_reference(launch + "\nnoise\n" + bare)
+    assert refs[("c", "eager", 4)] == 3.7 and refs[("c", "chevron", 4)] == 3.6
+    write_run(tmp_path, recorded_run())
+    ours = fidelity_script.launchbench_values(tmp_path)
+    assert ours[("gpu", "graph", None)] == pytest.approx(0.5)
+    rows = fidelity_script.fidelity([ours, ours], [refs, refs])
+    eager = next(r for r in rows if (r.layer, r.mode, r.args) == ("c", "eager", 4))
+    assert eager.ratio == pytest.approx(3.78 * 1.0045 / 3.7, rel=1e-4) and eager.within
+    binding = next(r for r in rows if r.layer == "bindings")
+    assert binding.ratio == pytest.approx(4.88 * 1.0045 / 5.0, rel=1e-4) and binding.within
+    graph = next(r for r in rows if (r.layer, r.mode) == ("c", "graph"))
+    assert not graph.within  # 1.18 against 1.1: 7% off
