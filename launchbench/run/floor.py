@@ -90,6 +90,7 @@ def _build(
             built[case] = build_layer(ctx, case.layer, case.args or 0)
         except Exception as exc:  # noqa: BLE001 - any layer that cannot run is recorded with why, not fatal
             skipped[case] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            ctx.end_failed_capture()
     return built, skipped
 
 

@@ -4,6 +4,7 @@ workloads a layer returns by mode."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,16 @@ class FloorContext:
     )  # what several layers use: built once (the C library)
     closers: list[Callable[[], object]] = field(default_factory=list)
 
+    def end_failed_capture(self) -> None:
+        """After a layer failed to build: end a capture it left open on the stream, so the next layer
+        launches normally (the graph, if any, is dropped)."""
+        if self.stream.is_capturing():
+            with contextlib.suppress(Exception):  # the capture is invalid already: nothing to keep
+                self.stream.end_capture()
+
     def close(self) -> None:
+        """Wait for the stream, then free what the layers made, newest first."""
+        self.stream.synchronize()
         while self.closers:
             self.closers.pop()()
 

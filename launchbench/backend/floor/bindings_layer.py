@@ -49,9 +49,9 @@ def build_bindings(ctx: FloorContext, args: int) -> LayerWorkloads:
     params: Any = ((ctx.pointer,) * args, (ctypes.c_void_p,) * args) if args else 0
     launch = partial(driver.cuLaunchKernel, function, 1, 1, 1, 1, 1, 1, 0, stream, params, 0)
     _ok(launch(), "cuLaunchKernel")
+    ctx.closers.append(lambda: driver.cuModuleUnload(module))  # after the graph is destroyed
     graph, graph_exec = _capture(driver, stream, launch, ctx.nodes)
     ctx.closers.append(lambda: (driver.cuGraphExecDestroy(graph_exec), driver.cuGraphDestroy(graph)))
-    ctx.closers.append(lambda: driver.cuModuleUnload(module))
     replay = partial(driver.cuGraphLaunch, graph_exec, stream)
     _ok(replay(), "cuGraphLaunch")
     loop = partial(LaunchLoop, stream=ctx.stream, clock=ctx.clock, max_in_flight=ctx.max_in_flight)

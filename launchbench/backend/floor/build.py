@@ -57,7 +57,6 @@ def open_context(
         workdir=Path(workdir.name),
     )
     ctx.closers.append(workdir.cleanup)
-    ctx.closers.append(stream.synchronize)
     return ctx
 
 
