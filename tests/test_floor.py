@@ -291,3 +291,18 @@ def test_the_fidelity_script_pairs_layers_and_references(fidelity_script, tmp_pa
     assert binding.ratio == pytest.approx(4.88 * 1.0045 / 5.0, rel=1e-4) and binding.within
     graph = next(r for r in rows if (r.layer, r.mode) == ("c", "graph"))
     assert not graph.within  # 1.18 against 1.1: 7% off
+
+
+def test_plot_and_history_read_a_floor_run(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    write_run(run, recorded_run())
+    write_tables(run, recorded_run())
+    plotted = CliRunner().invoke(cli, ["plot", str(run), "-d", str(tmp_path / "plots")])
+    assert plotted.exit_code == 0, plotted.output
+    assert (tmp_path / "plots" / "wall_per_launch_vs_chain_length.png").is_file()
+    db = f"sqlite:///{tmp_path / 'history.db'}"
+    ingested = CliRunner().invoke(cli, ["history", "ingest", str(run), "--db", db])
+    assert ingested.exit_code == 0, ingested.output
+    listed = CliRunner().invoke(cli, ["history", "list", "--db", db, "--format", "json"])
+    assert listed.exit_code == 0 and '"floor"' in listed.output
