@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from launchbench.cli.common import device_option, handle_errors, out_dir_option, quiet_option, short_help
+from launchbench.cli.common import device_option, handle_errors, quiet_option, run_dir_options, short_help
 from launchbench.errors import LaunchbenchError
 from launchbench.scenario.floor import LAYERS
 
@@ -54,16 +54,7 @@ def _spec(
 
 @click.command("floor", short_help=short_help("floor"))
 @click.argument("scenario", required=False, type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@out_dir_option(
-    "Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results."
-)
-@click.option(
-    "--results-root",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Where default run directories go (created with its parents).",
-)
+@run_dir_options()
 @device_option()
 @click.option(
     "--layer",

@@ -19,8 +19,8 @@ from launchbench.cli.common import (
     backend_option,
     device_option,
     handle_errors,
-    out_dir_option,
     quiet_option,
+    run_dir_options,
     short_help,
     stack,
 )
@@ -91,16 +91,7 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 
 @click.command("run", short_help=short_help("run"))
 @click.argument("scenarios", nargs=-1, type=click.Path(dir_okay=False))
-@out_dir_option(
-    "Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results."
-)
-@click.option(
-    "--results-root",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Where default run directories go (created with its parents).",
-)
+@run_dir_options()
 @device_option()
 @click.option(
     "--devices",
