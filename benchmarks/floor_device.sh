@@ -32,8 +32,8 @@ log "floor exit $?"
 
 log "nvcc launch.cu"
 libcuda=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
-nvcc -O2 -o "$work/launch" benchmarks/floor_reference/launch.cu ${libcuda:--lcuda} >"$work/nvcc.log" 2>&1 \
-  || nvcc -O2 -o "$work/launch" benchmarks/floor_reference/launch.cu -L/usr/local/cuda/lib64/stubs -lcuda >>"$work/nvcc.log" 2>&1
+build() { nvcc -O2 -o "$work/launch" benchmarks/floor_reference/launch.cu "$@" >>"$work/nvcc.log" 2>&1; }
+build -lcuda || { [ -n "$libcuda" ] && build -Xlinker "$libcuda"; } || build -L/usr/local/cuda/lib64/stubs -lcuda
 log "nvcc exit $?"
 timeout 20 "$work/launch" 5000 5 1 >"$work/launch-once.txt" 2>&1
 log "launch once exit $?"
