@@ -360,13 +360,12 @@ def _check_ranks(
     chain_axes: list[str],
     case_id: str,
 ) -> None:
-    """Collective steps need 2 or more devices, and a broadcast root must be one of them."""
+    """Collective steps need 2 or more devices, and each step keeps its kind's rules on the ranks (a
+    broadcast's root must be one of them)."""
     where = f" (in case '{case_id}')" if chain_axes else ""
     for index, step in enumerate(steps):
-        if not spec_of(step).collective:
-            continue
         path = base + (index,)
-        if devices < 2:
+        if spec_of(step).collective and devices < 2:
             raise ScenarioError(
                 file,
                 f"the {step.kind} step pairs the ranks of several GPUs; set 'devices: 2' (or more) at the top "
@@ -374,12 +373,13 @@ def _check_ranks(
                 lines.get(path),
                 format_path(path),
             )
-        if step.kind == "broadcast" and step.root >= devices:
+        problem = spec_of(step).ranks_problem(step, devices)
+        if problem is not None:
             raise ScenarioError(
                 file,
-                f"broadcast root {step.root} is not a rank: the scenario has devices 0..{devices - 1}{where}",
-                lines.get(path + ("root",), lines.get(path)),
-                format_path(path + ("root",)),
+                f"{problem.message}{where}",
+                lines.get(path + problem.key, lines.get(path)),
+                format_path(path + problem.key),
             )
 
 
