@@ -20,7 +20,7 @@ from launchbench.backend.floor.native import SOURCE, NativeLibrary, build_librar
 from launchbench.cli import cli
 from launchbench.errors import ScenarioError
 from launchbench.measure.sampler import ModeSamples, SamplingOutcome
-from launchbench.report.floor import floor_report, render_markdown
+from launchbench.report.floor import HostFacts, floor_report, host_lines, render_markdown
 from launchbench.report.floor_figure import draw_floor_figure
 from launchbench.report.run_files import write_tables
 from launchbench.results.schema import HostData, RunRecord, ThreadPlace
@@ -172,7 +172,7 @@ def recorded_run() -> RunRecord:
     )
 
 
-def test_the_report_stacks_each_layer_on_the_one_below():
+def test_the_report_stacks_each_layer_on_its_parent_on_the_call_path():
     rows = {(r.layer, r.args): r for r in floor_report(recorded_run()).rows}
     bindings = rows[("bindings", 16)]
     assert bindings.below == "c"
@@ -182,6 +182,11 @@ def test_the_report_stacks_each_layer_on_the_one_below():
     assert rows[("c", 0)].above_s == rows[("c", 0)].eager_s and rows[("c", 0)].below is None
     ufunc = rows[("cupy_ufunc", None)]
     assert ufunc.below == "cupy_raw" and ufunc.above_s == pytest.approx((9.0 - 5.3) * US, rel=1e-2)
+    assert ufunc.above_floor_s == pytest.approx((9.0 - 3.7) * US, rel=1e-2)  # over c at 0 args
+    raw = rows[("cupy_raw", 16)]  # CuPy's RawKernel goes to the driver itself, not through cuda-bindings
+    assert raw.below == "c" and raw.above_s == pytest.approx((5.3 - 3.7) * US, rel=1e-2)
+    assert raw.above_s == raw.above_floor_s
+    assert rows[("c", 4)].above_floor_s is None
     assert rows[("cupy_raw_stream", 4)].graph_s is None  # its graph is cupy_raw's
     assert rows[("gpu", None)].gpu_node_s == pytest.approx(0.5 * US) and rows[("gpu", None)].skipped is None
     assert rows[("torch", None)].skipped == "torch is not installed (No module named 'torch')"
@@ -196,16 +201,42 @@ def test_a_skipped_layer_falls_through_to_the_measured_one_below():
 
 def test_the_markdown_report_holds_the_table_and_the_host_facts():
     text = render_markdown(floor_report(recorded_run()))
-    assert (
-        "| bindings | 4 | 4.90 | 1.10 | 23% | c | 1.49 | 3.42 | 4.88 |"
-    )  # wall: medians 0.45% above CPU in text
+    assert "| bindings | 4 | 4.90 | 1.10 | 1.10 | 23% | c | 1.49 | 3.42 | 4.88 |" in text
+    assert "| cupy_ufunc | — | 9.04 | 5.32 | 3.72 | 41% | cupy_raw |" in text
     assert "| torch | — | skipped: torch is not installed (No module named 'torch') |" in text
-    assert "| gpu | — | — | — | — | — | 0.50 (GPU/node) | — | — |" in text
+    assert "| gpu | — | — | — | — | — | — | 0.50 (GPU/node) | — | — |" in text
+    assert "Call path: c → bindings · c → cupy_raw → cupy_raw_stream, cupy_elementwise, cupy_ufunc · c → torch." in text
+    assert "bindings, cupy_raw and torch are siblings over the C floor" in text
     assert (
         "CPU: Intel Xeon Platinum 8480+; the launching thread on CPU 3 (3100 MHz, governor performance, NUMA node 0, SMT on: siblings 3,67)"
         in text
     )
     assert "GPU: NVIDIA H200, driver 580.95, NUMA node 1" in text
+
+
+def test_host_facts_the_host_does_not_expose_are_said_so():
+    """The H200 VM: no cpufreq (no governor) and the GPU's sysfs numa_node -1 (read as None)."""
+    bare = HostData(pid=1, start=ThreadPlace(cpu=15, mhz=2100.0, node=0, siblings="15"))
+    host = HostFacts(cpu_model="Xeon", place=bare.start, gpu_node=None, kernel="6.18", driver="580", gpu="H200")
+    lines = host_lines(host)
+    assert lines[0] == "- GPU: H200, driver 580, NUMA node not exposed by this host"
+    assert "governor not exposed by this host, NUMA node 0, SMT off: siblings 15" in lines[1]
+    assert "unknown" not in " ".join(lines)
+
+
+def test_a_negative_step_over_the_parent_is_said_to_be_below_it():
+    record = recorded_run()
+    cases = [c for c in record.cases if c.chain != "cupy_raw_stream"]
+    faster = case_result(
+        FloorRequest(Floor(), built_in_scenario(Floor()), MeasureSettings()),
+        plan(Floor(layers=["cupy_raw_stream"], args=[4]))[0],
+        LayerWorkloads({}, 1),
+        None,
+        SamplingOutcome({"cupy_raw_stream/args=4|eager": _samples(5.0 * US)}, False, 0.0, None, ()),
+        HOST,
+    )
+    text = render_markdown(floor_report(record.model_copy(update={"cases": [*cases, faster]})))
+    assert "| cupy_raw_stream | 4 | 5.02 | 1.23 | -0.38 (below its parent) | -8% | cupy_raw |" in text
 
 
 def test_the_figure_is_drawn_and_left_out_when_nothing_was_measured(tmp_path):

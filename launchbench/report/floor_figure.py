@@ -1,5 +1,7 @@
-"""The floor figure: per layer and argument count a stacked bar of the eager cost per launch, each
-segment what one layer adds above the one below it, with the graph's cost per launch beside it."""
+"""The floor figure: per layer and argument count a stacked bar of the eager cost per launch along the
+layer's real call path (the C floor at the bottom, then each layer on the way up: cuda-bindings, CuPy's
+RawKernel and torch each directly on the C floor, CuPy's ElementwiseKernel and ufunc on RawKernel), each
+segment what one layer adds above its parent, with the graph's cost per launch across the bar."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from launchbench.report.floor import BELOW, US, FloorReport, FloorRow
+from launchbench.report.floor import PARENT, US, FloorReport, FloorRow
 from launchbench.report.plots import save_figure
 from launchbench.scenario.floor import LAYERS, Layer
 
@@ -18,7 +20,7 @@ COLOURS = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D
 
 
 def _segments(row: FloorRow, rows: dict[tuple[Layer, int | None], FloorRow]) -> list[tuple[Layer, float]]:
-    """The bar of ``row`` from the bottom: each layer under it that was measured, with what it adds."""
+    """The bar of ``row`` from the bottom: each measured layer on its call path, with what it adds."""
     chain: list[FloorRow] = [row]
     while chain[-1].below is not None:
         below = chain[-1].below
@@ -55,7 +57,7 @@ def figure_floor(report: FloorReport) -> Figure | None:
     ax.set_ylabel("wall time per launch (µs)")
     used = sorted({layer for r in measured for layer, _ in _segments(r, rows)}, key=LAYERS.index)
     handles = [
-        Patch(color=COLOURS[LAYERS.index(layer)], label=f"{layer} (above {BELOW[layer] or 'zero'})")
+        Patch(color=COLOURS[LAYERS.index(layer)], label=f"{layer} (above {PARENT[layer] or 'zero'})")
         for layer in used
     ]
     handles.append(Patch(facecolor="none", edgecolor="#D55E00", linestyle="--", label="graph, per launch"))
@@ -64,7 +66,7 @@ def figure_floor(report: FloorReport) -> Figure | None:
             Patch(facecolor="none", edgecolor="#999999", linestyle=":", label="GPU per-node floor")
         )
     ax.legend(handles=handles, fontsize=7, loc="upper left")
-    ax.set_title("Where a launch's time goes: each layer's cost above the one below", fontsize=10)
+    ax.set_title("Where a launch's time goes: each layer's cost above its parent on the call path", fontsize=10)
     return fig
 
 

@@ -28,7 +28,7 @@ from launchbench.results.schema import (
     ScenarioInfo,
 )
 from launchbench.results.store import write_run
-from launchbench.run.execute import _mode_result, host_data, pass_ended
+from launchbench.run.execute import mode_result, host_data, pass_ended
 from launchbench.scenario.core import MeasureSettings
 from launchbench.scenario.floor import ARG_LAYERS, Floor, Layer
 
@@ -106,7 +106,7 @@ def case_result(
     for mode in MODES:
         key = f"{case.case_id}|{mode}"
         if built is not None and outcome is not None and key in outcome.modes:
-            modes[mode] = _mode_result(mode, outcome.modes[key], host)
+            modes[mode] = mode_result(mode, outcome.modes[key], host)
         else:
             why = reason or (built.absent_reason if built is not None else None) or "not measured"
             modes[mode] = ModeResult(mode=mode, status="skipped", reason=why)
