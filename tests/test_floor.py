@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import json
 import shutil
+import statistics
 import sys
 from pathlib import Path
 
@@ -205,7 +206,10 @@ def test_the_markdown_report_holds_the_table_and_the_host_facts():
     assert "| cupy_ufunc | — | 9.04 | 5.32 | 3.72 | 41% | cupy_raw |" in text
     assert "| torch | — | skipped: torch is not installed (No module named 'torch') |" in text
     assert "| gpu | — | — | — | — | — | — | 0.50 (GPU/node) | — | — |" in text
-    assert "Call path: c → bindings · c → cupy_raw → cupy_raw_stream, cupy_elementwise, cupy_ufunc · c → torch." in text
+    assert (
+        "Call path: c → bindings · c → cupy_raw → cupy_raw_stream, cupy_elementwise, cupy_ufunc · c → torch."
+        in text
+    )
     assert "bindings, cupy_raw and torch are siblings over the C floor" in text
     assert (
         "CPU: Intel Xeon Platinum 8480+; the launching thread on CPU 3 (3100 MHz, governor performance, NUMA node 0, SMT on: siblings 3,67)"
@@ -217,7 +221,9 @@ def test_the_markdown_report_holds_the_table_and_the_host_facts():
 def test_host_facts_the_host_does_not_expose_are_said_so():
     """The H200 VM: no cpufreq (no governor) and the GPU's sysfs numa_node -1 (read as None)."""
     bare = HostData(pid=1, start=ThreadPlace(cpu=15, mhz=2100.0, node=0, siblings="15"))
-    host = HostFacts(cpu_model="Xeon", place=bare.start, gpu_node=None, kernel="6.18", driver="580", gpu="H200")
+    host = HostFacts(
+        cpu_model="Xeon", place=bare.start, gpu_node=None, kernel="6.18", driver="580", gpu="H200"
+    )
     lines = host_lines(host)
     assert lines[0] == "- GPU: H200, driver 580, NUMA node not exposed by this host"
     assert "governor not exposed by this host, NUMA node 0, SMT off: siblings 15" in lines[1]
@@ -313,15 +319,57 @@ def test_the_fidelity_script_pairs_layers_and_references(fidelity_script, tmp_pa
     refs = fidelity_script.parse_reference(launch + "\nnoise\n" + bare)
     assert refs[("c", "eager", 4)] == 3.7 and refs[("c", "chevron", 4)] == 3.6
     write_run(tmp_path, recorded_run())
-    ours = fidelity_script.launchbench_values(tmp_path)
-    assert ours[("gpu", "graph", None)] == pytest.approx(0.5)
-    rows = fidelity_script.fidelity([ours, ours], [refs, refs])
+    ours = fidelity_script.launchbench_values(tmp_path, stretches=2)
+    assert ours[("gpu", "graph", None)] == pytest.approx([0.5, 0.5])
+    assert ("gpu", "eager", None) not in ours and ("torch", "eager", None) not in ours  # skipped
+    rows = fidelity_script.fidelity(ours, {key: [value] for key, value in refs.items()})
     eager = next(r for r in rows if (r.layer, r.mode, r.args) == ("c", "eager", 4))
-    assert eager.ratio == pytest.approx(3.78 * 1.0045 / 3.7, rel=1e-4) and eager.within
+    assert eager.level == "one" and eager.reference == "launch.cu cuLaunchKernel"
+    assert eager.ratio == pytest.approx(3.78 * 1.0045 / 3.7, rel=2e-3) and eager.within
     binding = next(r for r in rows if r.layer == "bindings")
-    assert binding.ratio == pytest.approx(4.88 * 1.0045 / 5.0, rel=1e-4) and binding.within
+    assert binding.reference == "bare_layers.py bindings" and binding.within
     graph = next(r for r in rows if (r.layer, r.mode) == ("c", "graph"))
-    assert not graph.within  # 1.18 against 1.1: 7% off
+    assert graph.within is False  # 1.18 against 1.1: 7% off
+    assert "chevron" not in {r.mode for r in rows}  # <<<>>> is printed beside, never compared
+
+
+def _recorded_fidelity(fidelity_script):
+    payload = json.loads((ROOT / "tests" / "data" / "floor_fidelity_h200.json").read_text())
+    ours = fidelity_script.load_values(payload["launchbench"])
+    refs = fidelity_script.load_values(payload["references"])
+    rows = fidelity_script.fidelity(ours, refs)
+    return ours, refs, {(r.layer, r.mode, r.args, r.level): r for r in rows}
+
+
+def test_the_fidelity_compares_level_to_level_on_the_recorded_h200_numbers(fidelity_script):
+    """The H200's rounds: a process (and a stretch of one) sits at a low or a high level; pooled medians
+    mixed them (bindings at 16 args read 1.44x its bare loop), level to level they agree."""
+    ours, refs, rows = _recorded_fidelity(fidelity_script)
+    pooled = statistics.median(ours[("bindings", "eager", 16)]) / statistics.median(
+        refs[("bindings", "eager", 16)]
+    )
+    assert pooled > 1.3
+    high = rows[("bindings", "eager", 16, "high")]
+    assert high.ratio == pytest.approx(0.985, abs=1e-3) and high.within
+    low, high = rows[("c", "graph", 0, "low")], rows[("c", "graph", 0, "high")]
+    assert (low.launchbench_us, low.reference_us) == pytest.approx((1.329, 1.326), abs=1e-3) and low.within
+    assert high.ratio == pytest.approx(1.019, abs=1e-3) and high.within
+    assert rows[("cupy_raw", "eager", 0, "low")].within and not rows[("cupy_raw", "eager", 0, "high")].within
+    assert rows[("gpu", "graph", None, "one")].within
+
+
+def test_a_level_one_side_never_reached_is_reported_not_compared(fidelity_script):
+    _, _, rows = _recorded_fidelity(fidelity_script)
+    # launchbench's c graph at 4 args: 9 stretches at ~1.92 µs and 3 at ~1.31; launch.cu's 3 processes all at ~1.91
+    matched, unmatched = rows[("c", "graph", 4, "high")], rows[("c", "graph", 4, "unmatched")]
+    assert matched.within and (matched.launchbench_n, matched.reference_n) == (9, 3)
+    assert unmatched.within is None and unmatched.launchbench_us == pytest.approx(1.309, abs=1e-3)
+    text = fidelity_script.render(list(rows.values()), *_recorded_fidelity(fidelity_script)[:2])
+    assert (
+        "| c | graph | 4 | unmatched | launch.cu cuGraphLaunch | 1.309 | 1.913 | 0.684 | 3 / 3 | not compared |"
+        in text
+    )
+    assert "each Python layer against `bare_layers.py LAYER`" in text and "| c | <<<>>> | 16 |" in text
 
 
 def test_plot_and_history_read_a_floor_run(tmp_path):

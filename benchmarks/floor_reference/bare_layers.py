@@ -1,11 +1,14 @@
 """Bare loops of launchbench floor's Python layers, each the plainest code a user would write, importing
 nothing of launchbench: the standalone references its layers are held to (benchmarks/floor_fidelity.py).
 
-One process measures one layer (at every argument count and in both modes): COUNT iterations per batch,
-the queue bounded as launchbench bounds it (an event recorded after every block of 256 launches, the
-thread waiting for the block before), each batch timed from before the first launch to the stream's
-completion; printed: the median of BATCHES batches in µs per launch, one JSON line per mode and
-argument count.
+One process measures one layer (at every argument count and in both modes), calling exactly what the
+layer calls, with the same arguments (the same packing for cuda-bindings, the same 1024-float arrays,
+the same non-blocking stream made by CuPy), the way launchbench's loop calls it (a call without
+keywords as function(*args), a partial with keywords as it is): COUNT calls per batch, the queue
+bounded as launchbench bounds it (an event recorded after every block of 256 launches, the thread
+waiting for the block before), each batch timed from before the first launch to its end event's
+completion (busy-polled); printed: the median of BATCHES batches in µs per launch, one JSON line per
+mode and argument count.
 
     python benchmarks/floor_reference/bare_layers.py LAYER [--count N] [--batches B] [--nodes K]
 """
@@ -18,7 +21,7 @@ import json
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from functools import partial
 
 import cupy
 
@@ -35,44 +38,66 @@ def source(counts: list[int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def timed(stream: cupy.cuda.Stream, count: int, per_mark: int, launch: Callable[[], object]) -> float:
-    """Seconds per call of ``launch`` over ``count`` calls, to the stream's completion."""
+def timed(
+    stream: cupy.cuda.Stream, count: int, per_mark: int, function: Callable[..., object], args: tuple
+) -> float:
+    """Seconds per call of ``function(*args)`` over ``count`` calls, from before the first to the end
+    event's completion (busy-polled): an event recorded after every block of ``per_mark`` calls, the
+    thread waiting for the block before it, as launchbench's loop does."""
     events = [cupy.cuda.Event(block=True, disable_timing=True) for _ in range(3)]
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    outstanding: list[cupy.cuda.Event] = []
     marks = 0
+    arg = args[0] if args else None
+    start.record(stream)
     begin = time.perf_counter()
     done = 0
     while done < count:
         n = min(per_mark, count - done)
-        for _ in range(n):
-            launch()
+        if len(args) == 1:  # a graph replay, graph.launch(stream): called as launchbench calls it
+            for _ in range(n):
+                function(arg)
+        else:
+            for _ in range(n):
+                function(*args)
+        event = events[marks % 3]
+        event.record(stream)
+        outstanding.append(event)
+        if len(outstanding) > 1:
+            outstanding.pop(0).synchronize()
+        marks += 1
         done += n
-        if done < count:
-            events[marks % 3].record(stream)
-            if marks:
-                events[(marks - 1) % 3].synchronize()
-            marks += 1
-    stream.synchronize()
+    end.record(stream)
+    while cupy.cuda.runtime.eventQuery(end.ptr) != 0:
+        pass
     return (time.perf_counter() - begin) / count
 
 
 def measure(
-    stream: cupy.cuda.Stream, launch: Callable[[], object], per_call: int, opts: argparse.Namespace
+    stream: cupy.cuda.Stream,
+    function: Callable[..., object],
+    args: tuple,
+    per_call: int,
+    opts: argparse.Namespace,
 ) -> float:
-    """The median over batches of µs per launch; a call holding ``per_call`` launches (a graph's nodes)."""
+    """The median over batches of µs per launch of ``function(*args)``; a call holding ``per_call``
+    launches (a graph's nodes)."""
     calls = opts.count if per_call > 1 else opts.count * opts.nodes
     per_mark = max(1, BLOCK // per_call)
     with stream:
-        timed(stream, calls, per_mark, launch)  # warm-up
+        timed(stream, calls, per_mark, function, args)  # warm-up
         return 1e6 * statistics.median(
-            timed(stream, calls, per_mark, launch) / per_call for _ in range(opts.batches)
+            timed(stream, calls, per_mark, function, args) / per_call for _ in range(opts.batches)
         )
 
 
-def capture(stream: cupy.cuda.Stream, launch: Callable[[], object], nodes: int) -> cupy.cuda.Graph:
+def capture(
+    stream: cupy.cuda.Stream, function: Callable[..., object], args: tuple, nodes: int
+) -> cupy.cuda.Graph:
     with stream:
         stream.begin_capture()
         for _ in range(nodes):
-            launch()
+            function(*args)
         return stream.end_capture()
 
 
@@ -81,6 +106,8 @@ def emit(layer: str, mode: str, args: int | None, us: float) -> None:
 
 
 def bindings(stream: cupy.cuda.Stream, buffer: cupy.ndarray, opts: argparse.Namespace) -> None:
+    """cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, (values, ctypes types), 0) and
+    cuGraphLaunch(exec, stream), called as launchbench's bindings layer calls them."""
     from cuda.bindings import driver, nvrtc
 
     arch = cupy.cuda.Device().compute_capability
@@ -95,84 +122,83 @@ def bindings(stream: cupy.cuda.Stream, buffer: cupy.ndarray, opts: argparse.Name
     handle = driver.CUstream(stream.ptr)
     for n in opts.args:
         err, f = driver.cuModuleGetFunction(module, f"lb_floor_{n}".encode())
-        params = ((buffer.data.ptr,) * n, (ctypes.c_void_p,) * n) if n else 0
-
-        def launch(f=f, params=params):
-            return driver.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, handle, params, 0)
-
-        emit("bindings", "eager", n, measure(stream, launch, 1, opts))
+        params = ((int(buffer.data.ptr),) * n, (ctypes.c_void_p,) * n) if n else 0
+        launch = (f, 1, 1, 1, 1, 1, 1, 0, handle, params, 0)
+        driver.cuLaunchKernel(*launch)
+        emit("bindings", "eager", n, measure(stream, driver.cuLaunchKernel, launch, 1, opts))
         driver.cuStreamBeginCapture(handle, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
         for _ in range(opts.nodes):
-            launch()
+            driver.cuLaunchKernel(*launch)
         err, graph = driver.cuStreamEndCapture(handle)
         err, exe = driver.cuGraphInstantiate(graph, 0)
-        emit(
-            "bindings",
-            "graph",
-            n,
-            measure(stream, lambda exe=exe: driver.cuGraphLaunch(exe, handle), opts.nodes, opts),
-        )
+        emit("bindings", "graph", n, measure(stream, driver.cuGraphLaunch, (exe, handle), opts.nodes, opts))
 
 
-def cupy_raw_one(
+def eager_and_graph(
     stream: cupy.cuda.Stream,
-    kernel: Any,
-    argv: tuple[Any, ...],
-    n: int,
-    keyword: bool,
+    layer: str,
+    n: int | None,
+    call: tuple[Callable[..., object], tuple],
     opts: argparse.Namespace,
 ) -> None:
-    if keyword:
-        emit(
-            "cupy_raw_stream",
-            "eager",
-            n,
-            measure(stream, lambda: kernel((1,), (1,), argv, stream=stream), 1, opts),
-        )
-        return
-    emit("cupy_raw", "eager", n, measure(stream, lambda: kernel((1,), (1,), argv), 1, opts))
-    graph = capture(stream, lambda: kernel((1,), (1,), argv), opts.nodes)
-    emit("cupy_raw", "graph", n, measure(stream, lambda: graph.launch(stream), opts.nodes, opts))
+    """``function(*args)`` eagerly, then captured ``--nodes`` times and replayed with Graph.launch(stream)."""
+    function, args = call
+    with stream:
+        function(*args)
+    emit(layer, "eager", n, measure(stream, function, args, 1, opts))
+    graph = capture(stream, function, args, opts.nodes)
+    emit(layer, "graph", n, measure(stream, graph.launch, (stream,), opts.nodes, opts))
 
 
 def cupy_raw(stream: cupy.cuda.Stream, buffer: cupy.ndarray, opts: argparse.Namespace, keyword: bool) -> None:
+    """kernel((1,), (1,), args) on the current stream, or a partial of it with ``stream=`` (the
+    cupy_raw_stream layer, which has no graph of its own)."""
     module = cupy.RawModule(code=source(opts.args))
     for n in opts.args:
-        cupy_raw_one(stream, module.get_function(f"lb_floor_{n}"), (buffer,) * n, n, keyword, opts)
+        kernel = module.get_function(f"lb_floor_{n}")
+        argv = (buffer,) * n
+        if keyword:
+            with stream:
+                launch = partial(kernel, (1,), (1,), argv, stream=stream)
+                launch()
+            emit("cupy_raw_stream", "eager", n, measure(stream, launch, (), 1, opts))
+        else:
+            eager_and_graph(stream, "cupy_raw", n, (kernel, ((1,), (1,), argv)), opts)
 
 
 def cupy_call(stream: cupy.cuda.Stream, layer: str, opts: argparse.Namespace) -> None:
+    """An ElementwiseKernel copying 1024 floats, called kernel(x, y); or cupy.multiply(x, x, out=y)
+    through a partial (launchbench calls a partial with keywords as it is)."""
     with stream:
         x = cupy.ones(ELEMENTS, dtype=cupy.float32)
         y = cupy.zeros(ELEMENTS, dtype=cupy.float32)
     if layer == "cupy_elementwise":
         kernel = cupy.ElementwiseKernel("T x", "T y", "y = x", "lb_floor_copy")
-        launch: Callable[[], object] = lambda: kernel(x, y)  # noqa: E731
+        eager_and_graph(stream, layer, None, (kernel, (x, y)), opts)
     else:
-        launch = lambda: cupy.multiply(x, x, out=y)  # noqa: E731
-    emit(layer, "eager", None, measure(stream, launch, 1, opts))
-    graph = capture(stream, launch, opts.nodes)
-    emit(layer, "graph", None, measure(stream, lambda: graph.launch(stream), opts.nodes, opts))
+        eager_and_graph(stream, layer, None, (partial(cupy.multiply, x, x, out=y), ()), opts)
 
 
 def torch_layer(stream: cupy.cuda.Stream, opts: argparse.Namespace) -> None:
+    """torch.Tensor.mul_(a, b) on CuPy's stream (torch.cuda.ExternalStream), and CUDAGraph.replay()."""
     import torch
 
     torch.cuda.set_stream(torch.cuda.ExternalStream(stream.ptr))
     a = torch.ones(ELEMENTS, device="cuda")
     b = torch.ones(ELEMENTS, device="cuda")
-    emit("torch", "eager", None, measure(stream, lambda: a.mul_(b), 1, opts))
+    torch.Tensor.mul_(a, b)
+    emit("torch", "eager", None, measure(stream, torch.Tensor.mul_, (a, b), 1, opts))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(opts.nodes):
-            a.mul_(b)
-    emit("torch", "graph", None, measure(stream, graph.replay, opts.nodes, opts))
+            torch.Tensor.mul_(a, b)
+    emit("torch", "graph", None, measure(stream, graph.replay, (), opts.nodes, opts))
 
 
 def gpu_floor(stream: cupy.cuda.Stream, opts: argparse.Namespace) -> None:
     """The GPU's per-node floor: a graph of ``--gpu-nodes`` empty kernels replayed, GPU time per node."""
     kernel = cupy.RawModule(code=source([0])).get_function("lb_floor_0")
-    graph = capture(stream, lambda: kernel((1,), (1,), ()), opts.gpu_nodes)
+    graph = capture(stream, kernel, ((1,), (1,), ()), opts.gpu_nodes)
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     replays = max(1, opts.count // opts.gpu_nodes)
     samples = []
@@ -189,8 +215,8 @@ def gpu_floor(stream: cupy.cuda.Stream, opts: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("layer", choices=LAYERS)
-    parser.add_argument("--count", type=int, default=10000, help="iterations per batch")
-    parser.add_argument("--batches", type=int, default=9)
+    parser.add_argument("--count", type=int, default=1000, help="iterations per batch (launchbench: ~1000)")
+    parser.add_argument("--batches", type=int, default=15)
     parser.add_argument("--nodes", type=int, default=1, help="launches per iteration (a graph's nodes)")
     parser.add_argument("--gpu-nodes", type=int, default=100)
     parser.add_argument("--args", type=lambda text: [int(a) for a in text.split(",")], default=[0, 4, 16])

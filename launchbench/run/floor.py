@@ -28,7 +28,7 @@ from launchbench.results.schema import (
     ScenarioInfo,
 )
 from launchbench.results.store import write_run
-from launchbench.run.execute import mode_result, host_data, pass_ended
+from launchbench.run.execute import host_data, mode_result, pass_ended
 from launchbench.scenario.core import MeasureSettings
 from launchbench.scenario.floor import ARG_LAYERS, Floor, Layer
 
@@ -141,36 +141,66 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def measure_floor(request: FloorRequest, clock: Clock) -> RunRecord:
-    """Build every layer, sample them all in interleaved rounds, return the run (status complete)."""
+def sessions(cases: Sequence[FloorCase]) -> list[list[FloorCase]]:
+    """The cases in the order they are built and sampled: every layer but torch together, then torch's
+    own session, so torch is imported only once the other layers are measured (a process that has
+    loaded torch is not the process a CuPy user launches from)."""
+    first = [case for case in cases if case.layer != "torch"]
+    last = [case for case in cases if case.layer == "torch"]
+    return [session for session in (first, last) if session]
+
+
+def _session(
+    request: FloorRequest,
+    ctx: FloorContext,
+    cases: list[FloorCase],
+    settings: MeasureSettings,
+    gpu_address: str | None,
+) -> list[CaseResult]:
+    """Build ``cases``, sample them in interleaved rounds, and return their results."""
+    built, skipped = _build(ctx, cases)
+    workloads: dict[str, Workload] = {
+        f"{case.case_id}|{mode}": workload
+        for case, layer in built.items()
+        for mode, workload in layer.workloads.items()
+    }
+    host = host_data(gpu_address)
+    monitor = NvmlMonitor.for_cuda_device(request.device)
+    outcome = Sampler(settings, ctx.clock, monitor).run(workloads) if workloads else None
+    host = pass_ended(host)
+    return [case_result(request, case, built.get(case), skipped.get(case), outcome, host) for case in cases]
+
+
+def floor_results(request: FloorRequest, clock: Clock, gpu_address: str | None) -> list[CaseResult]:
+    """Every case of the floor block, measured in this process: the sessions one after the other, the
+    block's ``max_time`` shared between them by their cases; results in the block's order."""
     require_gpu(request.device)
     from launchbench.backend.floor.build import open_context
 
     spec = request.spec
-    started = _now()
-    environment = collect_environment(request.device)
-    settings = request.measure.model_copy(update={"max_time": spec.max_time})
-    ctx = open_context(request.device, clock, spec.args, spec.nodes, spec.gpu_nodes, settings.max_in_flight)
     cases = plan(spec)
+    ctx = open_context(
+        request.device, clock, spec.args, spec.nodes, spec.gpu_nodes, request.measure.max_in_flight
+    )
+    results: dict[FloorCase, CaseResult] = {}
     try:
-        built, skipped = _build(ctx, cases)
-        workloads: dict[str, Workload] = {
-            f"{case.case_id}|{mode}": workload
-            for case, layer in built.items()
-            for mode, workload in layer.workloads.items()
-        }
-        host = host_data(environment.get("gpu", {}).get("pci_address"))
-        outcome = (
-            Sampler(settings, clock, NvmlMonitor.for_cuda_device(request.device)).run(workloads)
-            if workloads
-            else None
-        )
-        host = pass_ended(host)
+        for session in sessions(cases):
+            budget = spec.max_time * len(session) / len(cases)
+            settings = request.measure.model_copy(update={"max_time": budget})
+            results.update(zip(session, _session(request, ctx, session, settings, gpu_address), strict=True))
     finally:
         ctx.close()
-    results = [
-        case_result(request, case, built.get(case), skipped.get(case), outcome, host) for case in cases
-    ]
+    return [results[case] for case in cases]
+
+
+def measure_floor(request: FloorRequest, clock: Clock) -> RunRecord:
+    """Build every layer, sample them in interleaved rounds, return the run (status complete)."""
+    require_gpu(request.device)
+    spec = request.spec
+    started = _now()
+    environment = collect_environment(request.device)
+    results = floor_results(request, clock, environment.get("gpu", {}).get("pci_address"))
+    settings = request.measure.model_copy(update={"max_time": spec.max_time})
     return RunRecord(
         launchbench_version=__version__,
         status="complete",
