@@ -66,7 +66,9 @@ def figure_floor(report: FloorReport) -> Figure | None:
             Patch(facecolor="none", edgecolor="#999999", linestyle=":", label="GPU per-node floor")
         )
     ax.legend(handles=handles, fontsize=7, loc="upper left")
-    ax.set_title("Where a launch's time goes: each layer's cost above its parent on the call path", fontsize=10)
+    ax.set_title(
+        "Where a launch's time goes: each layer's cost above its parent on the call path", fontsize=10
+    )
     return fig
 
 
