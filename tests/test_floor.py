@@ -380,6 +380,7 @@ def test_plot_and_history_read_a_floor_run(tmp_path):
     plotted = CliRunner().invoke(cli, ["plot", str(run), "-d", str(tmp_path / "plots")])
     assert plotted.exit_code == 0, plotted.output
     assert (tmp_path / "plots" / "wall_per_launch_vs_chain_length.png").is_file()
+    assert (tmp_path / "plots" / "floor.png").is_file() and str(tmp_path / "plots" / "floor.png") in plotted.output
     db = f"sqlite:///{tmp_path / 'history.db'}"
     ingested = CliRunner().invoke(cli, ["history", "ingest", str(run), "--db", db])
     assert ingested.exit_code == 0, ingested.output

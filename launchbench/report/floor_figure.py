@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from launchbench.report.floor import PARENT, US, FloorReport, FloorRow
-from launchbench.report.plots import save_figure
+from launchbench.report.plots import DPI, save_figure
 from launchbench.scenario.floor import LAYERS, Layer
 
 STEM = "floor"
@@ -72,7 +72,7 @@ def figure_floor(report: FloorReport) -> Figure | None:
     return fig
 
 
-def draw_floor_figure(report: FloorReport, out_dir: Path, fmt: str = "png") -> Path | None:
+def draw_floor_figure(report: FloorReport, out_dir: Path, fmt: str = "png", dpi: int = DPI) -> Path | None:
     """``out_dir/floor.<fmt>``; None (nothing written) where no layer was measured."""
     fig = figure_floor(report)
-    return None if fig is None else save_figure(fig, out_dir, STEM, fmt)
+    return None if fig is None else save_figure(fig, out_dir, STEM, fmt, dpi)

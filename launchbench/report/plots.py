@@ -1236,7 +1236,8 @@ def save_figure(fig: Figure, out_dir: Path, stem: str, fmt: str = "png", dpi: in
 
 def draw_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI) -> PlotsWritten:
     """The single-run figures of ``run`` that have something to show, in ``out_dir``: the five of
-    FIGURES, and the shape-change figure when the run holds a chain whose sizes change."""
+    FIGURES, the shape-change figure when the run holds a chain whose sizes change, and the floor
+    figure (floor.fmt) when it holds floor cases."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
@@ -1252,6 +1253,15 @@ def draw_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = D
             gc.collect()  # a figure is a web of reference cycles: free one before drawing the next
         else:
             skipped.append(SkippedFigure(out_dir / f"{stem}.{fmt}", reason))
+    if any(case.kinds == "floor" for case in run.cases):  # a floor run, or a run with a floor: block
+        from launchbench.report.floor import floor_report
+        from launchbench.report.floor_figure import STEM, draw_floor_figure
+
+        floor = draw_floor_figure(floor_report(run), out_dir, fmt, dpi)
+        if floor is not None:
+            paths.append(floor)
+        else:
+            skipped.append(SkippedFigure(out_dir / f"{STEM}.{fmt}", "no floor layer measured an eager cost"))
     return PlotsWritten(tuple(paths), tuple(skipped))
 
 
