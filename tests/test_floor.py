@@ -380,9 +380,75 @@ def test_plot_and_history_read_a_floor_run(tmp_path):
     plotted = CliRunner().invoke(cli, ["plot", str(run), "-d", str(tmp_path / "plots")])
     assert plotted.exit_code == 0, plotted.output
     assert (tmp_path / "plots" / "wall_per_launch_vs_chain_length.png").is_file()
-    assert (tmp_path / "plots" / "floor.png").is_file() and str(tmp_path / "plots" / "floor.png") in plotted.output
+    assert (tmp_path / "plots" / "floor.png").is_file() and str(
+        tmp_path / "plots" / "floor.png"
+    ) in plotted.output
     db = f"sqlite:///{tmp_path / 'history.db'}"
     ingested = CliRunner().invoke(cli, ["history", "ingest", str(run), "--db", db])
     assert ingested.exit_code == 0, ingested.output
     listed = CliRunner().invoke(cli, ["history", "list", "--db", db, "--format", "json"])
     assert listed.exit_code == 0 and '"floor"' in listed.output
+
+
+def _fake_floor(requests):
+    """A floor measurement of recorded numbers (no GPU), remembering what it was asked."""
+
+    def measure(request, gpu_address):
+        requests.append((request, gpu_address))
+        wanted = {case.case_id for case in plan(request.spec)}
+        return [
+            case.model_copy(update={"scenario": request.scenario.name})
+            for case in recorded_run().cases
+            if case.case_id in wanted
+        ]
+
+    return measure
+
+
+def test_run_of_a_scenario_with_a_floor_block_measures_its_layers_as_cases(tmp_path):
+    from fakes import scripted_backend
+
+    from launchbench.run import runner
+
+    scenario = _scenario(tmp_path, "  layers: [c, bindings]\n  args: [0, 4]\n  max_time: 3\n")
+    requests: list = []
+    options = runner.RunOptions(
+        overrides={"passes": 2},
+        isolate=False,
+        backend_factory=scripted_backend,
+        write_tables=write_tables,
+        floor=_fake_floor(requests),
+    )
+    record = runner.run(runner.plan([scenario], {"passes": 2}), tmp_path / "run", options)
+    ((request, _address),) = requests
+    assert request.spec == Floor(layers=["c", "bindings"], args=[0, 4], max_time=3)
+    assert request.measure.passes == 2 and request.scenario.name == "f"  # the command line's overrides
+    floor_ids = [c.case_id for c in record.cases if c.kinds == "floor"]
+    assert floor_ids == ["c/args=0", "c/args=4", "bindings/args=0", "bindings/args=4"]
+    assert record.status == "complete" and any(c.kinds != "floor" for c in record.cases)
+    csv = (tmp_path / "run" / "results.csv").read_text()
+    assert "c/args=4" in csv and "bindings/args=0" in csv
+    rows = floor_report(load_run(tmp_path / "run")).rows
+    assert [(r.layer, r.args) for r in rows] == [("c", 0), ("c", 4), ("bindings", 0), ("bindings", 4)]
+
+
+def test_a_resumed_run_keeps_the_floor_cases_it_holds(tmp_path):
+    from launchbench.run.floor import FloorRequest, with_floors
+
+    requests: list = []
+    spec = Floor(layers=["c"], args=[0])
+    request = FloorRequest(spec, built_in_scenario(spec), MeasureSettings())
+    once = with_floors(
+        recorded_run().model_copy(update={"cases": []}), [request], _fake_floor(requests), None
+    )
+    again = with_floors(once, [request], _fake_floor(requests), None)
+    assert [c.case_id for c in again.cases] == ["c/args=0"] and len(requests) == 1
+
+
+def test_ab_refuses_a_scenario_with_a_floor_block_in_one_line(tmp_path):
+    scenario = _scenario(tmp_path, "  layers: [c]\n")
+    result = CliRunner().invoke(cli, ["ab", str(scenario), "-d", str(tmp_path / "ab")])
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1
+    assert f"{scenario}: reading the scenario: ab cannot measure its floor: block paired" in result.output
+    assert not (tmp_path / "ab").exists()

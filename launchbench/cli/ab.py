@@ -232,7 +232,7 @@ def ab(
     from launchbench.cli.common import check_outputs
     from launchbench.report.run_files import write_tables
     from launchbench.run import runner
-    from launchbench.run.ab import Side, check_interpreter, chosen_cpus, parse_variant
+    from launchbench.run.ab import Side, check_interpreter, chosen_cpus, parse_variant, refuse_floor_blocks
     from launchbench.run.devices import parse_devices
     from launchbench.run.worker import load_factory
 
@@ -250,6 +250,8 @@ def ab(
     if passes is not None or not quick:
         overrides["passes"] = passes or AB_ROUNDS
     plans = tuple(runner.plan(v.scenarios or scenarios, overrides, max_cases) for v in variants)
+    for the_plan in plans:
+        refuse_floor_blocks(the_plan)
     for the_plan in plans[: 1 if variants[0].scenarios == variants[1].scenarios else 2]:
         warn_unused_axes(the_plan, max_cases)
     root = out_dir or runner.default_run_dir(

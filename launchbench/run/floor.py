@@ -8,9 +8,10 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from launchbench import __version__
 from launchbench.backend.floor.base import FloorContext, LayerWorkloads
@@ -29,8 +30,9 @@ from launchbench.results.schema import (
 )
 from launchbench.results.store import write_run
 from launchbench.run.execute import host_data, mode_result, pass_ended
-from launchbench.scenario.core import MeasureSettings
+from launchbench.scenario.core import MeasureSettings, with_overrides
 from launchbench.scenario.floor import ARG_LAYERS, Floor, Layer
+from launchbench.scenario.load import ScenarioFile
 
 KINDS = "floor"  # the results' ``kinds`` of every floor case
 
@@ -218,6 +220,45 @@ def measure_floor(request: FloorRequest, clock: Clock) -> RunRecord:
         scenarios=[request.scenario],
         cases=results,
     )
+
+
+FloorMeasure = Callable[[FloorRequest, str | None], list[CaseResult]]  # (request, the GPU's PCI address)
+
+
+def measure_in_process(request: FloorRequest, gpu_address: str | None) -> list[CaseResult]:
+    """The floor block's cases measured in this process, timed by the system clock."""
+    from launchbench.measure.clock import SystemClock
+
+    return floor_results(request, SystemClock(), gpu_address)
+
+
+def floor_requests(
+    files: Sequence[ScenarioFile], infos: Sequence[ScenarioInfo], overrides: dict[str, Any], device: int
+) -> list[FloorRequest]:
+    """The floor: block of every scenario that has one, under its measure settings with the command
+    line's overrides (which the run has already held to the file's)."""
+    requests = []
+    for loaded, info in zip(files, infos, strict=False):  # a plan made in code may hold no files
+        spec = loaded.scenario.floor
+        if spec is not None:
+            measure = (
+                with_overrides(loaded.scenario.measure, overrides) if overrides else loaded.scenario.measure
+            )
+            requests.append(FloorRequest(spec, info, measure, device))
+    return requests
+
+
+def with_floors(
+    record: RunRecord, requests: Sequence[FloorRequest], measure: FloorMeasure, gpu_address: str | None
+) -> RunRecord:
+    """``record`` with each request's floor cases (kind floor) added; a scenario whose floor cases the
+    record holds already (a resumed run) keeps them."""
+    for request in requests:
+        if any(c.scenario == request.scenario.name and c.kinds == KINDS for c in record.cases):
+            continue
+        for result in measure(request, gpu_address):
+            record = record.with_case(result)
+    return record
 
 
 def run_floor(request: FloorRequest, run_dir: Path, clock: Clock) -> RunRecord:

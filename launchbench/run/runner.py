@@ -75,6 +75,8 @@ class RunOptions:
     # writes the tables derived from results.json (after every pass and at the end); None writes none
     write_tables: Callable[[Path, RunRecord], None] | None = None
     shard: str | None = None  # "K/N" when the plan holds one shard of the cases (recorded in the settings)
+    # measures a scenario's floor: block after its chains (None: launchbench.run.floor's, in this process)
+    floor: Callable[..., list[CaseResult]] | None = None
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,7 @@ def run(
                 events.case_finished(
                     merged if pass_index == case.measure.passes - 1 or merged.error else result
                 )
+            record = _with_floors(the_plan, record, options, environment)
             refuse_incomplete(the_plan.cases, record, run_dir)  # complete only with every case-pass
         except BaseException:
             _finish(journal, record, "interrupted", options)
@@ -220,6 +223,19 @@ def run(
     finally:
         executor.close()
     return _finish(journal, record, "complete", options)
+
+
+def _with_floors(
+    the_plan: Plan, record: RunRecord, options: RunOptions, environment: dict[str, Any]
+) -> RunRecord:
+    """Each scenario's floor: block measured after the chains, its layers cases of the run."""
+    from launchbench.run.floor import floor_requests, measure_in_process, with_floors
+
+    requests = floor_requests(the_plan.files, the_plan.scenarios, options.overrides, options.device)
+    if not requests:
+        return record
+    address = environment.get("gpu", {}).get("pci_address")
+    return with_floors(record, requests, options.floor or measure_in_process, address)
 
 
 def growing(items: list[T], more: Callable[[], list[T]]) -> Iterator[T]:
