@@ -85,8 +85,9 @@ def floor(
     0, 4 and 16 kernel arguments where it launches the empty kernel itself, all interleaved in rounds
     in this process; a layer that cannot run here (no C compiler, no torch) is recorded as skipped with
     its reason. The run directory gets results.json and results.csv (so compare, ab, history and plot
-    read it), floor.md (each layer's cost above the one below, what a graph saves, the host facts) and
-    floor.png (the stacked bars).
+    read it), floor.md (each layer's cost above the C floor and above its parent on the call path, what
+    a graph saves, the host facts) and floor.png (the stacked bars). torch's layer is sampled last, in
+    a session of its own, so torch is loaded only once the other layers are measured.
 
     Exit 0 when the floor was measured, 2 on a usage or input error or when there is no usable GPU.
     """

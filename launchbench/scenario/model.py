@@ -168,7 +168,9 @@ class Scenario(Strict):
         le=MAX_DEVICES,
         description="GPUs every chain runs on, one rank (worker process) each; collective steps pair them",
     )
-    floor: Floor | None = Field(None, description="the launch-path layers `launchbench floor` measures")
+    floor: Floor | None = Field(
+        None, description="the launch-path layers `launchbench floor` measures (`run`: after the chains)"
+    )
 
     @model_validator(mode="before")
     @classmethod
