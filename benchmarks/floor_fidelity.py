@@ -177,7 +177,7 @@ class Rounds:
                 command = [sys.executable, str(BARE), layer, "--count", counts[0], "--batches", counts[1]]
                 self._add(self.refs, parse_reference(self._run(command, out / f"bare-{layer}-{tag}.log")))
 
-    def ours_(self, index: int) -> None:
+    def launchbench_turn(self, index: int) -> None:
         """One `launchbench floor` process (its values: the medians of ``--stretches`` stretches)."""
         run_dir = self.opts.out / f"floor-r{index}"
         command = [
@@ -198,7 +198,9 @@ class Rounds:
 
     def all(self) -> None:
         for index in range(self.opts.rounds):
-            sides = (self.ours_, self.references) if index % 2 == 0 else (self.references, self.ours_)
+            sides = (self.launchbench_turn, self.references)
+            if index % 2:
+                sides = sides[::-1]
             for side in sides:
                 side(index)
 
