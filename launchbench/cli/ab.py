@@ -273,9 +273,11 @@ def _ab(args: AbArgs) -> int:
 def _sides(args: AbArgs, variants: tuple[Variant, Variant], overrides: dict[str, Any]) -> tuple[Side, Side]:
     """Each variant's plan (its own scenario files where it names some), in OUT/a and OUT/b."""
     from launchbench.run import runner
-    from launchbench.run.ab import Side
+    from launchbench.run.ab import Side, refuse_floor_blocks
 
     plans = tuple(runner.plan(v.scenarios or args.scenarios, overrides, args.max_cases) for v in variants)
+    for the_plan in plans:
+        refuse_floor_blocks(the_plan)
     for the_plan in plans[: 1 if variants[0].scenarios == variants[1].scenarios else 2]:
         warn_unused_axes(the_plan, args.max_cases)
     root = args.out_dir or runner.default_run_dir(

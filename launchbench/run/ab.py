@@ -213,6 +213,18 @@ def paired_cases(a: Plan, b: Plan) -> list[tuple[Case, Case]]:
     return [(case, b_cases[key]) for case, key in zip(a.cases, a_keys)]
 
 
+def refuse_floor_blocks(plan: Plan) -> None:
+    """One line (exit 2) for a scenario with a floor: block: ab samples case by case in each side's
+    workers, while the floor's layers are built and sampled together in one process."""
+    for loaded, info in zip(plan.files, plan.scenarios, strict=False):
+        if loaded.scenario.floor is not None:
+            raise LaunchbenchError(
+                f"{info.file}: reading the scenario: ab cannot measure its floor: block paired (the floor's "
+                "layers are sampled together in one process, ab case by case in each side's workers); run "
+                "`launchbench run` (or `floor`) once per side and compare the two runs"
+            )
+
+
 def round_order(case_index: int, pass_index: int) -> tuple[int, int]:
     """(0, 1) for A then B, (1, 0) for B then A: alternating over cases and over passes."""
     return (0, 1) if (case_index + pass_index) % 2 == 0 else (1, 0)

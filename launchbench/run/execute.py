@@ -56,7 +56,7 @@ def pass_ended(host: HostData, root: Path = ROOT) -> HostData:
     return host.model_copy(update={"end": thread_place(root)})
 
 
-def _mode_result(
+def mode_result(
     mode: str,
     samples: ModeSamples,
     host: HostData,
@@ -239,7 +239,7 @@ def _case_result(
         if mode not in outcome.modes:  # a graph mode that could not be prepared
             modes[mode] = ModeResult(mode=mode, status="not_capturable", reason=graph_failure)
             continue
-        result = _mode_result(
+        result = mode_result(
             mode,
             outcome.modes[mode],
             host,

@@ -135,6 +135,7 @@ def run(
         session = RunSession(run_dir, record, options.write_tables, options.profile)
         try:
             _measure_passes(the_plan, session, executor, events, environment)
+            session.record = _with_floors(the_plan, session.record, options, environment)
         except BaseException:
             session.finish("interrupted")
             raise
@@ -176,6 +177,19 @@ def _measure_passes(
             append_profile(profile, line)
         events.case_finished(shown)
     refuse_incomplete(the_plan.cases, session.record, session.run_dir)  # complete only with every case-pass
+
+
+def _with_floors(
+    the_plan: Plan, record: RunRecord, options: RunOptions, environment: dict[str, Any]
+) -> RunRecord:
+    """Each scenario's floor: block measured after the chains, its layers cases of the run."""
+    from launchbench.run.floor import floor_requests, measure_in_process, with_floors
+
+    requests = floor_requests(the_plan.files, the_plan.scenarios, options.overrides, options.device)
+    if not requests:
+        return record
+    address = environment.get("gpu", {}).get("pci_address")
+    return with_floors(record, requests, options.floor or measure_in_process, address)
 
 
 def growing(items: list[T], more: Callable[[], list[T]]) -> Iterator[T]:

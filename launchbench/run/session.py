@@ -70,6 +70,8 @@ class RunOptions:
     shard: str | None = None  # "K/N" when the plan holds one shard of the cases (recorded in the settings)
     # where to append the profile events file (profile.py: each case-pass's phases); None writes none
     profile: Path | None = None
+    # measures a scenario's floor: block after its chains (None: launchbench.run.floor's, in this process)
+    floor: Callable[..., list[CaseResult]] | None = None
 
 
 def now() -> str:

@@ -82,7 +82,8 @@ def empty_reason(stem: str, table: PlotTable) -> str | None:
 
 def draw_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI) -> PlotsWritten:
     """The single-run figures of ``run`` that have something to show, in ``out_dir``: the five of
-    FIGURES, and the shape-change figure when the run holds a chain whose sizes change."""
+    FIGURES, the shape-change figure when the run holds a chain whose sizes change, and the floor
+    figure (floor.fmt) when it holds floor cases."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
@@ -98,7 +99,23 @@ def draw_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = D
             gc.collect()  # a figure is a web of reference cycles: free one before drawing the next
         else:
             skipped.append(SkippedFigure(out_dir / f"{stem}.{fmt}", reason))
+    if any(case.kinds == "floor" for case in run.cases):  # a floor run, or a run with a floor: block
+        _draw_floor(run, out_dir, fmt, dpi, paths, skipped)
     return PlotsWritten(tuple(paths), tuple(skipped))
+
+
+def _draw_floor(
+    run: RunRecord, out_dir: Path, fmt: str, dpi: int, paths: list[Path], skipped: list[SkippedFigure]
+) -> None:
+    """The floor figure of a run's floor cases, added to ``paths`` (or its reason to ``skipped``)."""
+    from launchbench.report.floor import floor_report
+    from launchbench.report.floor_figure import STEM, draw_floor_figure
+
+    floor = draw_floor_figure(floor_report(run), out_dir, fmt, dpi)
+    if floor is not None:
+        paths.append(floor)
+    else:
+        skipped.append(SkippedFigure(out_dir / f"{STEM}.{fmt}", "no floor layer measured an eager cost"))
 
 
 def write_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI) -> list[Path]:
