@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -122,32 +122,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
 @report_options("one testcase per row and metric")
 @history_baseline_options
 @handle_errors
-def compare(
-    runs: tuple[str, ...],
-    metrics: tuple[str, ...],
-    thresholds: list[tuple[str | None, float]],
-    alpha: float,
-    rules: list[GateRule],
-    fail_on_missing: bool,
-    allow_missing: bool,
-    allow_empty: bool,
-    allow_interrupted: bool,
-    allow_disturbed: bool,
-    allow_blind: bool,
-    fail_on_blind: bool,
-    gate_rows: GateScope,
-    allow_different_gpu: bool,
-    fmt: str,
-    output: Path | None,
-    junit: Path | None,
-    quiet: bool,
-    baseline_from: str | None,
-    db: str | None,
-    same_driver: bool,
-    same_cupy: bool,
-    git_branch: str | None,
-    last: int,
-) -> None:
+def compare(**given: Any) -> None:
     """Compare runs (run directories or results files): BASELINE → CURRENT, or BASELINE → each CURRENT.
 
     With more than one CURRENT, the table lays them side by side, a change and a verdict per run
@@ -172,36 +147,86 @@ def compare(
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
+    sys.exit(_compare(CompareArgs(**given)))
+
+
+@dataclass(frozen=True)
+class CompareArgs:
+    """What the compare command was given, as click parsed it."""
+
+    runs: tuple[str, ...]
+    metrics: tuple[str, ...]
+    thresholds: list[tuple[str | None, float]]
+    alpha: float
+    rules: list[GateRule]
+    fail_on_missing: bool
+    allow_missing: bool
+    allow_empty: bool
+    allow_interrupted: bool
+    allow_disturbed: bool
+    allow_blind: bool
+    fail_on_blind: bool
+    gate_rows: GateScope
+    allow_different_gpu: bool
+    fmt: str
+    output: Path | None
+    junit: Path | None
+    quiet: bool
+    baseline_from: str | None
+    db: str | None
+    same_driver: bool
+    same_cupy: bool
+    git_branch: str | None
+    last: int
+
+
+def _compare(args: CompareArgs) -> int:
+    """The runs loaded (or the baseline drawn from the history), each CURRENT compared with BASELINE and
+    gated, the report written; the exit code."""
     from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.analysis.gate import GatePolicy
     from launchbench.results.store import load_run
 
-    if baseline_from == "history" and len(runs) != 1:
+    if args.baseline_from == "history" and len(args.runs) != 1:
         raise click.UsageError("with --baseline history give only CURRENT")
-    if baseline_from is None and len(runs) < 2:
+    if args.baseline_from is None and len(args.runs) < 2:
         raise click.UsageError("give BASELINE and CURRENT (or --baseline history and CURRENT)")
-    check_outputs([("-o", output), ("--junit", junit)], inputs=list(runs))
-    settings = usable_settings(metrics, thresholds, alpha, rules)
-    if baseline_from == "history":
+    check_outputs([("-o", args.output), ("--junit", args.junit)], inputs=list(args.runs))
+    settings = usable_settings(args.metrics, args.thresholds, args.alpha, args.rules)
+    if args.baseline_from == "history":
         from launchbench.history.baseline import history_baseline_for
 
-        drawn = history_baseline_for(runs[0], baseline_query(db, same_driver, same_cupy, git_branch, last))
-        sides = [(drawn.label, drawn.baseline), (runs[0], drawn.current)]
+        drawn = history_baseline_for(
+            args.runs[0],
+            baseline_query(args.db, args.same_driver, args.same_cupy, args.git_branch, args.last),
+        )
+        sides = [(drawn.label, drawn.baseline), (args.runs[0], drawn.current)]
     else:
-        sides = [(path, load_run(path)) for path in runs]
-    coverage = CoveragePolicy(allow_empty, allow_missing, allow_interrupted, allow_disturbed)
-    policy = GatePolicy(tuple(rules), gate_rows, allow_blind, coverage) if rules or fail_on_missing else None
+        sides = [(path, load_run(path)) for path in args.runs]
+    coverage = CoveragePolicy(
+        args.allow_empty, args.allow_missing, args.allow_interrupted, args.allow_disturbed
+    )
+    policy = (
+        GatePolicy(tuple(args.rules), args.gate_rows, args.allow_blind, coverage)
+        if args.rules or args.fail_on_missing
+        else None
+    )
     pairs = [
         _compare_pair(
-            sides[0], side, settings, policy, allow_different_gpu, _design(sides[0], side, baseline_from)
+            sides[0],
+            side,
+            settings,
+            policy,
+            args.allow_different_gpu,
+            _design(sides[0], side, args.baseline_from),
         )
         for side in sides[1:]
     ]
     if len(pairs) == 1:
-        emit_comparison(*pairs[0], fmt, output, junit, quiet)
+        emit_comparison(*pairs[0], args.fmt, args.output, args.junit, args.quiet)
     else:
-        emit_series(pairs, fmt, output, junit, quiet)
-    sys.exit(EXIT_FAIL if any(report is not None and not report.passed for _, report in pairs) else EXIT_OK)
+        emit_series(pairs, args.fmt, args.output, args.junit, args.quiet)
+    return EXIT_FAIL if any(report is not None and not report.passed for _, report in pairs) else EXIT_OK
 
 
 def usable_settings(
