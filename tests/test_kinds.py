@@ -39,6 +39,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "args": [{"buffer": "x"}],
     },
     "python": {"callable": "mod:fn", "launches": 4},
+    "torch": {"callable": "workloads.decode_torch:decode_step", "args": {"batch": 4}, "launches": 39},
     "while_loop": {"size": 1000, "alpha": 0.5, "threshold": 0.1, "body": 2},
     "axpy": {"size": 100, "temporary": "async", "repeat": 3},
     "all_reduce": {"size": 64, "op": "max"},

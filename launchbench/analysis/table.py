@@ -113,24 +113,24 @@ def case_rows(
             mode_wall = _median(case.samples(mode, WALL))
             if mode_wall > 0 and not math.isnan(eager_wall):
                 row["speedup"] = eager_wall / mode_wall
-        if mode == "graph":
-            graph_wall = _median(case.samples("graph", WALL))
-            if life is not None:
-                row.update(
-                    capture_us=life.capture_s * 1e6,
-                    instantiate_us=None if life.instantiate_s is None else life.instantiate_s * 1e6,
-                    upload_us=life.upload_s * 1e6,
-                    first_launch_us=life.first_launch_s * 1e6,
-                    setup_us=life.setup_s * 1e6,
-                    instantiate_upload_us=_us(life.instantiate_upload_s),
-                    instantiate_then_upload_us=_us(life.instantiate_then_upload_s),
-                    lifecycle_split=life.split,
-                    graph_nodes=life.nodes,
-                    graph_mem_bytes=life.mem_bytes,
-                )
-                saving = eager_wall - graph_wall
-                if saving > 0:
-                    row["break_even_iters"] = life.setup_s / saving
+        if life is not None:  # a graph mode: CuPy's capture (graph) or torch's (torch_graph)
+            graph_wall = _median(case.samples(mode, WALL))
+            row.update(
+                capture_us=life.capture_s * 1e6,
+                instantiate_us=None if life.instantiate_s is None else life.instantiate_s * 1e6,
+                upload_us=life.upload_s * 1e6,
+                first_launch_us=life.first_launch_s * 1e6,
+                setup_us=life.setup_s * 1e6,
+                instantiate_upload_us=_us(life.instantiate_upload_s),
+                instantiate_then_upload_us=_us(life.instantiate_then_upload_s),
+                lifecycle_split=life.split,
+                graph_nodes=life.nodes,
+                graph_mem_bytes=life.mem_bytes,
+                graph_pool_bytes=life.pool_bytes,
+            )
+            saving = eager_wall - graph_wall
+            if saving > 0:
+                row["break_even_iters"] = life.setup_s / saving
         row.update(
             outputs_match=case.outputs_match,
             target_met=result.target_met,

@@ -25,6 +25,7 @@ from launchbench.errors import LaunchbenchError
 from launchbench.kinds.base import BuiltStep
 from launchbench.kinds.empty import EMPTY_SOURCE
 from launchbench.kinds.registry import step_bytes
+from launchbench.kinds.torch_step import holds_torch
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import CanaryReading, GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
@@ -125,10 +126,11 @@ class CupyPreparedCase:
         self.eager.run_batch(1)  # compile and load every kernel before anything is timed or captured
         self.workloads: dict[str, Any] = {"eager": self.eager}
         self.lifecycle: GraphLifecycle | None = None
-        self.graph_failure: str | None = None
         self.captured = None
+        self.graph_failure: str | None = next((b.graph_refusal for b in self.steps if b.graph_refusal), None)
         try:
-            self.captured = capture(self.stream, self.calls, clock)
+            if self.graph_failure is None:
+                self.captured = capture(self.stream, self.calls, clock)
         except CaptureFailed as err:
             self.graph_failure = str(err)
         if self.captured is not None:
@@ -291,6 +293,10 @@ class CupyBackend:
             from launchbench.backend.shapes import ShapePreparedCase
 
             return ShapePreparedCase(case, self.clock, self.stream)
+        if holds_torch(case.steps):
+            from launchbench.backend.torch_graph import TorchPreparedCase
+
+            return TorchPreparedCase(case, self.clock, self.stream, ranks)
         return CupyPreparedCase(case, self.clock, self.stream, ranks)
 
     def nccl_unique_id(self) -> Any:

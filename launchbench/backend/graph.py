@@ -236,4 +236,5 @@ def capture(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock:
         nodes=_count_nodes(graph),
         mem_bytes=max(0, free0 - free1),
     )
+    life = life.model_copy(update={"pool_bytes": int(pool.total_bytes())})
     return CapturedGraph(graph=graph, pool=pool, lifecycle=life)

@@ -61,14 +61,16 @@ BLACK, ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
     "#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7",
 )  # fmt: skip
 GREY = "#8C8C8C"
-MODE_COLOURS = {"eager": VERMILLION, "graph": BLUE, "recapture": ORANGE, "cache": GREEN, "update": PURPLE}
-MODE_MARKERS = {"eager": "o", "graph": "s", "recapture": "^", "cache": "D", "update": "v"}
+MODE_COLOURS = {"eager": VERMILLION, "graph": BLUE, "recapture": ORANGE, "cache": GREEN, "update": PURPLE,
+                "torch_graph": SKY_BLUE}  # fmt: skip
+MODE_MARKERS = {"eager": "o", "graph": "s", "recapture": "^", "cache": "D", "update": "v", "torch_graph": "P"}
 MODE_LABELS = {
     "eager": "eager (kernel by kernel)",
     "graph": "CUDA Graph replay",
     "recapture": "re-capture at every change",
     "cache": "cache: one graph per shape",
     "update": "update one graph (cudaGraphExecUpdate)",
+    "torch_graph": "torch.cuda.CUDAGraph replay",
 }
 SERIES_COLOURS = (BLUE, ORANGE, GREEN, PURPLE, SKY_BLUE, VERMILLION, BLACK, YELLOW)
 STAGE_COLOURS = {"capture": ORANGE, "instantiate": SKY_BLUE, "upload": GREEN}

@@ -1,0 +1,207 @@
+"""The ``torch_graph`` mode: a chain that holds torch steps captured by ``torch.cuda.CUDAGraph``, as torch
+documents it (warm-up on a side stream, capture into a private memory pool), beside eager and CuPy's
+stream capture (the ``graph`` mode).
+
+The capture runs on the case's main stream (torch's current stream for the case, set by the torch
+step's builder), so replays launch where the timing loop's events are recorded. Capture and
+instantiation are timed apart where this torch keeps the captured graph (``keep_graph``), and the
+graph's memory is read two ways: the driver's free memory (cudaMemGetInfo) before the capture and
+after the first replay, and the growth of torch.cuda.memory_reserved over the capture (its private pool).
+torch uploads a graph on its first replay: upload_s is 0 and first_launch_s holds it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cupy
+
+from launchbench.backend.base import OutputCheck, RankInfo
+from launchbench.backend.check import combine_checks, compare_outputs
+from launchbench.backend.cupy_backend import CupyPreparedCase, StreamSource, reset_steps, snapshot_steps
+from launchbench.backend.graph import CaptureFailed, abort_capture
+from launchbench.backend.workload import LaunchLoop
+from launchbench.measure.clock import Clock
+from launchbench.results.schema import GraphLifecycle
+from launchbench.scenario.core import Case
+
+WARMUP_ITERS = 3  # torch's documentation warms up with three iterations on a side stream
+MODE = "torch_graph"
+
+
+@dataclass
+class TorchCapture:
+    graph: Any  # torch.cuda.CUDAGraph
+    pool: Any  # torch's private pool handle
+    cupy_pool: cupy.cuda.MemoryPool  # CuPy kernels' temporaries inside the capture
+    lifecycle: GraphLifecycle
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+def _new_graph(torch: Any) -> tuple[Any, bool]:
+    """A CUDAGraph that keeps its captured graph (instantiated apart) where this torch offers it."""
+    try:
+        return torch.cuda.CUDAGraph(keep_graph=True), True
+    except TypeError:
+        return torch.cuda.CUDAGraph(), False
+
+
+def _free_bytes() -> int:
+    return int(cupy.cuda.runtime.memGetInfo()[0])
+
+
+def _issue(calls: Sequence[Callable[[], Any]]) -> None:
+    for call in calls:
+        call()
+
+
+def _warm_up(torch: Any, main: Any, calls: Sequence[Callable[[], Any]]) -> None:
+    """WARMUP_ITERS iterations on a side stream that waits for the main one, then the main one waits."""
+    side = torch.cuda.Stream()
+    side.wait_stream(main)
+    with torch.cuda.stream(side):
+        for _ in range(WARMUP_ITERS):
+            _issue(calls)
+    main.wait_stream(side)
+    main.synchronize()
+
+
+def _capture(
+    torch: Any, graph: Any, pool: Any, stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]]
+) -> None:
+    """One iteration captured on ``stream`` (as torch's current stream) into ``graph``, its memory from
+    ``pool``; CaptureFailed with torch's reason."""
+    with torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
+        graph.capture_begin(pool=pool)
+        try:
+            _issue(calls)
+        except Exception as err:
+            with contextlib.suppress(Exception):  # the capture is invalid already: end it, keep the reason
+                graph.capture_end()
+            abort_capture(stream)
+            raise CaptureFailed(f"torch.cuda.CUDAGraph capture: {_describe(err)}") from err
+        try:
+            graph.capture_end()
+        except Exception as err:
+            abort_capture(stream)
+            raise CaptureFailed(f"torch.cuda.CUDAGraph capture_end: {_describe(err)}") from err
+
+
+def _node_count(graph: Any) -> int | None:
+    """Nodes of the kept graph, through cuda-bindings (None without either)."""
+    try:
+        from cuda.bindings import runtime as cudart
+
+        handle = graph.raw_cuda_graph()
+        result = cudart.cudaGraphGetNodes(handle, numNodes=0)
+    except Exception:  # noqa: BLE001 - a count for the record only
+        return None
+    return int(result[2]) if int(result[0]) == 0 else None
+
+
+def capture_torch(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock) -> TorchCapture:
+    """Capture one iteration of ``calls`` with torch.cuda.CUDAGraph on ``stream`` and time its life
+    cycle; CaptureFailed with the reason where torch refuses it."""
+    import torch
+
+    main = torch.cuda.ExternalStream(stream.ptr)
+    cupy_pool = cupy.cuda.MemoryPool()
+    with cupy.cuda.using_allocator(cupy_pool.malloc), stream:
+        _warm_up(torch, main, calls)
+        graph, kept = _new_graph(torch)
+        pool = torch.cuda.graph_pool_handle()
+        free0, reserved0 = _free_bytes(), torch.cuda.memory_reserved()
+        t0 = clock.wall()
+        _capture(torch, graph, pool, stream, calls)
+        t1 = clock.wall()
+        if kept:
+            graph.instantiate()
+        t2 = clock.wall()
+        with torch.cuda.stream(main):
+            graph.replay()
+        main.synchronize()
+        t3 = clock.wall()
+        free1, reserved1 = _free_bytes(), torch.cuda.memory_reserved()
+    life = GraphLifecycle(
+        split=kept,
+        capture_s=t1 - t0,
+        instantiate_s=t2 - t1 if kept else None,
+        upload_s=0.0,
+        first_launch_s=t3 - t2,
+        nodes=_node_count(graph) if kept else None,
+        mem_bytes=max(0, free0 - free1),
+        pool_bytes=max(0, reserved1 - reserved0) + int(cupy_pool.total_bytes()),
+    )
+    return TorchCapture(graph=graph, pool=pool, cupy_pool=cupy_pool, lifecycle=life)
+
+
+class TorchPreparedCase(CupyPreparedCase):
+    """A chain that holds torch steps: eager and CuPy's graph as any chain, and the torch_graph mode.
+    Each graph mode keeps its own life cycle and failure (``mode_lifecycles``, ``mode_failures``)."""
+
+    def __init__(self, case: Case, clock: Clock, streams: StreamSource, ranks: RankInfo | None = None):
+        import torch
+
+        # torch's current stream for the case is its main stream: eager torch ops, CuPy's capture of
+        # them and torch_graph's replays all go where the timing loop records its events
+        torch.cuda.set_stream(torch.cuda.ExternalStream(streams(0).ptr))
+        super().__init__(case, clock, streams, ranks)
+        self.mode_lifecycles: dict[str, GraphLifecycle] = {}
+        self.mode_failures: dict[str, str] = {}
+        self.torch_capture: TorchCapture | None = None
+        try:
+            self.torch_capture = capture_torch(self.stream, self.calls, clock)
+        except CaptureFailed as err:
+            self.mode_failures[MODE] = str(err)
+            return
+        self.mode_lifecycles[MODE] = self.torch_capture.lifecycle
+        replay = LaunchLoop(
+            [self.torch_capture.graph.replay],
+            case.launches_per_iter,
+            self.stream,
+            clock,
+            case.measure.max_in_flight,
+        )
+        self.workloads[MODE] = replay
+
+    def check_outputs(self) -> OutputCheck:
+        """Eager against CuPy's graph (as any chain), and eager against torch_graph, from the same
+        initial contents; failed_modes names the graph modes whose outputs differ."""
+        cupy_check = super().check_outputs()
+        if MODE not in self.workloads:
+            return cupy_check
+        reset_steps(self.stream, self.steps)
+        initial = snapshot_steps(self.stream, self.steps)
+        if not initial:
+            return cupy_check
+        self.eager.run_batch(1)
+        eager = snapshot_steps(self.stream, self.steps)
+        reset_steps(self.stream, self.steps)
+        self.workloads[MODE].run_batch(1)
+        torch_check = compare_outputs(initial, eager, snapshot_steps(self.stream, self.steps))
+        return combine_checks(cupy_check, {MODE: torch_check}, graph_measured="graph" in self.workloads)
+
+    def drop_graph(self, reason: str) -> None:
+        super().drop_graph(reason)
+        self.workloads.pop(MODE, None)
+        self.torch_capture = None
+        self.mode_failures[MODE] = reason
+
+    def close(self) -> None:
+        import torch
+
+        self.stream.synchronize()
+        self.workloads.pop(MODE, None)
+        if self.torch_capture is not None:
+            self.torch_capture.graph.reset()
+            self.torch_capture = None
+        super().close()
+        torch.cuda.set_stream(torch.cuda.default_stream())
+        torch.cuda.empty_cache()
