@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from launchbench.analysis.table import run_table  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
@@ -61,6 +62,7 @@ def _panels(fig: Figure, rows: pd.DataFrame, axis: str) -> list[Axes]:
     axes[3].set(title="break-even", ylabel="steps until the graph pays back")
     for ax in axes:
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
         ax.set_xlabel(axis)
     for ax in (axes[0], axes[3]):
         ax.set_yscale("log")
@@ -73,7 +75,7 @@ def figure_capture_table(rows: pd.DataFrame, axis: str = "batch", title: str = "
         fig = Figure(figsize=(WIDTH_IN, 6.4), dpi=DPI, layout="constrained")
         axes = _panels(fig, rows, axis)
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside upper center", ncol=3, frameon=False)
+        fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
         fig.suptitle(title or "Graph capture cost per size", fontweight="bold")
     return fig
 

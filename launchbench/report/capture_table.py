@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from launchbench.errors import LaunchbenchError
@@ -138,8 +136,3 @@ def markdown(rows: pd.DataFrame, axis: str = "batch") -> str:
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out)
-
-
-def sizes_of(rows: pd.DataFrame) -> Sequence[float]:
-    """The distinct sizes of the table, ascending."""
-    return [float(v) for v in np.unique(rows["size"].to_numpy(dtype=float))]
