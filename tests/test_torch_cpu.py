@@ -316,3 +316,11 @@ def test_the_capture_table_figure_draws_every_mode(tmp_path: Path) -> None:
     assert {"eager (kernel by kernel)", "CUDA Graph replay", "torch.cuda.CUDAGraph replay"} <= labels
     assert len(figure.axes) == 5  # four panels and the memory axis
     assert json.dumps(sorted(labels))
+
+
+def test_docs_name_every_capture_table_column_and_the_kind() -> None:
+    torch_doc = (ROOT / "docs" / "torch.md").read_text(encoding="utf-8")
+    for column in TABLE_COLUMNS:
+        assert f"`{column}`" in torch_doc, column
+    scenarios_doc = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    assert "| `torch` |" in scenarios_doc and "`decode_torch.yaml`" in scenarios_doc
