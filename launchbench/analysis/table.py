@@ -106,31 +106,7 @@ def case_rows(
             for suffix, value in summary.as_dict().items():
                 if suffix != "median":
                     row[f"{metric.name}_{suffix}"] = value
-        for column in GRAPH_COLUMNS:
-            row[column] = None
-        life = result.lifecycle
-        if mode != "eager":
-            mode_wall = _median(case.samples(mode, WALL))
-            if mode_wall > 0 and not math.isnan(eager_wall):
-                row["speedup"] = eager_wall / mode_wall
-        if life is not None:  # a graph mode: CuPy's capture (graph) or torch's (torch_graph)
-            graph_wall = _median(case.samples(mode, WALL))
-            row.update(
-                capture_us=life.capture_s * 1e6,
-                instantiate_us=None if life.instantiate_s is None else life.instantiate_s * 1e6,
-                upload_us=life.upload_s * 1e6,
-                first_launch_us=life.first_launch_s * 1e6,
-                setup_us=life.setup_s * 1e6,
-                instantiate_upload_us=_us(life.instantiate_upload_s),
-                instantiate_then_upload_us=_us(life.instantiate_then_upload_s),
-                lifecycle_split=life.split,
-                graph_nodes=life.nodes,
-                graph_mem_bytes=life.mem_bytes,
-                graph_pool_bytes=life.pool_bytes,
-            )
-            saving = eager_wall - graph_wall
-            if saving > 0:
-                row["break_even_iters"] = life.setup_s / saving
+        row.update(_graph_columns(case, result, eager_wall))
         row.update(
             outputs_match=case.outputs_match,
             target_met=result.target_met,
@@ -150,6 +126,37 @@ def case_rows(
         row.update(_canary_columns(result))
         rows.append(row)
     return rows
+
+
+def _graph_columns(case: CaseResult, result: ModeResult, eager_wall: float) -> dict[str, Any]:
+    """The graph columns of one row: the speedup of every mode but eager, and the life cycle of a graph
+    mode (CuPy's capture, graph, or torch's, torch_graph) with its break-even; empty for eager."""
+    out: dict[str, Any] = dict.fromkeys(GRAPH_COLUMNS)
+    if result.mode == "eager":
+        return out
+    mode_wall = _median(case.samples(result.mode, WALL))
+    if mode_wall > 0 and not math.isnan(eager_wall):
+        out["speedup"] = eager_wall / mode_wall
+    life = result.lifecycle
+    if life is None:
+        return out
+    out.update(
+        capture_us=life.capture_s * 1e6,
+        instantiate_us=_us(life.instantiate_s),
+        upload_us=life.upload_s * 1e6,
+        first_launch_us=life.first_launch_s * 1e6,
+        setup_us=life.setup_s * 1e6,
+        instantiate_upload_us=_us(life.instantiate_upload_s),
+        instantiate_then_upload_us=_us(life.instantiate_then_upload_s),
+        lifecycle_split=life.split,
+        graph_nodes=life.nodes,
+        graph_mem_bytes=life.mem_bytes,
+        graph_pool_bytes=life.pool_bytes,
+    )
+    saving = eager_wall - mode_wall
+    if saving > 0:
+        out["break_even_iters"] = life.setup_s / saving
+    return out
 
 
 def _largest_shift(shifts: list[float]) -> float | None:
