@@ -7,7 +7,8 @@ step's builder), so replays launch where the timing loop's events are recorded. 
 instantiation are timed apart where this torch keeps the captured graph (``keep_graph``), and the
 graph's memory is read two ways: the driver's free memory (cudaMemGetInfo) before the capture and
 after the first replay, and the growth of torch.cuda.memory_reserved over the capture (its private pool).
-torch uploads a graph on its first replay: upload_s is 0 and first_launch_s holds it.
+The graph is uploaded through cuda-bindings where torch gives the executable graph's handle; otherwise
+torch uploads it on its first replay (upload_s is 0 and first_launch_s holds it).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import cupy
 from launchbench.backend.base import OutputCheck, RankInfo
 from launchbench.backend.check import combine_checks, compare_outputs
 from launchbench.backend.cupy_backend import CupyPreparedCase, StreamSource, reset_steps, snapshot_steps
-from launchbench.backend.graph import CaptureFailed, abort_capture
+from launchbench.backend.graph import CaptureFailed, _describe, abort_capture
 from launchbench.backend.workload import LaunchLoop
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import GraphLifecycle
@@ -38,11 +39,6 @@ class TorchCapture:
     pool: Any  # torch's private pool handle
     cupy_pool: cupy.cuda.MemoryPool  # CuPy kernels' temporaries inside the capture
     lifecycle: GraphLifecycle
-
-
-def _describe(err: BaseException) -> str:
-    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def _new_graph(torch: Any) -> tuple[Any, bool]:
@@ -79,8 +75,8 @@ def _capture(
     """One iteration captured on ``stream`` (as torch's current stream) into ``graph``, its memory from
     ``pool``; CaptureFailed with torch's reason."""
     with torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
-        graph.capture_begin(pool=pool)
         try:
+            graph.capture_begin(pool=pool)
             _issue(calls)
         except Exception as err:
             with contextlib.suppress(Exception):  # the capture is invalid already: end it, keep the reason
@@ -99,11 +95,31 @@ def _node_count(graph: Any) -> int | None:
     try:
         from cuda.bindings import runtime as cudart
 
-        handle = graph.raw_cuda_graph()
-        result = cudart.cudaGraphGetNodes(handle, numNodes=0)
+        result = cudart.cudaGraphGetNodes(cudart.cudaGraph_t(graph.raw_cuda_graph()), numNodes=0)
     except Exception:  # noqa: BLE001 - a count for the record only
         return None
     return int(result[2]) if int(result[0]) == 0 else None
+
+
+def _instantiate(graph: Any) -> None:
+    try:
+        graph.instantiate()
+    except Exception as err:
+        raise CaptureFailed(f"torch.cuda.CUDAGraph.instantiate: {_describe(err)}") from err
+
+
+def _upload(graph: Any, stream: cupy.cuda.Stream) -> bool:
+    """cudaGraphUpload of the instantiated graph on ``stream``, done (through cuda-bindings); False where
+    this torch or cuda-bindings cannot, and the first replay uploads it."""
+    try:
+        from cuda.bindings import runtime as cudart
+
+        handle = cudart.cudaGraphExec_t(graph.raw_cuda_graph_exec())
+        status = cudart.cudaGraphUpload(handle, stream.ptr)[0]
+    except Exception:  # noqa: BLE001 - the replay uploads it instead
+        return False
+    stream.synchronize()
+    return int(status) == 0
 
 
 def capture_torch(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock) -> TorchCapture:
@@ -122,19 +138,21 @@ def capture_torch(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], 
         _capture(torch, graph, pool, stream, calls)
         t1 = clock.wall()
         if kept:
-            graph.instantiate()
+            _instantiate(graph)
         t2 = clock.wall()
+        uploaded = kept and _upload(graph, stream)
+        t3 = clock.wall()
         with torch.cuda.stream(main):
             graph.replay()
         main.synchronize()
-        t3 = clock.wall()
+        t4 = clock.wall()
         free1, reserved1 = _free_bytes(), torch.cuda.memory_reserved()
     life = GraphLifecycle(
         split=kept,
         capture_s=t1 - t0,
         instantiate_s=t2 - t1 if kept else None,
-        upload_s=0.0,
-        first_launch_s=t3 - t2,
+        upload_s=t3 - t2 if uploaded else 0.0,
+        first_launch_s=t4 - t3,
         nodes=_node_count(graph) if kept else None,
         mem_bytes=max(0, free0 - free1),
         pool_bytes=max(0, reserved1 - reserved0) + int(cupy_pool.total_bytes()),
