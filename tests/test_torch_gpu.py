@@ -41,11 +41,13 @@ def run_case(backend, case):
     return execute_case(backend, fast(case), backend.clock)
 
 
-def user_cases(tmp_path: Path, body: str, chains: str):
-    (tmp_path / "lb_torch_user.py").write_text(textwrap.dedent(body), encoding="utf-8")
+def run_user_chain(backend, tmp_path: Path, steps: str):
+    """The one case of a chain of ``steps`` (YAML flow lists) whose torch steps call USER_CODE."""
+    (tmp_path / "lb_torch_user.py").write_text(textwrap.dedent(USER_CODE), encoding="utf-8")
     path = tmp_path / "s.yaml"
-    path.write_text("name: t\ndescription: torch steps\n" + textwrap.dedent(chains), encoding="utf-8")
-    return {case.chain: case for case in expand_scenario(path)}
+    path.write_text(f"name: t\ndescription: torch steps\nchains:\n  user: {steps}\n", encoding="utf-8")
+    (case,) = expand_scenario(path)
+    return run_case(backend, case)
 
 
 @pytest.mark.parametrize("batch", [1, 64])
@@ -71,7 +73,7 @@ def test_decode_step_in_all_three_modes(backend, torch, batch):
         assert graph.reason, "a refused CuPy capture must say why"
 
 
-ALLOCATING = """\
+USER_CODE = """\
     def allocating(torch, device, stream, n):
         x = torch.ones(n, device=device)
         y = torch.zeros(n, device=device)
@@ -99,15 +101,8 @@ ALLOCATING = """\
 
 
 def test_allocating_run_is_never_a_fast_cupy_graph(backend, torch, tmp_path):
-    cases = user_cases(
-        tmp_path,
-        ALLOCATING,
-        """\
-        chains:
-          allocating: [{kind: torch, callable: "lb_torch_user:allocating", args: {n: 100000}, launches: 3}]
-        """,
-    )
-    result = run_case(backend, cases["allocating"])
+    steps = '[{kind: torch, callable: "lb_torch_user:allocating", args: {n: 100000}, launches: 3}]'
+    result = run_user_chain(backend, tmp_path, steps)
     graph = result.modes["graph"]
     assert graph.status == "not_capturable", (graph.status, graph.reason)
     assert "allocates" in (graph.reason or "") and "torch_graph" in (graph.reason or ""), graph.reason
@@ -120,15 +115,8 @@ def test_allocating_run_is_never_a_fast_cupy_graph(backend, torch, tmp_path):
 
 
 def test_synchronizing_run_fails_both_captures_with_a_reason(backend, torch, tmp_path):
-    cases = user_cases(
-        tmp_path,
-        ALLOCATING,
-        """\
-        chains:
-          syncing: [{kind: torch, callable: "lb_torch_user:syncing", args: {n: 1000}, launches: 2}]
-        """,
-    )
-    result = run_case(backend, cases["syncing"])
+    steps = '[{kind: torch, callable: "lb_torch_user:syncing", args: {n: 1000}, launches: 2}]'
+    result = run_user_chain(backend, tmp_path, steps)
     assert result.modes["eager"].status in MEASURED
     for mode in ("graph", "torch_graph"):
         status, reason = result.modes[mode].status, result.modes[mode].reason
@@ -138,17 +126,8 @@ def test_synchronizing_run_fails_both_captures_with_a_reason(backend, torch, tmp
 
 
 def test_in_place_torch_step_beside_a_cupy_kernel(backend, torch, tmp_path):
-    cases = user_cases(
-        tmp_path,
-        ALLOCATING,
-        """\
-        chains:
-          mixed:
-            - {kind: torch, callable: "lb_torch_user:in_place", args: {n: 100000}, launches: 2}
-            - {kind: axpy, size: 4096}
-        """,
-    )
-    result = run_case(backend, cases["mixed"])
+    steps = '[{kind: torch, callable: "lb_torch_user:in_place", args: {n: 100000}, launches: 2}, {kind: axpy, size: 4096}]'
+    result = run_user_chain(backend, tmp_path, steps)
     assert result.error is None, result.error
     for mode in ("eager", "graph", "torch_graph"):
         assert result.modes[mode].status in MEASURED, (mode, result.modes[mode].reason)

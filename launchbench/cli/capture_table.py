@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 
-from launchbench.cli.common import handle_errors, out_dir_option, quiet_option, short_help
+from launchbench.cli.common import (
+    handle_errors,
+    image_format_option,
+    out_dir_option,
+    quiet_option,
+    short_help,
+)
 
 
 @click.command("capture-table", short_help=short_help("capture-table"))
@@ -18,14 +24,7 @@ from launchbench.cli.common import handle_errors, out_dir_option, quiet_option, 
     help="The sweep axis that holds the size (the batch size of a serving sweep).",
 )
 @out_dir_option("Folder for the table and figure, created with its parents (default: capture/ inside RUN).")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["png", "svg"]),
-    default="png",
-    show_default=True,
-    help="Image format.",
-)
+@image_format_option()
 @quiet_option("Print only the paths written (not the table).")
 @handle_errors
 def capture_table(run: str, axis: str, out_dir: Path | None, fmt: str, quiet: bool) -> None:
