@@ -75,7 +75,7 @@ if variant != "baseline":
         out["g1_after_pair"] = per_node(g1)
         out["g0_with_g1"] = per_node(g0)
     elif variant in ("flag_only", "then_upload_only"):
-        raw = lg._capture_raw(stream, calls)
+        raw = lg.capture_raw(stream, calls)
         lg._time_instantiation(raw, stream, clock, with_flag=variant == "flag_only")
         lg.cudart.cudaGraphDestroy(raw)
         out["g0_after"] = per_node(g0)
@@ -102,7 +102,7 @@ if variant != "baseline":
         # raw_<flag|plain>_<upload|noupload>_<launch|nolaunch>: one extra instantiation, then destroyed
         from cuda.bindings import runtime as rt
         _, how, upload, launch = variant.split("_")
-        raw = lg._capture_raw(stream, calls)
+        raw = lg.capture_raw(stream, calls)
         if how == "flag":
             params = rt.cudaGraphInstantiateParams()
             params.flags = int(rt.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUpload)
@@ -164,7 +164,7 @@ if variant != "baseline":
                 kept.append(lg.capture(stream, chain(n), clock))
                 lg._upload_pair = pair
             else:
-                raw = lg._capture_raw(stream, chain(n))
+                raw = lg.capture_raw(stream, chain(n))
                 if name == "flag":
                     params = rt.cudaGraphInstantiateParams()
                     params.flags = int(rt.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUpload)

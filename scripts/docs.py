@@ -1,6 +1,7 @@
 """Write the generated reference pages: docs/cli.md (every command's --help), docs/columns.md (the
 results.csv columns, from launchbench.analysis.columns.COLUMNS), the CSV columns of compare in
-docs/compare.md, and the JSON Schemas (launchbench.report.json_schemas) in launchbench/report/schemas/
+docs/compare.md, the table of step kinds in docs/scenarios.md (launchbench.kinds.reference, from the
+kinds' registry), and the JSON Schemas (launchbench.report.json_schemas) in launchbench/report/schemas/
 and docs/schemas/.
 
     python scripts/docs.py          # write every file
@@ -92,6 +93,17 @@ def compare_markdown() -> str:
     return f"{head}{COMPARISON_BEGIN}\n{comparison_columns_markdown()}\n{COMPARISON_END}{tail}"
 
 
+def scenarios_markdown() -> str:
+    """docs/scenarios.md with its generated table of step kinds (launchbench.kinds.reference) rewritten."""
+    from launchbench.kinds.reference import BEGIN, END, kind_table
+    from launchbench.kinds.registry import KINDS
+
+    text = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{kind_table(KINDS)}\n{END}{tail}"
+
+
 def schema_pages() -> dict[str, Callable[[], str]]:
     """Each JSON Schema, where the package ships it and where docs/ publishes it."""
     from launchbench.report.json_schemas import SCHEMAS, file_name, schema_text
@@ -108,6 +120,7 @@ def pages() -> dict[str, Callable[[], str]]:
         "docs/cli.md": cli_markdown,
         "docs/columns.md": columns_markdown,
         "docs/compare.md": compare_markdown,
+        "docs/scenarios.md": scenarios_markdown,
         **schema_pages(),
     }
 

@@ -21,6 +21,7 @@ from launchbench.cli import cli
 from launchbench.errors import ScenarioError
 from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.load import MAX_FILE_BYTES, load_scenario_file
+from launchbench.scenario.model import STEP_KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 BAD = Path(__file__).parent / "data" / "bad"
@@ -187,6 +188,12 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     "directory.yaml": (None, ("is a directory",)),
 }
 
+# File → its whole message, with <file> for its path and <kinds> for the step kinds (adding a kind keeps it).
+MESSAGES = dict(
+    line.split("\t", 1)
+    for line in (BAD.parent / "bad-scenario-messages.tsv").read_text(encoding="utf-8").splitlines()
+)
+
 CLICK_REFUSES = {"directory.yaml"}  # click's Path(dir_okay=False) answers first, with its own exit 2 message
 
 
@@ -199,7 +206,7 @@ def test_every_bad_file_is_tested_and_documented():
         "EXPECTED.md",
         "results",
     }  # results/: tests/test_bad_results.py
-    assert names == set(SCENARIOS)
+    assert names == set(SCENARIOS) == set(MESSAGES)
     assert len(names) >= 45
     index = (BAD / "EXPECTED.md").read_text()
     for name in names:
@@ -235,7 +242,8 @@ def test_bad_scenario_is_refused_by_validate(name):
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_bad_scenario_raises_scenario_error(name):
-    """The library says the same as the CLI: a ScenarioError with the file and the line as attributes."""
+    """The library says the same as the CLI: a ScenarioError with the file and the line as attributes,
+    and the whole message as recorded."""
     path = BAD / name
     line, expected = SCENARIOS[name]
     with pytest.raises(ScenarioError) as info:
@@ -246,6 +254,8 @@ def test_bad_scenario_raises_scenario_error(name):
     assert err.line == line
     for text in expected:
         assert text in str(err)
+    recorded = MESSAGES[name].replace("<file>", str(path)).replace("<kinds>", ", ".join(STEP_KINDS))
+    assert str(err) == recorded
 
 
 def test_missing_scenario_file(tmp_path):

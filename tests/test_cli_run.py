@@ -138,3 +138,24 @@ def test_run_check_shows_the_table_that_check_shows(tmp_path):
     assert shown.getvalue() == expected.getvalue()
     assert "expectations" in shown.getvalue() and "FAIL: 1 of 2 checks failed" in shown.getvalue()
     assert "wall_us_per_launch ≤ 0.1" in shown.getvalue() and "expected ≤ 0.1" in shown.getvalue()
+
+
+@pytest.mark.parametrize("device", ["--device=1", "--device=0"])
+def test_run_refuses_device_with_devices(tmp_path, device):
+    """--devices names the GPUs: a --device beside it (even the default's value) is refused, not ignored."""
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(ROOT / "scenarios" / "quickstart.yaml"),
+            "--devices",
+            "0,1",
+            device,
+            "-d",
+            str(tmp_path / "r"),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("launchbench: error: "), result.stderr
+    assert "--devices 0,1" in result.stderr and "leave --device out" in result.stderr
+    assert not (tmp_path / "r").exists()

@@ -76,8 +76,8 @@ def test_check_catches_a_graph_that_computes_something_else(backend):
     """Corrupt the captured graph's input after capture: the graph reads a buffer eager never sees."""
     import cupy
 
+    from launchbench.backend.chain import reset_steps, snapshot_steps
     from launchbench.backend.check import compare_outputs
-    from launchbench.backend.cupy_backend import reset_steps, snapshot_steps
 
     case = _cases("every_kind.yaml")["scale_f32"]
     prepared = backend.prepare(case)

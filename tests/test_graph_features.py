@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
+from launchbench.backend.base import DrawsGraph, GraphDrawing
 from launchbench.backend.check import compare_reference
 from launchbench.backend.graph_shape import GraphShape, Node, describe, to_dot
 from launchbench.errors import LaunchbenchError
@@ -164,3 +165,45 @@ def test_dot_draws_memory_nodes_and_parallel_branches():
     assert three_streams.branches() == 3  # a capture keeps no fork node: one root per stream
     assert "2 parallel branches" in describe(fork)
     assert to_dot(GraphShape([Node("kernel", 'say "hi"')])).count('\\"hi\\"') == 1
+
+
+class _Prepared:
+    """A prepared case as the graph command sees it: DrawsGraph where it can draw, else only close."""
+
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _Drawing(_Prepared):
+    def draw_graph(self) -> GraphDrawing:
+        return GraphDrawing('digraph launchbench {\n  n0 [label="kernel"];\n}\n', "1 nodes (1 kernel)")
+
+
+@pytest.mark.parametrize("prepared", [_Drawing(), _Prepared()], ids=["draws", "cannot-draw"])
+def test_the_graph_command_draws_through_the_declared_protocol(tmp_path, monkeypatch, prepared):
+    from click.testing import CliRunner
+
+    from launchbench.cli import cli
+    from launchbench.run import worker
+
+    class Backend:
+        def prepare(self, case):
+            assert case.case_id == "empty/length=1"
+            return prepared
+
+    monkeypatch.setattr(worker, "cupy_backend", lambda device: Backend())
+    out = tmp_path / "g.dot"
+    result = CliRunner().invoke(cli, ["graph", str(ROOT / "scenarios" / "quickstart.yaml"), "-o", str(out)])
+    assert prepared.closed
+    if isinstance(prepared, DrawsGraph):
+        assert result.exit_code == 0, result.output
+        assert out.read_text() == prepared.draw_graph().dot
+        assert result.output.splitlines() == [
+            f"quickstart empty/length=1: graph written to {out}",
+            "  1 nodes (1 kernel)",
+        ]
+    else:
+        assert result.exit_code == 2 and "this backend cannot draw its graphs" in result.output
+        assert not out.exists()

@@ -15,8 +15,9 @@ from click.testing import CliRunner
 from launchbench.cli import cli
 from launchbench.errors import LaunchbenchError, ScenarioError
 from launchbench.run import runner
-from launchbench.scenario.expand import MAX_EXPANDED_STEPS, expand_scenario
+from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.load import load_scenario, load_scenario_file
+from launchbench.scenario.sweep import MAX_EXPANDED_STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "scenarios" / "quickstart.yaml"
@@ -208,7 +209,7 @@ def test_the_exact_check_agrees_with_the_prescan(tmp_path):
         expand_scenario(path)
     loaded = load_scenario_file(path)  # no prescan
     with pytest.raises(ScenarioError) as late:
-        expand_loaded(loaded.scenario, loaded.file, loaded.lines)
+        expand_loaded(loaded)
     assert str(early.value) == str(late.value)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import textwrap
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -13,41 +14,22 @@ import pytest
 from pydantic import TypeAdapter
 
 from launchbench import kinds
-from launchbench.kinds import registry
+from launchbench.kinds import reference, registry
 from launchbench.kinds.base import BuiltStep
 from launchbench.run.execute import expected_nodes
 from launchbench.scenario.core import Case, MeasureSettings
 from launchbench.scenario.model import STEP_FIELDS, Step, step_fields, step_union
 
-# one valid step of every kind (a new kind adds its line here)
+# one valid step of every kind, from the kind's own module
 EXAMPLES: dict[str, dict[str, Any]] = {
-    "empty": {"repeat": 3},
-    "scale": {"size": 1000, "dtype": "float64"},
-    "add": {"size": 10},
-    "fma": {"size": 10, "repeat": 2},
-    "reduction": {"size": 100},
-    "copy": {"bytes": 64},
-    "memset": {"bytes": 64, "value": 1},
-    "h2d": {"bytes": 32},
-    "d2h": {"bytes": 32},
-    "raw": {
-        "source": 'extern "C" __global__ void k(float* x) {}',
-        "function": "k",
-        "grid": 1,
-        "block": 32,
-        "buffers": {"x": {"size": 8}},
-        "args": [{"buffer": "x"}],
-    },
-    "python": {"callable": "mod:fn", "launches": 4},
-    "torch": {"callable": "workloads.decode_torch:decode_step", "args": {"batch": 4}, "launches": 39},
-    "while_loop": {"size": 1000, "alpha": 0.5, "threshold": 0.1, "body": 2},
-    "axpy": {"size": 100, "temporary": "async", "repeat": 3},
-    "all_reduce": {"size": 64, "op": "max"},
-    "all_gather": {"size": 64, "dtype": "float64"},
-    "reduce_scatter": {"size": 64, "dtype": "int32"},
-    "broadcast": {"size": 64, "root": 1},
+    example["kind"]: {key: value for key, value in example.items() if key != "kind"}
+    for spec in registry.KINDS
+    for example in spec.examples
 }
 STEP = TypeAdapter(Step)
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import docs  # noqa: E402
 
 
 def _case(*steps: Any) -> Case:
@@ -57,6 +39,40 @@ def _case(*steps: Any) -> Case:
 def test_every_kind_has_a_module_and_an_example() -> None:
     assert set(registry.SPEC_BY_KIND) == set(EXAMPLES) == set(STEP_FIELDS)
     assert len({spec.model for spec in registry.KINDS}) == len(registry.KINDS)  # one module per model
+    for spec in registry.KINDS:
+        assert sorted(example["kind"] for example in spec.examples) == sorted(spec.kinds)
+        assert spec.summary
+
+
+def test_the_scenario_step_union_is_the_registry() -> None:
+    """scenario.model's Step is built from the discovered kinds, with no list of its own."""
+    union, discriminated = typing.get_args(Step)
+    assert set(typing.get_args(union)) == {spec.model for spec in registry.KINDS}
+    assert discriminated.discriminator == "kind"
+    assert list(STEP_FIELDS) == [kind for spec in registry.KINDS for kind in spec.kinds]
+
+
+def test_the_kind_table_of_the_scenario_page_is_generated() -> None:
+    """docs/scenarios.md holds the table the registry writes (regenerate with python scripts/docs.py)."""
+    page = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    assert docs.scenarios_markdown() == page
+    table = page.split(reference.BEGIN, 1)[1].split(reference.END, 1)[0]
+    for spec in registry.KINDS:
+        assert reference.kind_row(spec) in table
+    assert "`dtype`: float16/**float32**/float64" in reference.kind_row(registry.SPEC_BY_KIND["scale"])
+    assert "`buffers` ({`size`, " in reference.kind_row(registry.SPEC_BY_KIND["raw"])
+    assert "`args` ({`buffer`} or {`scalar`, `dtype`: " in reference.kind_row(registry.SPEC_BY_KIND["raw"])
+
+
+def test_a_broadcast_root_is_refused_by_the_kind_itself() -> None:
+    spec = registry.SPEC_BY_KIND["broadcast"]
+    root = STEP.validate_python({"kind": "broadcast", "size": 4, "root": 2})
+    problem = spec.ranks_problem(root, 2)
+    assert problem is not None and problem.key == ("root",)
+    assert problem.message == "broadcast root 2 is not a rank: the scenario has devices 0..1"
+    assert spec.ranks_problem(root, 3) is None
+    empty = STEP.validate_python({"kind": "empty"})
+    assert registry.spec_of(empty).ranks_problem(empty, 1) is None  # a kind without rules on ranks
 
 
 @pytest.mark.parametrize("kind", sorted(EXAMPLES))
@@ -111,7 +127,15 @@ def build(step, context, prefix, stream):
     return BuiltStep([lambda: (prefix, stream)] * step.repeat, outputs={prefix: context.rng})
 
 
-KIND = KindSpec(model=ProbeStep, build=build, nbytes=lambda step: 7 * step.width, nodes_per_launch=2, takes_stream=True)
+KIND = KindSpec(
+    model=ProbeStep,
+    build=build,
+    nbytes=lambda step: 7 * step.width,
+    nodes_per_launch=2,
+    takes_stream=True,
+    summary="a probe",
+    examples=({"kind": "probe", "width": 3},),
+)
 """
 
 
@@ -128,6 +152,7 @@ def test_a_new_kind_is_one_new_module(tmp_path: Path, monkeypatch: pytest.Monkey
     step = TypeAdapter(step_union(specs)).validate_python({"kind": "probe", "repeat": 3, "width": 2})
     assert type(step) is probe.model
     assert step_fields(specs)["probe"] == ["repeat", "label", "stream", "kind", "width"]
+    assert "| `probe` | `width` = 1 | a probe |" in reference.kind_table(specs).splitlines()
 
     monkeypatch.setattr(registry, "SPEC_BY_KIND", {**registry.SPEC_BY_KIND, "probe": probe})
     assert registry.step_bytes(step) == 14
@@ -145,3 +170,54 @@ def test_a_new_kind_is_one_new_module(tmp_path: Path, monkeypatch: pytest.Monkey
     assert (
         isinstance(built, BuiltStep) and [call() for call in built.calls] == [("step0.probe", "stream")] * 3
     )
+
+
+CHILD = """
+import sys
+
+from launchbench import kinds
+
+kinds.__path__.append(sys.argv[1])  # before the registry is first imported: as if the module were there
+
+from launchbench.kinds.registry import SPEC_BY_KIND
+from launchbench.run.execute import expected_nodes
+from launchbench.scenario.expand import expand_scenario
+from launchbench.scenario.model import STEP_FIELDS
+
+sys.path.insert(0, sys.argv[3])
+import docs
+
+cases = expand_scenario(sys.argv[2])
+print(STEP_FIELDS["fill"])
+print([(case.case_id, type(case.steps[0]).__name__, expected_nodes(case)) for case in cases])
+print(SPEC_BY_KIND["fill"].nbytes(cases[0].steps[0]))
+print(next(line for line in docs.scenarios_markdown().splitlines() if line.startswith("| `fill`")))
+"""
+
+
+def _fenced(text: str, marker: str, language: str) -> str:
+    """The fenced block of ``language`` that follows the line ``marker`` in ``text``."""
+    block = text.split(marker, 1)[1].split(f"```{language}\n", 1)[1]
+    return block.split("\n```", 1)[0] + "\n"
+
+
+def test_the_toy_kind_of_the_contributing_guide_is_one_module(tmp_path: Path) -> None:
+    """The guide's fill kind, dropped into the kinds package in a fresh interpreter, is in the Step union,
+    the scenario's cases, the memory and node counts and the generated kind table, as the guide shows."""
+    import subprocess
+
+    assert "fill" not in registry.SPEC_BY_KIND, "the guide's toy is a real kind now: give the guide another"
+    guide = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    kind_dir = tmp_path / "kinds"
+    kind_dir.mkdir()
+    (kind_dir / "fill.py").write_text(_fenced(guide, "<!-- toy kind:", "python"))
+    scenario = tmp_path / "fill.yaml"
+    scenario.write_text(_fenced(guide, "<!-- toy scenario:", "yaml"))
+    child = [sys.executable, "-c", CHILD, str(kind_dir), str(scenario), str(ROOT / "scripts")]
+    result = subprocess.run(child, capture_output=True, text=True, check=False, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    fields, cases, nbytes, row = result.stdout.splitlines()
+    assert fields == "['repeat', 'label', 'stream', 'kind', 'size', 'dtype', 'value']"
+    assert cases == str([(f"fill/length={n}", "FillStep", n) for n in (1, 10, 100, 1000)])
+    assert nbytes == str(100_000 * 4 * 2)
+    assert row in guide.split("adds this row", 1)[1]  # the row the guide shows is the one generated

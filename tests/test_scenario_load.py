@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -11,9 +13,12 @@ from launchbench.errors import ScenarioError
 from launchbench.kinds.elementwise import ElementwiseStep
 from launchbench.kinds.empty import EmptyStep
 from launchbench.kinds.raw import RawStep
-from launchbench.scenario.expand import axis_values, expand_loaded, expand_scenario
-from launchbench.scenario.load import load_scenario, load_scenario_file, parse_yaml
+from launchbench.scenario.expand import expand_loaded, expand_scenario
+from launchbench.scenario.load import load_scenario, load_scenario_file
+from launchbench.scenario.messages import ScenarioSource, Translator, format_path
 from launchbench.scenario.model import SweepRange
+from launchbench.scenario.sweep import axis_values
+from launchbench.scenario.yaml_safe import parse_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAD = "name: t\ndescription: a test scenario\n"
@@ -155,7 +160,7 @@ def test_max_cases_argument_overrides_the_file(tmp_path):
     assert info.value.line == 4 and info.value.key_path == "sweep"
     assert len(expand_scenario(path, max_cases=3)) == 3
     loaded = load_scenario_file(path)
-    assert len(expand_loaded(loaded.scenario, loaded.file, loaded.lines, max_cases=100)) == 3
+    assert len(expand_loaded(loaded, max_cases=100)) == 3
 
 
 def test_default_max_cases_is_1000(tmp_path):
@@ -480,3 +485,45 @@ def test_a_run_records_the_hash_of_the_bytes_it_loaded():
     path = ROOT / "scenarios" / "quickstart.yaml"
     (info,) = plan([str(path)], {}, None).scenarios
     assert info.sha256 == load_scenario_file(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- messages.py: the pieces other modules share ---------------------------------------------------------
+
+
+def test_translator_asks_the_type_then_the_general_rules_then_the_default():
+    words = Translator[int, str](
+        by_type={"a": lambda n: "by type" if n > 0 else None},
+        general=(lambda n: "general" if n > -5 else None,),
+        default=lambda n: "default",
+    )
+    assert words("a", 1) == "by type"
+    assert words("a", 0) == "general"  # the type's formatter declines: the general rule answers
+    assert words("b", 1) == "general"  # no formatter for the type
+    assert words("a", -9) == "default"
+
+
+def test_a_source_finds_the_nearest_line_and_where_a_chain_stands():
+    single = ScenarioSource("s.yaml", {(): 1, ("chain",): 3, ("chain", 0): 4, ("chain", 0, "size"): 4})
+    assert single.single_chain and single.chain_path("chain") == ("chain",)
+    assert single.nearest_line(("chain", 0, "size", "x", 2)) == 4
+    assert single.nearest_line(("sweep", "n")) is None
+    named = ScenarioSource("s.yaml", {("chains",): 3, ("chains", "a"): 4})
+    assert not named.single_chain and named.chain_path("a") == ("chains", "a")
+    over = named.with_lines({("chains", "a", 0, "size"): 9})
+    assert over.lines[("chains", "a", 0, "size")] == 9 and over.lines[("chains", "a")] == 4
+    error = named.error("bad", ("chains", "a", 0))
+    assert str(error) == "s.yaml at 'chains.a[0]': bad" and error.line is None
+    assert str(named.error("bad", ("chains", "a"))) == "s.yaml:4 at 'chains.a': bad"
+    assert format_path(()) == "" and format_path(("sweep", "n", 0, "start")) == "sweep.n[0].start"
+
+
+def test_the_messages_module_loads_no_scenario_model():
+    """results/ reads its errors through messages.py; comparing runs must not load the step kinds."""
+    code = (
+        "import sys, launchbench.scenario.messages, launchbench.results.store\n"
+        "print(sorted(m for m in ('launchbench.scenario.model', 'launchbench.kinds.registry', 'yaml')"
+        " if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -28,7 +28,8 @@ from launchbench.results.schema import WALL, RunRecord
 from launchbench.results.store import load_run, write_run
 from launchbench.run import runner
 from launchbench.scenario.core import MeasureSettings
-from launchbench.scenario.expand import SHAPE_SEED, expand_scenario
+from launchbench.scenario.expand import expand_scenario
+from launchbench.scenario.shape_plan import SHAPE_SEED
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = ROOT / "tests" / "data" / "scripted" / "shapes.yaml"

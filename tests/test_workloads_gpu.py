@@ -161,7 +161,7 @@ def test_d2h_output_is_compared(backend, tmp_path):
         (name,) = prepared.steps[0].outputs
         host = prepared.steps[0].outputs[name]
         assert isinstance(host, np.ndarray) and name.endswith(".host")
-        from launchbench.backend.cupy_backend import reset_steps
+        from launchbench.backend.chain import reset_steps
 
         reset_steps(prepared.stream, prepared.steps)
         assert np.all(host == 0xAB)

@@ -79,7 +79,7 @@ def load_checked(path: str, max_cases: int | None = None) -> tuple[ScenarioFile,
     """Load a scenario file and apply every rule that needs no expansion of its steps: the sweep's size,
     its references, and its expectations against the case ids."""
     loaded = load_bounded(path, max_cases)
-    expansion = plan_expansion(loaded.scenario, loaded.file, loaded.lines, max_cases)
+    expansion = plan_expansion(loaded, max_cases)
     check_expectations(loaded, list(expansion.case_ids(loaded.scenario)))
     return loaded, expansion
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock, ClockMonitor
@@ -66,6 +66,24 @@ class PreparedCase(Protocol):
         """Seconds per iteration that the timing loop itself costs around an empty call."""
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class GraphDrawing:
+    """A captured graph drawn: Graphviz DOT, and a one-line count of its nodes by type where the nodes
+    were read (through cuda-bindings), else None."""
+
+    dot: str
+    summary: str | None
+
+
+@runtime_checkable
+class DrawsGraph(Protocol):
+    """A prepared case that can draw the graph it captured (``launchbench graph``)."""
+
+    def draw_graph(self) -> GraphDrawing:
+        """The captured graph as DOT; LaunchbenchError where it was not captured or cannot be drawn."""
+        ...
 
 
 class Backend(Protocol):

@@ -8,6 +8,10 @@ Without cuda.bindings, CuPy's end_capture instantiates too, and capture includes
 Temporary buffers that CuPy allocates during capture (e.g. CUB's scratch space for a sum) come from a
 memory pool dedicated to the graph and kept alive with it, so no other allocation can reuse them while
 the graph may still replay (cupy/cupy#9655).
+
+What other backend modules use: ``capture`` (a chain's graph and its timed life cycle), ``capture_raw``
+(one iteration as a cudaGraph_t, not instantiated), ``abort_capture``, ``checked`` (a cuda-bindings
+call's values or CaptureFailed), ``describe_error`` and ``CaptureFailed``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 import cupy
 
+from launchbench.backend.chain import issue
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import GraphLifecycle
 
@@ -44,17 +49,14 @@ class CapturedGraph:
         return partial(self.graph.launch, stream)
 
 
-def _check(result: tuple[Any, ...], what: str) -> Any:
+def checked(result: tuple[Any, ...], what: str) -> Any:
+    """The values of a cuda-bindings call (its first value the error code), or CaptureFailed naming the
+    call and its error."""
     err = result[0]
     if int(err) != 0:
         name = cudart.cudaGetErrorName(err)[1].decode() if cudart else str(err)
         raise CaptureFailed(f"{what} failed: {name}")
     return result[1] if len(result) == 2 else result[1:]
-
-
-def _issue(calls: Sequence[Callable[[], Any]]) -> None:
-    for call in calls:
-        call()
 
 
 def abort_capture(stream: cupy.cuda.Stream) -> None:
@@ -71,7 +73,8 @@ def abort_capture(stream: cupy.cuda.Stream) -> None:
         pass
 
 
-def _describe(err: BaseException) -> str:
+def describe_error(err: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message."""
     text = str(err).strip().splitlines()[0] if str(err).strip() else ""
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
@@ -80,38 +83,39 @@ def _free_bytes() -> int:
     return int(cupy.cuda.runtime.memGetInfo()[0])
 
 
-def _capture_raw(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]]) -> Any:
-    """One iteration of ``calls`` captured through cuda.bindings on CuPy's stream: a cudaGraph_t."""
+def capture_raw(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]]) -> Any:
+    """One iteration of ``calls`` captured through cuda.bindings on CuPy's stream: a cudaGraph_t, not
+    instantiated (the caller destroys it); CaptureFailed where a call fails."""
     mode = cudart.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed
-    _check(cudart.cudaStreamBeginCapture(stream.ptr, mode), "cudaStreamBeginCapture")
+    checked(cudart.cudaStreamBeginCapture(stream.ptr, mode), "cudaStreamBeginCapture")
     try:
-        _issue(calls)
+        issue(calls)
     except Exception as err:
         abort_capture(stream)
-        raise CaptureFailed(_describe(err)) from err
-    return _check(cudart.cudaStreamEndCapture(stream.ptr), "cudaStreamEndCapture")
+        raise CaptureFailed(describe_error(err)) from err
+    return checked(cudart.cudaStreamEndCapture(stream.ptr), "cudaStreamEndCapture")
 
 
 def _split_lifecycle(
     stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock
 ) -> GraphLifecycle:
     t0 = clock.wall()
-    graph = _capture_raw(stream, calls)
+    graph = capture_raw(stream, calls)
     t1 = clock.wall()
     try:
         free0 = _free_bytes()
         t2 = clock.wall()
-        graph_exec = _check(cudart.cudaGraphInstantiateWithFlags(graph, 0), "cudaGraphInstantiate")
+        graph_exec = checked(cudart.cudaGraphInstantiateWithFlags(graph, 0), "cudaGraphInstantiate")
         t3 = clock.wall()
         try:
-            _check(cudart.cudaGraphUpload(graph_exec, stream.ptr), "cudaGraphUpload")
+            checked(cudart.cudaGraphUpload(graph_exec, stream.ptr), "cudaGraphUpload")
             stream.synchronize()
             t4 = clock.wall()
             free1 = _free_bytes()
-            _check(cudart.cudaGraphLaunch(graph_exec, stream.ptr), "cudaGraphLaunch")
+            checked(cudart.cudaGraphLaunch(graph_exec, stream.ptr), "cudaGraphLaunch")
             stream.synchronize()
             t5 = clock.wall()
-            _nodes, count = _check(cudart.cudaGraphGetNodes(graph, numNodes=0), "cudaGraphGetNodes")
+            _nodes, count = checked(cudart.cudaGraphGetNodes(graph, numNodes=0), "cudaGraphGetNodes")
         finally:
             cudart.cudaGraphExecDestroy(graph_exec)
     finally:
@@ -143,7 +147,7 @@ def _upload_pair(
     upload_first = random.getrandbits(1) == 1
     times: dict[bool, float | None] = {}
     for with_flag in (upload_first, not upload_first):
-        graph = _capture_raw(stream, calls)
+        graph = capture_raw(stream, calls)
         try:
             times[with_flag] = _time_instantiation(graph, stream, clock, with_flag)
         finally:
@@ -172,7 +176,7 @@ def _time_instantiation(graph: Any, stream: cupy.cuda.Stream, clock: Clock, with
     graph_exec = result[1]
     try:
         if params is None:
-            _check(cudart.cudaGraphUpload(graph_exec, stream.ptr), "cudaGraphUpload")
+            checked(cudart.cudaGraphUpload(graph_exec, stream.ptr), "cudaGraphUpload")
         stream.synchronize()
         return clock.wall() - t0
     finally:
@@ -207,18 +211,18 @@ def capture(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock:
     """
     pool = cupy.cuda.MemoryPool()
     with cupy.cuda.using_allocator(pool.malloc), stream:
-        _issue(calls)  # warm the graph's pool: temporaries are cached before capture
+        issue(calls)  # warm the graph's pool: temporaries are cached before capture
         stream.synchronize()
         split_life = _split_lifecycle(stream, calls, clock) if cudart is not None else None
         free0 = _free_bytes()
         t0 = clock.wall()
         try:
             stream.begin_capture()
-            _issue(calls)
+            issue(calls)
             graph = stream.end_capture()
         except Exception as err:
             abort_capture(stream)
-            raise CaptureFailed(_describe(err)) from err
+            raise CaptureFailed(describe_error(err)) from err
         t1 = clock.wall()
         graph.upload(stream)
         stream.synchronize()

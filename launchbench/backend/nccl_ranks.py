@@ -16,7 +16,7 @@ import cupy
 import numpy as np
 
 from launchbench.backend.base import RankInfo
-from launchbench.kinds.host_copy import pinned_empty
+from launchbench.kinds.buffers import pinned_empty
 
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
 NVLS_VARIABLE = "NCCL_NVLS_ENABLE"  # NVLink multicast (NVLS) stays off: launchbench never uses it

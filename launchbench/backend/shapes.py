@@ -33,17 +33,27 @@ from typing import Any
 import cupy
 import numpy as np
 
-from launchbench.backend.base import CaseRefused, OutputCheck
-from launchbench.backend.check import compare_outputs
-from launchbench.backend.cupy_backend import (
-    MEMORY_HEADROOM,
+from launchbench.backend.base import GraphDrawing, OutputCheck, RankControl
+from launchbench.backend.chain import (
+    Calls,
     StreamSource,
+    debug_dot,
     fork_join,
     harness_cost,
+    issue,
+    refuse_unless_fits,
     reset_steps,
     snapshot_steps,
 )
-from launchbench.backend.graph import CaptureFailed, _capture_raw, _check, _describe, abort_capture, cudart
+from launchbench.backend.check import compare_outputs
+from launchbench.backend.graph import (
+    CaptureFailed,
+    abort_capture,
+    capture_raw,
+    checked,
+    cudart,
+    describe_error,
+)
 from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.window import LaunchWindow
 from launchbench.backend.workload import poll, timed_batch
@@ -52,10 +62,9 @@ from launchbench.kinds.base import BuiltStep
 from launchbench.kinds.registry import step_bytes
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import BatchTiming
-from launchbench.results.schema import ShapeCounts
+from launchbench.results.schema import GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case, ShapePlan
 
-Calls = Sequence[Callable[[], Any]]
 CHECK_CYCLES = 2  # the output check walks every shape twice: cache hits and updates back to a shape
 
 
@@ -91,37 +100,32 @@ class Counter:
         )
 
 
-def _issue(calls: Calls) -> None:
-    for call in calls:
-        call()
-
-
 def capture_graph(stream: cupy.cuda.Stream, calls: Calls, pool: cupy.cuda.MemoryPool) -> Any:
     """One iteration of ``calls`` captured with CuPy's stream capture: an instantiated cupy.cuda.Graph."""
     with cupy.cuda.using_allocator(pool.malloc), stream:
         try:
             stream.begin_capture()
-            _issue(calls)
+            issue(calls)
             return stream.end_capture()
         except Exception as err:
             abort_capture(stream)
-            raise CaptureFailed(_describe(err)) from err
+            raise CaptureFailed(describe_error(err)) from err
 
 
-def capture_raw(stream: cupy.cuda.Stream, calls: Calls, pool: cupy.cuda.MemoryPool) -> Any:
+def capture_raw_pooled(stream: cupy.cuda.Stream, calls: Calls, pool: cupy.cuda.MemoryPool) -> Any:
     """One iteration of ``calls`` captured through cuda.bindings on CuPy's stream: a cudaGraph_t, not
     instantiated (the caller destroys it)."""
     with cupy.cuda.using_allocator(pool.malloc), stream:
-        return _capture_raw(stream, calls)
+        return capture_raw(stream, calls)
 
 
 def node_types(graph: Any) -> list[str]:
     """The types of a graph's nodes (through cuda-bindings), e.g. ['Kernel', 'Kernel', 'Memset']."""
-    _nodes, count = _check(cudart.cudaGraphGetNodes(graph, numNodes=0), "cudaGraphGetNodes")
-    nodes, _count = _check(cudart.cudaGraphGetNodes(graph, numNodes=count), "cudaGraphGetNodes")
+    _nodes, count = checked(cudart.cudaGraphGetNodes(graph, numNodes=0), "cudaGraphGetNodes")
+    nodes, _count = checked(cudart.cudaGraphGetNodes(graph, numNodes=count), "cudaGraphGetNodes")
     types = []
     for node in list(nodes)[:count]:
-        kind = _check(cudart.cudaGraphNodeGetType(node), "cudaGraphNodeGetType")
+        kind = checked(cudart.cudaGraphNodeGetType(node), "cudaGraphNodeGetType")
         types.append(str(getattr(kind, "name", kind)).removeprefix("cudaGraphNodeType"))
     return types
 
@@ -203,7 +207,7 @@ class GraphStrategy(Strategy):
         self.graph: Any = None
         with cupy.cuda.using_allocator(self.pool.malloc), stream:
             for shape_calls in calls:  # temporaries cached in the pool before any capture
-                _issue(shape_calls)
+                issue(shape_calls)
         stream.synchronize()
 
     def capture(self, index: int) -> Any:
@@ -283,7 +287,7 @@ class UpdateStrategy(GraphStrategy):
         handle = getattr(self.graph, "graphExec", None)
         if handle is None:
             raise StrategyUnavailable("this CuPy's Graph has no graphExec handle to update")
-        raw = capture_raw(self.stream, self.calls[index], self.pool)
+        raw = capture_raw_pooled(self.stream, self.calls[index], self.pool)
         err, info = cudart.cudaGraphExecUpdate(handle, raw)
         if int(err) == 0:
             self.counter.updates += 1
@@ -402,21 +406,19 @@ class ShapePreparedCase:
         plan = self.plan = case.shapes
         self.case = case
         self.clock = clock
-        needed = _bytes_needed(plan)
-        free, total = cupy.cuda.runtime.memGetInfo()
-        if needed > MEMORY_HEADROOM * free:
-            raise CaseRefused(
-                f"case needs {needed / 2**30:.2f} GiB of GPU memory for its buffers over its {plan.distinct} "
-                f"shapes ({plan.label(0)} … {plan.label(plan.distinct - 1)}, each its own buffers); "
-                f"{free / 2**30:.2f} GiB of {total / 2**30:.2f} GiB is free"
-            )
+        refuse_unless_fits(
+            _bytes_needed(plan),
+            f" over its {plan.distinct} shapes ({plan.label(0)} … {plan.label(plan.distinct - 1)}, "
+            "each its own buffers)",
+        )
         self.stream = streams(0)
         aux_ids = sorted({step.stream for steps in plan.variants for step in steps if step.stream})
         self.aux_streams = {index: streams(index) for index in aux_ids}
         self.steps: list[BuiltStep] = []
         self.calls = self._build(plan)
-        self.lifecycle = None
+        self.lifecycle: GraphLifecycle | None = None  # a life cycle per change is in shape_counts
         self.graph_failure: str | None = None
+        self.control: RankControl | None = None  # one GPU: shape-changing cases have no ranks
         self.loops: dict[str, ShapeLoop] = {}
         self.workloads: dict[str, Any] = {}
         block = max(1, case.measure.max_in_flight // 2)
@@ -461,7 +463,7 @@ class ShapePreparedCase:
             per_shape = [fork_join(self.stream, aux, calls) for calls in per_shape]
         for calls in per_shape:  # compile and load every kernel before anything is timed or captured
             with self.stream:
-                _issue(calls)
+                issue(calls)
         self.stream.synchronize()
         return per_shape
 
@@ -489,6 +491,13 @@ class ShapePreparedCase:
 
     def shape_counts(self) -> dict[str, ShapeCounts]:
         return {name: loop.counter.frozen() for name, loop in self.loops.items()}
+
+    def drop_graph(self, reason: str) -> None:
+        """Measure and check eager only: every graph strategy closed and dropped."""
+        for name in [name for name in self.loops if name != "eager"]:
+            self.loops.pop(name).strategy.close()
+            self.workloads.pop(name, None)
+        self.graph_failure = reason
 
     def _walk(self, mode: str) -> dict[str, np.ndarray]:
         """From the initial contents, every shape in turn (CHECK_CYCLES times), up to two iterations each,
@@ -526,11 +535,11 @@ class ShapePreparedCase:
 
     def graph_dot(self) -> str:
         """The first shape's graph in Graphviz DOT."""
-        graph = capture_graph(self.stream, self.calls[0], cupy.cuda.MemoryPool())
-        if not hasattr(graph, "debug_dot_str"):
-            raise LaunchbenchError("this CuPy has no Graph.debug_dot_str (CuPy 14 or newer has it)")
-        text = graph.debug_dot_str()
-        return text.decode() if isinstance(text, bytes) else text
+        return debug_dot(capture_graph(self.stream, self.calls[0], cupy.cuda.MemoryPool()))
+
+    def draw_graph(self) -> GraphDrawing:
+        """The first shape's graph, drawn by CuPy (its nodes are not counted)."""
+        return GraphDrawing(self.graph_dot(), None)
 
     def harness_cost(self) -> float:
         return harness_cost(self.stream, self.clock, self.case.measure.max_in_flight)

@@ -22,28 +22,36 @@ from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    MeasureArgs,
     backend_option,
     handle_errors,
     out_dir_option,
     output_option,
     quiet_option,
     short_help,
+    terminate_as_interrupt,
+    usage_errors,
+    warn_unused_axes,
 )
-from launchbench.cli.compare import FORMATS, _settings, comparison_options
+from launchbench.cli.compare import FORMATS, compare_settings, comparison_options
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
-from launchbench.cli.run import _overrides, _terminate_as_interrupt, warn_unused_axes
+from launchbench.run.overrides import (
+    AB_ROUNDS,
+    QUICK,
+    OverridesError,
+    ab_overrides,
+    default,
+    quick_help,
+)
 
 if TYPE_CHECKING:
     from launchbench.analysis.compare import CompareSettings, Comparison
     from launchbench.analysis.gate import GateReport, GateRule, GateScope
     from launchbench.results.schema import RunRecord
-    from launchbench.run.ab import Side
+    from launchbench.run.ab import Side, Variant
     from launchbench.run.runner import RunOptions
 
 T = TypeVar("T")
-
-# ab's default rounds: the interval over rounds narrows with their number, its t quantile with their df
-AB_ROUNDS = 10
 
 
 @dataclass(frozen=True)
@@ -129,12 +137,12 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
 @click.option(
     "--passes",
     type=click.IntRange(min=2, max=100),
-    help=f"Rounds: passes of each side, interleaved; a case's time budget is shared among them (default {AB_ROUNDS}; --quick: 2).",
+    help=f"Rounds: passes of each side, interleaved; a case's time budget is shared among them (default {AB_ROUNDS}; --quick: {QUICK['passes']}).",
 )
 @click.option(
     "--max-time",
     type=click.FloatRange(min=0, min_open=True),
-    help="Time budget per case and side in seconds (default 4).",
+    help=f"Time budget per case and side in seconds (default {default('max_time'):g}).",
 )
 @click.option(
     "--target-noise",
@@ -142,7 +150,7 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
     help="Noise target of each side's sampling.",
 )
 @click.option("--min-samples", type=click.IntRange(min=3), help="Fewest samples per mode.")
-@click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 rounds, 5 samples minimum.")
+@click.option("--quick", is_flag=True, help=quick_help("rounds"))
 @click.option(
     "--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases."
 )
@@ -178,39 +186,7 @@ VARIANT_HELP = "comma-separated python=INTERPRETER, path=DIR (repeatable), env=N
 @quiet_option("No progress lines.")
 @ingest_options("both sides (OUT/a, OUT/b) once they are compared, also when the gate fails,")
 @handle_errors
-def ab(
-    scenarios: tuple[str, ...],
-    a_spec: str,
-    b_spec: str,
-    out_dir: Path | None,
-    results_root: Path,
-    device: int,
-    devices_spec: str | None,
-    backend: str | None,
-    passes: int | None,
-    max_time: float | None,
-    target_noise: float | None,
-    min_samples: int | None,
-    quick: bool,
-    max_cases: int | None,
-    metrics: tuple[str, ...],
-    thresholds: list[tuple[str | None, float]],
-    alpha: float,
-    rules: list[GateRule],
-    allow_missing: bool,
-    allow_empty: bool,
-    allow_disturbed: bool,
-    allow_blind: bool,
-    fail_on_blind: bool,
-    gate_rows: GateScope,
-    fmt: str,
-    output: Path | None,
-    junit: Path | None,
-    cpu: str,
-    quiet: bool,
-    history: bool | None,
-    db: str | None,
-) -> None:
+def ab(**given: Any) -> None:
     """Measure two variants A (base) and B (change) of the same SCENARIOS interleaved on one GPU.
 
     Pass by pass and case by case, each variant in its own worker process (its interpreter, paths and
@@ -228,44 +204,115 @@ def ab(
     one or a case failed (with --devices: on any GPU), 2 on a usage or input error, 130 when
     interrupted.
     """
+    sys.exit(_ab(AbArgs(**given)))
+
+
+@dataclass(frozen=True)
+class AbArgs(MeasureArgs):
+    """What the ab command was given, as click parsed it."""
+
+    scenarios: tuple[str, ...]
+    a_spec: str
+    b_spec: str
+    out_dir: Path | None
+    results_root: Path
+    device: int
+    devices_spec: str | None
+    backend: str | None
+    passes: int | None
+    max_cases: int | None
+    metrics: tuple[str, ...]
+    thresholds: list[tuple[str | None, float]]
+    alpha: float
+    rules: list[GateRule]
+    allow_missing: bool
+    allow_empty: bool
+    allow_disturbed: bool
+    allow_blind: bool
+    fail_on_blind: bool
+    gate_rows: GateScope
+    fmt: str
+    output: Path | None
+    junit: Path | None
+    cpu: str
+    quiet: bool
+    history: bool | None
+    db: str | None
+
+    def overrides(self) -> dict[str, Any]:
+        """The measurement settings given, held to the file's rules; the passes are ab's rounds."""
+        with usage_errors(OverridesError):
+            return ab_overrides(self.given(), self.passes, self.preset)
+
+    def gate(self) -> AbGate:
+        return AbGate(
+            tuple(self.rules),
+            self.allow_missing,
+            self.allow_empty,
+            self.allow_disturbed,
+            self.allow_blind,
+            self.gate_rows,
+        )
+
+    def output_to(self, root: Path) -> AbOutput:
+        return AbOutput(
+            root, self.out_dir is None, self.fmt, self.output, self.junit, self.quiet, self.history, self.db
+        )
+
+
+def _ab(args: AbArgs) -> int:
+    """Plan both sides, measure them (on one device or on each of --devices), compare; the exit code."""
     from launchbench.analysis.compare import CompareSettingsError
     from launchbench.cli.common import check_outputs
-    from launchbench.report.run_files import write_tables
-    from launchbench.run import runner
-    from launchbench.run.ab import Side, check_interpreter, chosen_cpus, parse_variant
+    from launchbench.run.ab import check_interpreter, chosen_cpus, parse_variant
     from launchbench.run.devices import parse_devices
-    from launchbench.run.worker import load_factory
 
-    check_outputs([("-o", output), ("--junit", junit)], inputs=list(scenarios))  # before any measuring
-    try:
-        settings = _settings(metrics, thresholds, alpha, rules)
-    except CompareSettingsError as err:
-        raise click.UsageError(str(err)) from None
-    listed = parse_devices(devices_spec) if devices_spec is not None else ()
-    cpus = chosen_cpus(cpu) if devices_spec is None else ()  # with --devices: once the devices are known
-    variants = (parse_variant(a_spec), parse_variant(b_spec))
+    check_outputs(
+        [("-o", args.output), ("--junit", args.junit)], inputs=list(args.scenarios)
+    )  # before measuring
+    with usage_errors(CompareSettingsError):
+        settings = compare_settings(args.metrics, args.thresholds, args.alpha, args.rules)
+    listed = parse_devices(args.devices_spec) if args.devices_spec is not None else ()
+    cpus = chosen_cpus(args.cpu) if args.devices_spec is None else ()  # with --devices: once they are known
+    variants = (parse_variant(args.a_spec), parse_variant(args.b_spec))
     for variant in variants:
         check_interpreter(variant)
-    overrides = _overrides(quick, target_noise, max_time, min_samples)
-    if passes is not None or not quick:
-        overrides["passes"] = passes or AB_ROUNDS
-    plans = tuple(runner.plan(v.scenarios or scenarios, overrides, max_cases) for v in variants)
-    for the_plan in plans[: 1 if variants[0].scenarios == variants[1].scenarios else 2]:
-        warn_unused_axes(the_plan, max_cases)
-    root = out_dir or runner.default_run_dir(
-        results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios]
-    )
-    sides = (Side("A", variants[0], plans[0], root / "a"), Side("B", variants[1], plans[1], root / "b"))
-    options = runner.RunOptions(device=device, overrides=overrides, isolate=True, write_tables=write_tables)
-    if backend:  # else RunOptions' default, the CuPy backend
-        options = dataclasses.replace(options, backend_factory=load_factory(backend))
-    gate = AbGate(tuple(rules), allow_missing, allow_empty, allow_disturbed, allow_blind, gate_rows)
-    out = AbOutput(root, out_dir is None, fmt, output, junit, quiet, history, db)
-    if devices_spec is not None:
+    overrides = args.overrides()
+    sides = _sides(args, variants, overrides)
+    options = _options(args, overrides)
+    out = args.output_to(sides[0].run_dir.parent)
+    if args.devices_spec is not None:
         from launchbench.cli.ab_devices import ab_on_devices
 
-        sys.exit(ab_on_devices(listed, cpu, sides, options, settings, gate, out))
-    sys.exit(_ab_on_one_device(sides, options, cpus, settings, gate, out))
+        return ab_on_devices(listed, args.cpu, sides, options, settings, args.gate(), out)
+    return _ab_on_one_device(sides, options, cpus, settings, args.gate(), out)
+
+
+def _sides(args: AbArgs, variants: tuple[Variant, Variant], overrides: dict[str, Any]) -> tuple[Side, Side]:
+    """Each variant's plan (its own scenario files where it names some), in OUT/a and OUT/b."""
+    from launchbench.run import runner
+    from launchbench.run.ab import Side
+
+    plans = tuple(runner.plan(v.scenarios or args.scenarios, overrides, args.max_cases) for v in variants)
+    for the_plan in plans[: 1 if variants[0].scenarios == variants[1].scenarios else 2]:
+        warn_unused_axes(the_plan, args.max_cases)
+    root = args.out_dir or runner.default_run_dir(
+        args.results_root, [s.model_copy(update={"name": "ab-" + s.name}) for s in plans[0].scenarios]
+    )
+    return Side("A", variants[0], plans[0], root / "a"), Side("B", variants[1], plans[1], root / "b")
+
+
+def _options(args: AbArgs, overrides: dict[str, Any]) -> RunOptions:
+    from launchbench.report.run_files import write_tables
+    from launchbench.run import runner
+    from launchbench.run.worker import load_factory
+
+    options = runner.RunOptions(
+        device=args.device, overrides=overrides, isolate=True, write_tables=write_tables
+    )
+    if args.backend:  # else RunOptions' default, the CuPy backend
+        options = dataclasses.replace(options, backend_factory=load_factory(args.backend))
+    return options
 
 
 @dataclass(frozen=True)
@@ -295,7 +342,7 @@ def measured(
     130. A claimed folder that holds nothing is given back."""
     from launchbench.results.store import release_if_empty
 
-    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)
     try:
         return measure()
     except KeyboardInterrupt:

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from launchbench.errors import LaunchbenchError
+
+if TYPE_CHECKING:
+    from launchbench.run.overrides import Preset
 
 EXIT_OK = 0
 EXIT_FAIL = 1
@@ -223,3 +228,48 @@ def _same_file_key(path: Path) -> str:
         return str(path.resolve())
     except (OSError, RuntimeError):
         return str(path)
+
+
+# ------------------------------------------------------------------------------------------- measuring
+
+
+@dataclass(frozen=True)
+class MeasureArgs:
+    """The measurement options run and ab share, as click parsed them (None: not given)."""
+
+    target_noise: float | None
+    max_time: float | None
+    min_samples: int | None
+    quick: bool
+
+    def given(self) -> dict[str, float | int | None]:
+        return {"target_noise": self.target_noise, "max_time": self.max_time, "min_samples": self.min_samples}
+
+    @property
+    def preset(self) -> Preset:
+        from launchbench.run.overrides import Preset
+
+        return Preset.QUICK if self.quick else Preset.FILE
+
+
+def terminate_as_interrupt(_signum: int, _frame: Any) -> None:
+    """A SIGTERM handler: the run ends as on Ctrl-C (what it measured is kept)."""
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def usage_errors(*kinds: type[Exception]) -> Iterator[None]:
+    """An error of ``kinds`` raised in the block is a usage error with its message (exit 2)."""
+    try:
+        yield
+    except kinds as err:
+        raise click.UsageError(str(err)) from None
+
+
+def warn_unused_axes(the_plan: Any, max_cases: int | None) -> None:
+    """A warning (stderr, one line each) for every sweep axis no step of its file uses."""
+    from launchbench.scenario.expand import sweep_warnings
+
+    for loaded in the_plan.files:
+        for warning in sweep_warnings(loaded, max_cases):
+            click.echo(f"launchbench: warning: {warning}", err=True)

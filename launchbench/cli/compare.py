@@ -22,7 +22,7 @@ from launchbench.cli.common import (
     short_help,
     stack,
 )
-from launchbench.cli.history import history_baseline_for, history_baseline_options
+from launchbench.cli.history import baseline_query, history_baseline_options
 from launchbench.cli.output import REPORT_FORMATS, Report, publish, report_options
 
 if TYPE_CHECKING:  # the statistics (numpy, SciPy) load when a comparison runs, not for --help
@@ -34,7 +34,7 @@ F = Callable[..., Any]
 STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
 
 
-def _settings(
+def compare_settings(
     metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
 ) -> CompareSettings:
     """A metric named in a ``N%`` rule gets a threshold no larger than N%: the gate fails only rows whose
@@ -192,14 +192,14 @@ def compare(
         raise click.UsageError("give BASELINE and CURRENT (or --baseline history and CURRENT)")
     check_outputs([("-o", output), ("--junit", junit)], inputs=list(runs))
     try:
-        settings = _settings(metrics, thresholds, alpha, rules)
+        settings = compare_settings(metrics, thresholds, alpha, rules)
     except CompareSettingsError as err:
         raise click.UsageError(str(err)) from None
     if baseline_from == "history":
-        baseline_run, baseline, current_run = history_baseline_for(
-            runs[0], db, same_driver, same_cupy, git_branch, last
-        )
-        sides = [(baseline, baseline_run), (runs[0], current_run)]
+        from launchbench.history.baseline import history_baseline_for
+
+        drawn = history_baseline_for(runs[0], baseline_query(db, same_driver, same_cupy, git_branch, last))
+        sides = [(drawn.label, drawn.baseline), (runs[0], drawn.current)]
     else:
         sides = [(path, load_run(path)) for path in runs]
     gate = Gate(

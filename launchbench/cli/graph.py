@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,6 +20,10 @@ from launchbench.cli.common import (
 )
 from launchbench.errors import LaunchbenchError
 from launchbench.files import atomic_write_text, check_output_file
+
+if TYPE_CHECKING:
+    from launchbench.backend.base import GraphDrawing
+    from launchbench.scenario.core import Case
 
 
 @click.command("graph", short_help=short_help("graph"))
@@ -41,14 +46,31 @@ def graph(scenario: str, case_id: str | None, output: Path, device: int, quiet: 
     Exit 0 when the file is written, 2 on a usage or input error (no such case, no usable GPU, no
     Graphviz for .svg/.png).
     """
-    from launchbench.run.worker import cupy_backend
-    from launchbench.scenario.expand import expand_scenario
-
     suffix = output.suffix.lower()
     if suffix not in (".dot", ".svg", ".png"):
         raise LaunchbenchError(f"-o {output}: give a .dot, .svg or .png file")
+    dot_path = output if suffix == ".dot" else output.with_suffix(".dot")
     check_output_file(output, "-o")
-    check_output_file(output if suffix == ".dot" else output.with_suffix(".dot"), "-o")
+    check_output_file(dot_path, "-o")
+    chosen = _chosen_case(scenario, case_id)
+    drawing = _draw(chosen, device)
+    atomic_write_text(dot_path, drawing.dot, "-o")
+    if not quiet:
+        click.echo(f"{chosen.scenario} {chosen.case_id}: graph written to {dot_path}")
+        if drawing.summary is not None:
+            click.echo(f"  {drawing.summary}")
+    if suffix in (".svg", ".png"):
+        _render(dot_path, output, suffix)
+        if not quiet:
+            click.echo(f"rendered with Graphviz: {output}")
+    sys.exit(EXIT_OK)
+
+
+def _chosen_case(scenario: str, case_id: str | None) -> Case:
+    """The case ``case_id`` of the scenario (the first case without one), refused where it runs on
+    several GPUs."""
+    from launchbench.scenario.expand import expand_scenario
+
     cases = expand_scenario(scenario)
     chosen = next((c for c in cases if c.case_id == case_id), None) if case_id else cases[0]
     if chosen is None:
@@ -58,40 +80,40 @@ def graph(scenario: str, case_id: str | None, output: Path, device: int, quiet: 
         raise LaunchbenchError(
             f"{scenario}: case {chosen.case_id} runs on {chosen.devices} GPUs; `launchbench graph` draws one-GPU cases"
         )
-    backend = cupy_backend(device)
-    prepared = backend.prepare(chosen)
+    return chosen
+
+
+def _draw(case: Case, device: int) -> GraphDrawing:
+    """The case prepared on the CuPy backend and its captured graph drawn."""
+    from launchbench.backend.base import DrawsGraph
+    from launchbench.run.worker import cupy_backend
+
+    prepared = cupy_backend(device).prepare(case)
     try:
-        dot = prepared.graph_dot()
-        shape = prepared.graph_shape()
+        if not isinstance(prepared, DrawsGraph):
+            raise LaunchbenchError(f"case {case.case_id}: this backend cannot draw its graphs")
+        return prepared.draw_graph()
     finally:
         prepared.close()
-    dot_path = output if suffix == ".dot" else output.with_suffix(".dot")
-    atomic_write_text(dot_path, dot, "-o")
-    if not quiet:
-        click.echo(f"{chosen.scenario} {chosen.case_id}: graph written to {dot_path}")
-        if shape is not None:
-            from launchbench.backend.graph_shape import describe
 
-            click.echo(f"  {describe(shape)}")
-    if suffix in (".svg", ".png"):
-        if shutil.which("dot") is None:
-            raise LaunchbenchError(
-                f"Graphviz 'dot' is not installed; the DOT file is at {dot_path} (apt-get install graphviz)"
-            )
-        try:
-            subprocess.run(
-                ["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(output)],
-                check=True,
-                timeout=120,
-                capture_output=True,
-            )
-        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
-            raise LaunchbenchError(
-                f"Graphviz could not render {output} ({err}); the DOT file is at {dot_path}"
-            ) from None
-        if not quiet:
-            click.echo(f"rendered with Graphviz: {output}")
-    sys.exit(EXIT_OK)
+
+def _render(dot_path: Path, output: Path, suffix: str) -> None:
+    """``output`` (.svg or .png) rendered from ``dot_path`` by Graphviz."""
+    if shutil.which("dot") is None:
+        raise LaunchbenchError(
+            f"Graphviz 'dot' is not installed; the DOT file is at {dot_path} (apt-get install graphviz)"
+        )
+    try:
+        subprocess.run(
+            ["dot", f"-T{suffix[1:]}", str(dot_path), "-o", str(output)],
+            check=True,
+            timeout=120,
+            capture_output=True,
+        )
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as err:
+        raise LaunchbenchError(
+            f"Graphviz could not render {output} ({err}); the DOT file is at {dot_path}"
+        ) from None
 
 
 command = graph

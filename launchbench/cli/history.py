@@ -11,11 +11,11 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -26,8 +26,15 @@ from launchbench.cli.common import (
     quiet_option,
     short_help,
 )
-from launchbench.history import ENV_VAR  # not history.db: compare and ab load this module
+from launchbench.history import (
+    DEFAULT_LAST,
+    DEFAULT_METRIC,
+    ENV_VAR,
+)  # not history.db: compare and ab load this module
 from launchbench.results.metrics import ALL_MODES, METRIC_BY_NAME
+
+if TYPE_CHECKING:
+    from launchbench.history.baseline import BaselineQuery
 
 F = Callable[..., Any]
 
@@ -162,6 +169,13 @@ def _open(db: str | None) -> Any:
     return HistoryDB(db)
 
 
+def _read(db: str | None, reading: str) -> Any:
+    """The database for a command that only reads it: a missing SQLite file is refused, not made."""
+    from launchbench.history.db import open_existing
+
+    return open_existing(db, reading)
+
+
 format_option = click.option(
     "--format",
     "fmt",
@@ -233,7 +247,7 @@ def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -
     from launchbench.history.query import list_runs
     from launchbench.report.history import LIST_COLUMNS, render, run_records
 
-    with _open(db) as opened:
+    with _read(db, "the runs") as opened:
         runs = list_runs(opened, make_filter(**filters))
         _emit(
             render(
@@ -258,7 +272,7 @@ def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -
     help="Which mode of the row.",
 )
 @click.option(
-    "-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default="wall_us_per_launch", show_default=True
+    "-m", "--metric", type=click.Choice(list(METRIC_BY_NAME)), default=DEFAULT_METRIC, show_default=True
 )
 @db_option
 @filter_options
@@ -275,7 +289,7 @@ def trend(
     from launchbench.report.history import TREND_COLUMNS, render, trend_records
 
     key = parse_row(row, mode)
-    with _open(db) as opened:
+    with _read(db, "a trend") as opened:
         points = query_trend(opened, key, metric, make_filter(**filters))
         if not points:  # a row no run measured is a mistake; a filter that matches no run is an answer
             require_row(opened, key)
@@ -317,7 +331,7 @@ def _history_threshold(text: str) -> tuple[str | None, float]:
 @click.option(
     "--alpha",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.01,
+    default=DEFAULT_ALPHA,
     show_default=True,
     help="Significance level of Welch's t test across the runs on each side of a step.",
 )
@@ -343,7 +357,7 @@ def changes(
     default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
     per_metric = {m: v for m, v in thresholds if m is not None}
     found = []
-    with _open(db) as opened:
+    with _read(db, "change points") as opened:
         for metric in metrics or DEFAULT_METRICS:
             threshold = per_metric.get(metric, default)
             found += detect_changes(
@@ -369,7 +383,7 @@ def changes(
     "-m",
     "--metric",
     type=click.Choice(list(METRIC_BY_NAME)),
-    default="wall_us_per_launch",
+    default=DEFAULT_METRIC,
     show_default=True,
     help="Metric to plot.",
 )
@@ -384,7 +398,7 @@ def report(out_dir: Path, metric: str, db: str | None, quiet: bool, **filters: A
     that redraw every chart; links to the run directories."""
     from launchbench.report.history_html import write_report
 
-    with _open(db) as opened:
+    with _read(db, "the report's runs") as opened:
         path = write_report(opened, out_dir, metric, make_filter(**filters))
     if not (quiet or _quiet()):
         click.echo(f"wrote {path}")
@@ -431,7 +445,7 @@ def history_baseline_options(func: F) -> F:
             click.option(
                 "--last",
                 type=click.IntRange(min=1),
-                default=10,
+                default=DEFAULT_LAST,
                 show_default=True,
                 metavar="N",
                 help="With --baseline history: the newest N matching runs.",
@@ -442,54 +456,13 @@ def history_baseline_options(func: F) -> F:
     return func
 
 
-def _refuse_missing_sqlite(db: str | None) -> None:
-    """A baseline is read from a history that exists: a SQLite file that is not there is an error, and
-    is not made."""
-    from sqlalchemy import exc
-    from sqlalchemy.engine import make_url
+def baseline_query(
+    db: str | None, same_driver: bool, same_cupy: bool, git_branch: str | None, last: int
+) -> BaselineQuery:
+    """compare's --baseline history options as the library's query."""
+    from launchbench.history.baseline import BaselineQuery, SameAs
 
-    from launchbench.history.db import HistoryError, resolve_url
+    def same(flag: bool) -> SameAs:
+        return SameAs.CURRENT if flag else SameAs.ANY
 
-    url = resolve_url(db)
-    if not url.startswith("sqlite"):
-        return
-    try:
-        database = make_url(url).database
-    except exc.ArgumentError:  # a URL SQLAlchemy cannot parse: HistoryDB says so
-        return
-    if database and database != ":memory:" and not Path(database).exists():
-        raise HistoryError(
-            f"{database}: no such history database (reading the baseline); ingest runs into it first "
-            f"(launchbench history ingest --db {database} RUN_DIR...)"
-        )
-
-
-def history_baseline_for(
-    current: str, db: str | None, same_driver: bool, same_cupy: bool, git_branch: str | None, last: int
-) -> tuple[Any, str, Any]:
-    """The baseline record drawn from history for the run at ``current``, its label, and the current run
-    as one unit (its passes pooled: history.baseline.as_one_run)."""
-    import hashlib
-
-    from launchbench.history.baseline import as_one_run, history_baseline
-    from launchbench.history.ingest import run_environment
-    from launchbench.history.query import RunFilter
-    from launchbench.results.store import load_run, read_capped, resolve_results_file
-
-    record = load_run(current)
-    env = run_environment(record)
-    file = resolve_results_file(current)  # a run replayed from its journal alone is not in the history
-    digest = hashlib.sha256(read_capped(file)).hexdigest() if file.is_file() else None
-    filters = RunFilter(
-        gpu_name=env["gpu_name"],
-        driver=env["driver"] if same_driver else None,
-        cupy=env["cupy"] if same_cupy else None,
-        git_branch=git_branch,
-        last=last,
-        exclude_hash=digest,
-    )
-    _refuse_missing_sqlite(db)
-    with _open(db) as opened:
-        baseline, runs = history_baseline(opened, filters)
-    label = f"history ({len(runs)} runs: {runs[0].name} … {runs[-1].name}; {filters.describe()})"
-    return baseline, label, as_one_run(record)
+    return BaselineQuery(db, same(same_driver), same(same_cupy), git_branch, last)

@@ -10,17 +10,14 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from launchbench.scenario.core import OVERRIDE_OPTIONS
+
 if TYPE_CHECKING:
     from launchbench.results.schema import RunRecord
     from launchbench.run.resume import RunSettings
 
 # the option of each measurement override a run records (the others are set only by --quick)
-OPTION_OF = {
-    "target_noise": "--target-noise",
-    "max_time": "--max-time",
-    "min_samples": "--min-samples",
-    "passes": "--passes",
-}
+OPTION_OF = OVERRIDE_OPTIONS
 
 
 def resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tuple[RunRecord, RunSettings]:

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 import signal
 import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
 from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    MeasureArgs,
     backend_option,
     device_option,
     handle_errors,
@@ -23,70 +25,70 @@ from launchbench.cli.common import (
     quiet_option,
     short_help,
     stack,
+    terminate_as_interrupt,
+    usage_errors,
+    warn_unused_axes,
 )
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
 from launchbench.errors import LaunchbenchError
+from launchbench.run.overrides import OverridesError, default, measure_overrides, quick_help
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from launchbench.results.schema import RunRecord
     from launchbench.run.resume import RunSettings
-    from launchbench.run.runner import Plan
+    from launchbench.run.runner import Plan, RunOptions
 
-QUICK = {
-    "target_noise": 0.03,
-    "latency_target_noise": 0.05,
-    "max_time": 1.0,
-    "min_samples": 5,
-    "warmup_time": 0.05,
-    "passes": 2,
-}
-
-
-# The measurement settings the command line overrides: option → (type, help). Each value is held to the
-# scenario file's rules (MeasureSettings) in _overrides.
+# The measurement settings the command line overrides: option → (type, help), the defaults read from the
+# library (MeasureSettings). Each value is held to the scenario file's rules (run.overrides).
 MEASURE_OVERRIDES: dict[str, tuple[type, str]] = {
     "--target-noise": (
         float,
-        "Stop when the median's 95% CI is within this fraction, in (0, 1] (default 0.01).",
+        f"Stop when the median's 95% CI is within this fraction, in (0, 1] (default {default('target_noise'):g}).",
     ),
-    "--max-time": (float, "Time budget per case in seconds, in (0, 86400] (default 4)."),
-    "--min-samples": (int, "Fewest samples per mode, 3 to the file's max_samples (default 10)."),
+    "--max-time": (
+        float,
+        f"Time budget per case in seconds, in (0, 86400] (default {default('max_time'):g}).",
+    ),
+    "--min-samples": (
+        int,
+        f"Fewest samples per mode, 3 to the file's max_samples (default {default('min_samples'):g}).",
+    ),
     "--passes": (
         int,
-        "Passes over all cases, 1 to 100; each in a fresh worker process; each case's budget is split among them (default 5).",
+        "Passes over all cases, 1 to 100; each in a fresh worker process; each case's budget is split among "
+        f"them (default {default('passes'):g}).",
     ),
 }
 
 
-def _overrides(
-    quick: bool,
-    target_noise: float | None,
-    max_time: float | None,
-    min_samples: int | None,
-    passes: int | None = None,
-) -> dict[str, Any]:
-    """The command line's measurement settings, held to the file's rules (MeasureSettings): a value the
-    file would refuse (nan, inf, out of range) is a usage error naming the option."""
-    from pydantic import ValidationError
+@dataclass(frozen=True)
+class RunArgs(MeasureArgs):
+    """What the run command was given, as click parsed it."""
 
-    from launchbench.scenario.core import MeasureSettings, measure_overrides_error
+    scenarios: tuple[str, ...]
+    out_dir: Path | None
+    results_root: Path
+    device: int
+    devices_spec: str | None
+    shard_spec: str | None
+    backend: str | None
+    passes: int | None
+    max_cases: int | None
+    resume_dir: Path | None
+    allow_changed_scenario: bool
+    no_isolate: bool
+    check: bool
+    plot: bool
+    quiet: bool
+    history: bool | None
+    db: str | None
 
-    out: dict[str, Any] = dict(QUICK) if quick else {}
-    given = {"target_noise": target_noise, "max_time": max_time, "min_samples": min_samples, "passes": passes}
-    out.update({key: value for key, value in given.items() if value is not None})
-    try:
-        MeasureSettings.model_validate(
-            {"max_samples": 10_000_000, **out}
-        )  # each value alone; the file's max_samples is checked per file
-    except ValidationError as err:
-        raise click.UsageError(measure_overrides_error(err)) from None
-    return out
-
-
-def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
-    raise KeyboardInterrupt
+    def overrides(self) -> dict[str, Any]:
+        """The measurement settings given, held to the file's rules (a usage error naming the option)."""
+        with usage_errors(OverridesError):
+            return measure_overrides({**self.given(), "passes": self.passes}, self.preset)
 
 
 @click.command("run", short_help=short_help("run"))
@@ -116,7 +118,7 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 )
 @backend_option()
 @stack(*(click.option(name, type=kind, help=text) for name, (kind, text) in MEASURE_OVERRIDES.items()))
-@click.option("--quick", is_flag=True, help="Preset: 3% target, 1 s per case in 2 passes, 5 samples minimum.")
+@click.option("--quick", is_flag=True, help=quick_help())
 @click.option(
     "--max-cases", type=click.IntRange(min=1), help="Allow sweeps with more cases than the file's max_cases."
 )
@@ -142,29 +144,7 @@ def _terminate_as_interrupt(_signum: int, _frame: Any) -> None:
 @quiet_option("Print only the summary table and errors.")
 @ingest_options("the finished run")
 @handle_errors
-def run(
-    scenarios: tuple[str, ...],
-    out_dir: Path | None,
-    results_root: Path,
-    device: int,
-    devices_spec: str | None,
-    shard_spec: str | None,
-    backend: str | None,
-    target_noise: float | None,
-    max_time: float | None,
-    min_samples: int | None,
-    passes: int | None,
-    quick: bool,
-    max_cases: int | None,
-    resume_dir: Path | None,
-    allow_changed_scenario: bool,
-    no_isolate: bool,
-    check: bool,
-    plot: bool,
-    quiet: bool,
-    history: bool | None,
-    db: str | None,
-) -> None:
+def run(**given: Any) -> None:
     """Measure scenario files: every case eagerly and as a CUDA Graph.
 
     Each pass over the cases runs in a fresh worker process; each case and pass is appended to the run's
@@ -175,61 +155,109 @@ def run(
     worker's reference moved beyond its bound; or an expectation failed, with --check), 2 on a usage or
     input error (bad scenario, no usable GPU), 130 when interrupted.
     """
-    from launchbench.cli.resume import recorded_files, resumed
-    from launchbench.results.store import release_if_empty
+    args = RunArgs(**given)
+    _refuse_device_with_devices(args)
+    sys.exit(_run(args))
+
+
+def _refuse_device_with_devices(args: RunArgs) -> None:
+    """--devices names the GPUs itself: a --device given beside it would be ignored, so it is refused."""
+    source = click.get_current_context().get_parameter_source("device")
+    if args.devices_spec is not None and source not in (None, ParameterSource.DEFAULT):
+        raise LaunchbenchError(
+            f"--device {args.device} with --devices {args.devices_spec}: --devices names the GPUs to "
+            "measure on; leave --device out"
+        )
+
+
+def _run(args: RunArgs) -> int:
+    """Plan, measure, report; the exit code."""
     from launchbench.run import runner
     from launchbench.run.resume import RunSettings
-    from launchbench.run.worker import load_factory
 
-    overrides = _overrides(quick, target_noise, max_time, min_samples, passes)
-    settings = RunSettings(overrides, not no_isolate, device, max_cases)
+    settings = RunSettings(args.overrides(), not args.no_isolate, args.device, args.max_cases)
     resume = None
-    if resume_dir is not None:
-        if devices_spec is not None:
-            raise click.UsageError(
-                "--resume with --devices: resume each device's run (RUN/devices/N) instead"
-            )
-        resume, settings = resumed(resume_dir, out_dir, settings)
-        scenarios = scenarios or recorded_files(resume, resume_dir)
-        recorded = resume.settings.get("shard")
-        if shard_spec is not None and recorded is not None and shard_spec.strip() != recorded:
-            raise click.UsageError(
-                f"--resume {resume_dir} measured shard {recorded}; --shard {shard_spec} differs"
-            )
-        shard_spec = shard_spec or recorded
-        out_dir = resume_dir
-    the_plan = _planned(scenarios, out_dir, results_root, settings, resume, allow_changed_scenario)
-    the_plan = _sharded(the_plan, shard_spec)
-    claimed = out_dir is None  # a default directory: claimed now, given back below if nothing went in
-    run_dir = out_dir or runner.default_run_dir(results_root, the_plan.scenarios)
+    if args.resume_dir is not None:
+        resume, settings, args = _resuming(args, settings)
+    the_plan = _sharded(
+        _planned(
+            args.scenarios, args.out_dir, args.results_root, settings, resume, args.allow_changed_scenario
+        ),
+        args.shard_spec,
+    )
+    claimed = args.out_dir is None  # a default directory: claimed now, given back if nothing went in
+    run_dir = args.out_dir or runner.default_run_dir(args.results_root, the_plan.scenarios)
     # the tables and the console (pandas, SciPy, rich) only once the scenarios are known to be good
-    from launchbench.report.console import ConsoleEvents, make_console, print_summary
+    from launchbench.report.console import make_console
+
+    console = make_console()
+    record = _measured(args, the_plan, run_dir, _options(args, settings), console, resume, claimed)
+    return _outcome(args, record, run_dir, console)
+
+
+def _resuming(args: RunArgs, settings: RunSettings) -> tuple[RunRecord, RunSettings, RunArgs]:
+    """run --resume: the run, its recorded settings, and the arguments with its files, shard and folder."""
+    from launchbench.cli.resume import recorded_files, resumed
+
+    assert args.resume_dir is not None
+    if args.devices_spec is not None:
+        raise click.UsageError("--resume with --devices: resume each device's run (RUN/devices/N) instead")
+    resume, settings = resumed(args.resume_dir, args.out_dir, settings)
+    scenarios = args.scenarios or recorded_files(resume, args.resume_dir)
+    recorded = resume.settings.get("shard")
+    if args.shard_spec is not None and recorded is not None and args.shard_spec.strip() != recorded:
+        raise click.UsageError(
+            f"--resume {args.resume_dir} measured shard {recorded}; --shard {args.shard_spec} differs"
+        )
+    shard = args.shard_spec or recorded
+    return resume, settings, replace(args, scenarios=scenarios, shard_spec=shard, out_dir=args.resume_dir)
+
+
+def _options(args: RunArgs, settings: RunSettings) -> RunOptions:
     from launchbench.report.run_files import write_tables
+    from launchbench.run import runner
+    from launchbench.run.worker import load_factory
 
     options = runner.RunOptions(
         device=settings.device,
         overrides=settings.overrides,
         isolate=settings.isolate,
         write_tables=write_tables,
-        shard=shard_spec,
+        shard=args.shard_spec,
     )
-    if backend:  # else RunOptions' default, the CuPy backend
-        options = dataclasses.replace(options, backend_factory=load_factory(backend))
-    console = make_console()
-    events = ConsoleEvents(console, quiet)
-    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    if args.backend:  # else RunOptions' default, the CuPy backend
+        options = replace(options, backend_factory=load_factory(args.backend))
+    return options
+
+
+def _measured(
+    args: RunArgs,
+    the_plan: Plan,
+    run_dir: Path,
+    options: RunOptions,
+    console: Console,
+    resume: RunRecord | None,
+    claimed: bool,
+) -> RunRecord:
+    """The plan measured (on one device, or on each of --devices); interrupted: one line saying how to
+    finish, exit 130. A claimed folder that holds nothing is given back."""
+    from launchbench.report.console import ConsoleEvents
+    from launchbench.results.store import release_if_empty
+    from launchbench.run import runner
+
+    events = ConsoleEvents(console, args.quiet)
+    previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)
     try:
-        if devices_spec is not None:
-            record = _run_devices(the_plan, run_dir, options, devices_spec, console, quiet)
-        else:
-            record = runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
+        if args.devices_spec is not None:
+            return _run_devices(the_plan, run_dir, options, args.devices_spec, console, args.quiet)
+        return runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
     except KeyboardInterrupt:
         events.close()
         from rich.markup import escape
 
         console.print(  # one line, never wrapped: the command is copied from it
             f"[yellow]interrupted[/]: completed cases are saved in {escape(str(run_dir))}; finish with "
-            f"{escape(_finish_hint(run_dir, devices_spec))}",
+            f"{escape(_finish_hint(run_dir, args.devices_spec))}",
             soft_wrap=True,
         )
         sys.exit(EXIT_INTERRUPTED)
@@ -238,7 +266,13 @@ def run(
         signal.signal(signal.SIGTERM, previous)
         if claimed:
             release_if_empty(run_dir)
-    if devices_spec is None:
+
+
+def _outcome(args: RunArgs, record: RunRecord, run_dir: Path, console: Console) -> int:
+    """The summary, the input errors, --check, --plot and --history; the exit code."""
+    from launchbench.report.console import print_summary
+
+    if args.devices_spec is None:
         print_summary(console, record, run_dir)
     else:
         console.print(f"results: {run_dir}")
@@ -249,14 +283,14 @@ def run(
         click.echo(f"launchbench: error: {case.error}", err=True)
     if input_errors:
         code = EXIT_USAGE
-    if check:
+    if args.check:
         code = max(code, _check_expectations(record, console))
-    if plot:
+    if args.plot:
         _write_plots(record, run_dir, console)
-    if wants_history(history, db):
-        parts = sorted((run_dir / "devices").iterdir()) if devices_spec is not None else [run_dir]
-        code = max(code, ingest_after_run(db, *parts))  # each device's own run: one measurement per case
-    sys.exit(code)
+    if wants_history(args.history, args.db):
+        parts = sorted((run_dir / "devices").iterdir()) if args.devices_spec is not None else [run_dir]
+        code = max(code, ingest_after_run(args.db, *parts))  # each device's own run: one measurement per case
+    return code
 
 
 def _planned(
@@ -302,15 +336,6 @@ def _check_requirements(the_plan: Any) -> None:
             )
 
 
-def warn_unused_axes(the_plan: Any, max_cases: int | None) -> None:
-    """A warning (stderr, one line each) for every sweep axis no step of its file uses."""
-    from launchbench.scenario.expand import sweep_warnings
-
-    for loaded in the_plan.files:
-        for warning in sweep_warnings(loaded, max_cases):
-            click.echo(f"launchbench: warning: {warning}", err=True)
-
-
 def _finish_hint(run_dir: Path, devices_spec: str | None) -> str:
     """The command (or commands, for a run on several devices) that finish an interrupted run."""
     if devices_spec is None:
@@ -334,7 +359,7 @@ def _sharded(the_plan: Any, shard_spec: str | None) -> Any:
         raise LaunchbenchError(
             f"--shard {shard}: holds no case; the scenarios hold {len(the_plan.cases)}, so N must be at most that"
         )
-    return dataclasses.replace(the_plan, cases=cases)
+    return replace(the_plan, cases=cases)
 
 
 def _run_devices(the_plan: Any, run_dir: Path, options: Any, spec: str, console: Any, quiet: bool) -> Any:

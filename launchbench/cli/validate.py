@@ -48,7 +48,7 @@ def validate(scenarios: tuple[str, ...], max_cases: int | None, quiet: bool) -> 
         for warning in sweep_warnings(loaded, max_cases):
             click.echo(f"launchbench: warning: {warning}", err=True)
         count = launches = 0
-        for case in iter_cases(loaded.scenario, loaded.file, loaded.lines, max_cases):  # one case at a time
+        for case in iter_cases(loaded, max_cases):  # one case at a time
             count += 1
             launches += case.launches_per_iter
         if not quiet:

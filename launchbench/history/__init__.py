@@ -4,3 +4,5 @@ truth; the database holds what the statistics use (per-pass medians and samples,
 the environment as columns to filter on."""
 
 ENV_VAR = "LAUNCHBENCH_HISTORY_DB"  # the database URL when --db is not given
+DEFAULT_LAST = 10  # a baseline drawn from history: the newest N matching runs
+DEFAULT_METRIC = "wall_us_per_launch"  # trend and report: the metric of a row they follow

@@ -31,12 +31,11 @@ import numpy as np
 import ruptures as rpt
 from scipy import stats as sps
 
-from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
+from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.history.db import HistoryDB
 from launchbench.history.query import ALL_RUNS, RowKey, RowSeries, RunFilter, RunInfo, pass_series
 from launchbench.history.tables import ENV_COLUMN_LABELS, ENV_COLUMNS
 
-DEFAULT_ALPHA = 0.01
 MIN_SEGMENT = 2  # runs on each side of a step
 NOISE_FLOOR = 1e-3  # log units: noise below 0.1% between runs is treated as 0.1%
 
@@ -132,17 +131,31 @@ PERMUTATION_CHUNK = 64
 
 def _max_split_statistic(values: np.ndarray, min_size: int) -> np.ndarray:
     """For each row of ``values`` (runs in order), the largest two-sample statistic over the split points
-    leaving ``min_size`` runs on each side: n₁n₂/n·(mean₁ − mean₂)² over the pooled variance (Student's t²)."""
+    leaving ``min_size`` runs on each side: n₁n₂/n·(mean₁ − mean₂)² over the pooled variance (Student's t²).
+    Computed in place over views of the running sums (the same operations in the same order as written
+    out: (q₁ − s₁²/n₁) + (q₂ − s₂²/n₂), so the same floats)."""
     n = values.shape[1]
-    k = np.arange(min_size, n - min_size + 1)
-    csum, csq = np.cumsum(values, axis=1), np.cumsum(values**2, axis=1)
-    total, total_sq = csum[:, -1:], csq[:, -1:]
-    s1, q1 = csum[:, k - 1], csq[:, k - 1]
-    s2, q2 = total - s1, total_sq - q1
-    n1, n2 = k, n - k
-    ss = (q1 - s1**2 / n1) + (q2 - s2**2 / n2)
-    pooled = np.maximum(ss / (n - 2), (NOISE_FLOOR**2))
-    return np.max(n1 * n2 / n * (s1 / n1 - s2 / n2) ** 2 / pooled, axis=1)
+    n1 = np.arange(min_size, n - min_size + 1, dtype=np.float64)  # the split points k
+    n2 = n - n1
+    csum, csq = np.cumsum(values, axis=1), np.cumsum(np.square(values), axis=1)
+    s1, q1 = csum[:, min_size - 1 : n - min_size], csq[:, min_size - 1 : n - min_size]  # through run k
+    s2, q2 = csum[:, -1:] - s1, csq[:, -1:] - q1
+    ss = np.square(s1)
+    ss /= n1
+    np.subtract(q1, ss, out=ss)
+    right = np.square(s2)
+    right /= n2
+    np.subtract(q2, right, out=right)
+    ss += right
+    ss /= n - 2
+    pooled = np.maximum(ss, NOISE_FLOOR**2, out=ss)
+    diff = s1 / n1
+    s2 /= n2
+    diff -= s2
+    np.square(diff, out=diff)
+    diff *= n1 * n2 / n
+    diff /= pooled
+    return np.max(diff, axis=1)
 
 
 def permutation_p(
@@ -154,10 +167,13 @@ def permutation_p(
     rng = np.random.default_rng(seed)
     observed = _max_split_statistic(segment[None, :], min_size)[0]
     exceeded = 0
-    # orderings drawn in chunks (the same orderings as all at once): memory stays small over 1,000 runs
+    # orderings drawn in chunks (the same orderings as all at once) into one buffer: memory stays small
+    # over 1,000 runs
+    tiled = np.tile(segment, (PERMUTATION_CHUNK, 1))
+    buffer = np.empty_like(tiled)
     for done in range(0, permutations, PERMUTATION_CHUNK):
         rows = min(PERMUTATION_CHUNK, permutations - done)
-        null = _max_split_statistic(rng.permuted(np.tile(segment, (rows, 1)), axis=1), min_size)
+        null = _max_split_statistic(rng.permuted(tiled[:rows], axis=1, out=buffer[:rows]), min_size)
         exceeded += int(np.sum(null >= observed * (1 - 1e-12)))
     return float((1 + exceeded) / (1 + permutations))
 

@@ -173,6 +173,30 @@ def upgrade(engine: Engine, url: str, lock_timeout: float = LOCK_TIMEOUT_S) -> s
     return head
 
 
+def require_existing(db: str | None, reading: str) -> None:
+    """A read-only command reads a history that exists: a SQLite file that is not there is a
+    HistoryError (``reading`` says what was being read), and is not made."""
+    url = resolve_url(db)
+    if not url.startswith("sqlite"):
+        return
+    try:
+        database = make_url(url).database
+    except exc.ArgumentError:  # a URL SQLAlchemy cannot parse: HistoryDB says so
+        return
+    if database and database != ":memory:" and not Path(database).exists():
+        raise HistoryError(
+            f"{database}: no such history database (reading {reading}); ingest runs into it first "
+            f"(launchbench history ingest --db {database} RUN_DIR...)"
+        )
+
+
+def open_existing(db: str | None, reading: str) -> HistoryDB:
+    """The history database at ``db`` for a command that only reads it; a missing SQLite file is
+    refused (require_existing) instead of created."""
+    require_existing(db, reading)
+    return HistoryDB(db)
+
+
 class HistoryDB:
     """An open history database: an engine with its schema up to date; Core connections for queries and
     ORM sessions for writes."""

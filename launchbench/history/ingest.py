@@ -164,10 +164,9 @@ def _pass_fields(one: ModePass) -> dict[str, Any]:
     }
 
 
-def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
-    """One row with its passes (those that took samples). The row's CI of each series is results.csv's
-    (stats.summarize): the order-statistic CI of the pooled median, widened to cover every pass's
-    median. A series goes in where every pass recorded it."""
+def _kept_blocks(result: ModeResult) -> tuple[list[tuple[int, ModePass]], list[int], list[np.ndarray]]:
+    """The passes that took samples (with their index), the series every one of them recorded, and each
+    pass's samples as a series × n block (NaN where a series is not kept)."""
     measured = result.status in MEASURED_STATUSES
     kept = [(index, one) for index, one in enumerate(result.passes) if one.size > 0] if measured else []
     present = [
@@ -181,24 +180,37 @@ def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
         for i in present:
             block[i] = one.samples[SAMPLE_KEYS[i]]
         blocks.append(block)
-    pass_medians = np.array([np.median(b, axis=1) for b in blocks])  # (passes, series)
+    return kept, present, blocks
+
+
+def _series_columns(blocks: list[np.ndarray], pass_medians: np.ndarray, present: list[int]) -> dict[str, Any]:
+    """Each series' pooled median and CI (results.csv's: widened to cover every pass's median)."""
     columns: dict[str, Any] = {
         f"{name}_{part}": None for name in SERIES for part in ("median", "ci_low", "ci_high")
     }
-    if blocks:
-        pooled_block = np.concatenate(blocks, axis=1)
-        pooled = np.median(pooled_block, axis=1)
-        for i in present:
-            low, high = _median_ci(pooled_block[i])
-            if len(blocks) > 1:
-                low, high = (
-                    min(low, float(pass_medians[:, i].min())),
-                    max(high, float(pass_medians[:, i].max())),
-                )
-            name = SERIES[i]
-            columns.update(
-                {f"{name}_median": float(pooled[i]), f"{name}_ci_low": low, f"{name}_ci_high": high}
+    if not blocks:
+        return columns
+    pooled_block = np.concatenate(blocks, axis=1)
+    pooled = np.median(pooled_block, axis=1)
+    for i in present:
+        low, high = _median_ci(pooled_block[i])
+        if len(blocks) > 1:
+            low, high = (
+                min(low, float(pass_medians[:, i].min())),
+                max(high, float(pass_medians[:, i].max())),
             )
+        name = SERIES[i]
+        columns.update({f"{name}_median": float(pooled[i]), f"{name}_ci_low": low, f"{name}_ci_high": high})
+    return columns
+
+
+def _row(case: CaseResult, mode: str, result: ModeResult) -> RowValues:
+    """One row with its passes (those that took samples). The row's CI of each series is results.csv's
+    (stats.summarize): the order-statistic CI of the pooled median, widened to cover every pass's
+    median. A series goes in where every pass recorded it."""
+    kept, present, blocks = _kept_blocks(result)
+    pass_medians = np.array([np.median(b, axis=1) for b in blocks])  # (passes, series)
+    columns = _series_columns(blocks, pass_medians, present)
     wall_median, cpu_median = columns["wall_median"], columns["cpu_median"]
     host_bound = (
         wall_median is not None

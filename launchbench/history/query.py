@@ -366,14 +366,16 @@ def pass_series(
         )
         wanted = set(keys) if keys is not None else None
         by_row: dict[RowKey, dict[int, tuple[int, bool, dict[str, list[float]]]]] = {}
-        for rec in connection.execute(query):
-            key = (rec.scenario, rec.case_id, rec.mode)
+        # plain tuples, by position: (row id, run id, scenario, case, mode, launches, host bound, pass, *medians)
+        for _, run_id, scenario, case_id, mode, launches, host_bound, _, *values in connection.execute(
+            query
+        ).tuples():
+            key = (scenario, case_id, mode)
             if wanted is not None and key not in wanted:
                 continue
             per_run = by_row.setdefault(key, {})
-            _, _, medians = per_run.setdefault(rec.run_id, (rec.launches_per_iter, rec.host_bound, {}))
-            for s in SERIES:
-                value = getattr(rec, f"{s}_median")
+            _, _, medians = per_run.setdefault(run_id, (launches, host_bound, {}))
+            for s, value in zip(SERIES, values):
                 if value is not None:
                     medians.setdefault(s, []).append(float(value))
     out = []

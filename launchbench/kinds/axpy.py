@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.kinds import base
+from launchbench.kinds import base, buffers
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import MAX_ELEMENTS, Float, FloatDType, Int
 
@@ -46,8 +46,8 @@ class Axpy:
         import cupy
 
         self.stream = stream
-        self.x = base.random_array(step.size, step.dtype, context.rng)
-        self.y = base.random_array(step.size, step.dtype, context.rng)
+        self.x = buffers.random_array(step.size, step.dtype, context.rng)
+        self.y = buffers.random_array(step.size, step.dtype, context.rng)
         self.alpha = np.dtype(step.dtype).type(step.alpha)
         self.temporary = step.temporary
         self.scratch = cupy.empty_like(self.x) if step.temporary == "preallocated" else None
@@ -95,5 +95,8 @@ KIND = KindSpec(
     nbytes=nbytes,
     nodes_per_launch=1,
     takes_stream=True,
+    summary="`y += alpha * x` through a temporary; `async` takes it from MemoryAsyncPool: memory "
+    "alloc/free nodes when captured",
+    examples=({"kind": "axpy", "size": 100, "temporary": "async", "repeat": 3},),
     graph_nodes=lambda step: (4 if step.temporary == "async" else 2) * step.repeat,  # + alloc, free
 )

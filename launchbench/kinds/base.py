@@ -9,7 +9,7 @@ graph's life. Builders import CuPy inside their bodies: the definitions import w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -84,41 +84,46 @@ Builder = Callable[[Any, BuildContext, str, Any], BuiltStep]  # (step, context, 
 
 
 @dataclass(frozen=True)
+class KindProblem:
+    """A step that breaks one of its kind's own rules: the sentence, and the key under the step it is
+    about (empty: the step itself)."""
+
+    message: str
+    key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class KindSpec:
     """One step kind: its model (whose ``kind`` Literal names the kinds it covers), its builder, the
     device memory a step allocates, the graph nodes one launch adds (None where CuPy or the user
     decides), and whether its launches take the stream (else they launch on the current stream, and a
-    step on an auxiliary stream is wrapped in ``with stream:``, one wrapper per launch); ``graph_nodes``
-    where a step's node count is not one number per launch."""
+    step on an auxiliary stream is wrapped in ``with stream:``, one wrapper per launch); ``summary``:
+    what it launches, one markdown sentence for the kind table of docs/scenarios.md; ``examples``: one
+    valid step (as a scenario writes it) per kind name; ``graph_nodes`` where a step's node count is
+    not one number per launch; ``check_ranks``: the kind's rules against the ranks a scenario runs on."""
 
     model: type[StepBase]
     build: Builder
     nbytes: Callable[[Any], int]
     nodes_per_launch: int | None
     takes_stream: bool
+    summary: str
+    examples: tuple[Mapping[str, Any], ...] = field(default=(), compare=False)
     # the top-level graph nodes a step adds per chain iteration, where that is not nodes_per_launch ×
     # launches (a WHILE node holds its loop in a body graph; an allocation adds a node but no launch)
     graph_nodes: Callable[[Any], int] | None = None
     collective: bool = False  # an NCCL collective: the scenario must run on 2 or more devices
     # the Python modules its builder imports besides CuPy (a run refuses the scenario up front without them)
     requires: tuple[str, ...] = ()
+    check_ranks: Callable[[Any, int], KindProblem | None] | None = None
 
     @property
     def kinds(self) -> tuple[str, ...]:
         return tuple(self.model.model_fields["kind"].annotation.__args__)  # type: ignore[union-attr]
 
-
-def random_array(size: int, dtype: str, rng: np.random.Generator) -> Any:
-    """A device array of ``size`` random values of ``dtype`` (floats in [0.5, 1.5), integers below 100)."""
-    import cupy
-
-    np_dtype = np.dtype(dtype)
-    if np_dtype.kind == "f":
-        host = rng.uniform(0.5, 1.5, size).astype(np_dtype)
-    else:
-        high = min(100, np.iinfo(np_dtype).max)
-        host = rng.integers(0, high, size, endpoint=False).astype(np_dtype)
-    return cupy.asarray(host)
+    def ranks_problem(self, step: Any, ranks: int) -> KindProblem | None:
+        """What is wrong with ``step`` on a scenario of ``ranks`` devices, by its kind's own rules."""
+        return None if self.check_ranks is None else self.check_ranks(step, ranks)
 
 
 def with_initial(array: Any, built: BuiltStep, name: str) -> None:

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from launchbench.errors import LaunchbenchError
 from launchbench.kinds import base
-from launchbench.kinds.base import INPUT_SEED, BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.base import INPUT_SEED, BuildContext, BuiltStep, KindProblem, KindSpec, StepBase
 from launchbench.kinds.fields import Int
 
 MAX_COLLECTIVE_ELEMENTS = 1 << 30
@@ -69,6 +69,15 @@ def expected(step: CollectiveStep, prefix: str, rank: int, world: int) -> np.nda
     return reduced
 
 
+def ranks_problem(step: CollectiveStep, ranks: int) -> KindProblem | None:
+    """A broadcast's root must be one of the ranks."""
+    if step.kind == "broadcast" and step.root >= ranks:
+        return KindProblem(
+            f"broadcast root {step.root} is not a rank: the scenario has devices 0..{ranks - 1}", ("root",)
+        )
+    return None
+
+
 def nbytes(step: CollectiveStep) -> int:
     # the ranks are not known here: the largest buffer is size × ranks for all_gather and
     # reduce_scatter; counted for 8 ranks, the most one host usually has
@@ -83,8 +92,9 @@ def build(step: CollectiveStep, context: BuildContext, prefix: str, stream: Any)
     comm, rank, world = context.communicator, context.rank, context.world
     if comm is None:  # scenarios refuse this on validation; a rank always has a communicator
         raise LaunchbenchError(f"a {step.kind} step needs a scenario on 2 or more devices (devices: 2)")
-    if step.kind == "broadcast" and step.root >= world:
-        raise LaunchbenchError(f"broadcast root {step.root} is not a rank of {world} devices")
+    problem = ranks_problem(step, world)
+    if problem is not None:
+        raise LaunchbenchError(problem.message)
     send = cupy.asarray(rank_input(step, prefix, rank, world))
     recv = cupy.zeros(recv_count(step, world), dtype=step.dtype)
     kind = {"float32": nccl.NCCL_FLOAT32, "float64": nccl.NCCL_FLOAT64, "int32": nccl.NCCL_INT32}[step.dtype]
@@ -110,5 +120,14 @@ KIND = KindSpec(
     nbytes=nbytes,
     nodes_per_launch=None,  # NCCL decides the nodes of a captured collective
     takes_stream=True,
+    summary="NCCL collectives between the ranks of a scenario with `devices: 2` or more "
+    "([multi-gpu.md](multi-gpu.md))",
+    examples=(
+        {"kind": "all_reduce", "size": 64, "op": "max"},
+        {"kind": "all_gather", "size": 64, "dtype": "float64"},
+        {"kind": "reduce_scatter", "size": 64, "dtype": "int32"},
+        {"kind": "broadcast", "size": 64, "root": 1},
+    ),
     collective=True,
+    check_ranks=ranks_problem,
 )

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from launchbench.kinds import base
+from launchbench.kinds import base, buffers
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import MAX_BYTES, Int
 
@@ -22,12 +22,18 @@ class CopyStep(StepBase):
 def build(step: CopyStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
     import cupy
 
-    src = base.random_array(step.bytes, "uint8", context.rng)
+    src = buffers.random_array(step.bytes, "uint8", context.rng)
     dst = cupy.full(step.bytes, base.POISON_BYTE, dtype=cupy.uint8)
     call = partial(dst.data.copy_from_device_async, src.data, step.bytes, stream)
     return base.repeated(call, step.repeat, dst, f"{prefix}.dst")
 
 
 KIND = KindSpec(
-    model=CopyStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True
+    model=CopyStep,
+    build=build,
+    nbytes=lambda step: step.bytes * 3,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="device-to-device `cudaMemcpyAsync`",
+    examples=({"kind": "copy", "bytes": 64},),
 )

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.kinds import base
+from launchbench.kinds import base, buffers
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import MAX_ELEMENTS, Float, FloatDType, Int
 
@@ -37,13 +37,26 @@ def nbytes(step: ElementwiseStep) -> int:
 def build(step: ElementwiseStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
     import cupy
 
-    x = base.random_array(step.size, step.dtype, context.rng)
+    x = buffers.random_array(step.size, step.dtype, context.rng)
     alpha = np.dtype(step.dtype).type(step.alpha)
     if step.kind == "scale":
         return base.repeated(partial(cupy.multiply, x, alpha, out=x), step.repeat, x, f"{prefix}.x")
-    y = base.random_array(step.size, step.dtype, context.rng)
+    y = buffers.random_array(step.size, step.dtype, context.rng)
     call = partial(cupy.add, x, y, out=y) if step.kind == "add" else partial(fma_kernel(), x, alpha, y)
     return base.repeated(call, step.repeat, y, f"{prefix}.y")
 
 
-KIND = KindSpec(model=ElementwiseStep, build=build, nbytes=nbytes, nodes_per_launch=1, takes_stream=False)
+KIND = KindSpec(
+    model=ElementwiseStep,
+    build=build,
+    nbytes=nbytes,
+    nodes_per_launch=1,
+    takes_stream=False,
+    summary="`scale`: `x = alpha·x` in place (`cupy.multiply(..., out=)`); `add`: `y = x + y` in place; "
+    "`fma`: `y = alpha·x + y` (an `ElementwiseKernel`)",
+    examples=(
+        {"kind": "scale", "size": 1000, "dtype": "float64"},
+        {"kind": "add", "size": 10},
+        {"kind": "fma", "size": 10, "repeat": 2},
+    ),
+)

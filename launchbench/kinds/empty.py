@@ -28,4 +28,12 @@ def build(step: EmptyStep, context: BuildContext, prefix: str, stream: Any) -> B
     return BuiltStep([call] * step.repeat)
 
 
-KIND = KindSpec(model=EmptyStep, build=build, nbytes=lambda step: 0, nodes_per_launch=1, takes_stream=True)
+KIND = KindSpec(
+    model=EmptyStep,
+    build=build,
+    nbytes=lambda step: 0,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="a kernel that does nothing: the pure launch cost",
+    examples=({"kind": "empty", "repeat": 3},),
+)

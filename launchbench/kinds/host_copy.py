@@ -15,7 +15,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.kinds import base
+from launchbench.kinds import base, buffers
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import MAX_BYTES, Int
 
@@ -28,16 +28,6 @@ class HostCopyStep(StepBase):
 
     kind: Literal["h2d", "d2h"]
     bytes: Int = Field(..., ge=1, le=MAX_BYTES)
-
-
-def pinned_empty(count: int, dtype: Any = np.uint8) -> np.ndarray:
-    """A 1-D NumPy array of ``count`` elements over page-locked host memory (its ``base`` keeps the memory
-    alive)."""
-    import cupy
-
-    dtype = np.dtype(dtype)
-    memory = cupy.cuda.alloc_pinned_memory(max(1, count * dtype.itemsize))
-    return np.frombuffer(memory, dtype=dtype, count=count)
 
 
 def h2d_call(dst: Any, host: np.ndarray, nbytes: int, stream: Any) -> Callable[[], None]:
@@ -74,19 +64,26 @@ def _check(device_nbytes: int, host: np.ndarray, nbytes: int) -> None:
 def build(step: HostCopyStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
     import cupy
 
-    host = pinned_empty(step.bytes)
+    host = buffers.pinned_empty(step.bytes)
     if step.kind == "h2d":
         host[...] = context.rng.integers(0, 256, step.bytes, dtype=np.uint8)
         dst = cupy.full(step.bytes, base.POISON_BYTE, dtype=cupy.uint8)
         return base.repeated(
             h2d_call(dst, host, step.bytes, stream), step.repeat, dst, f"{prefix}.dst", [host]
         )
-    src = base.random_array(step.bytes, "uint8", context.rng)
+    src = buffers.random_array(step.bytes, "uint8", context.rng)
     host.fill(base.POISON_BYTE)
     # a host buffer: check_outputs compares it too
     return base.repeated(d2h_call(host, src, step.bytes, stream), step.repeat, host, f"{prefix}.host", [src])
 
 
 KIND = KindSpec(
-    model=HostCopyStep, build=build, nbytes=lambda step: step.bytes * 2, nodes_per_launch=1, takes_stream=True
+    model=HostCopyStep,
+    build=build,
+    nbytes=lambda step: step.bytes * 2,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="host↔device `cudaMemcpyAsync` through pinned host memory (CuPy's own copies refuse capture; "
+    "this captures)",
+    examples=({"kind": "h2d", "bytes": 32}, {"kind": "d2h", "bytes": 32}),
 )

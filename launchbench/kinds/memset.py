@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from launchbench.kinds import base
+from launchbench.kinds import base, buffers
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import MAX_BYTES, Int
 
@@ -21,11 +21,17 @@ class MemsetStep(StepBase):
 
 
 def build(step: MemsetStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
-    dst = base.random_array(step.bytes, "uint8", context.rng)
+    dst = buffers.random_array(step.bytes, "uint8", context.rng)
     call = partial(dst.data.memset_async, step.value, step.bytes, stream)
     return base.repeated(call, step.repeat, dst, f"{prefix}.dst")
 
 
 KIND = KindSpec(
-    model=MemsetStep, build=build, nbytes=lambda step: step.bytes * 3, nodes_per_launch=1, takes_stream=True
+    model=MemsetStep,
+    build=build,
+    nbytes=lambda step: step.bytes * 3,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="`cudaMemsetAsync`",
+    examples=({"kind": "memset", "bytes": 64, "value": 1},),
 )

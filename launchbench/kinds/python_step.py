@@ -83,5 +83,12 @@ def build(step: PythonStep, context: BuildContext, prefix: str, stream: Any) -> 
 
 # a python step allocates what its function allocates
 KIND = KindSpec(
-    model=PythonStep, build=build, nbytes=lambda step: 0, nodes_per_launch=None, takes_stream=False
+    model=PythonStep,
+    build=build,
+    nbytes=lambda step: 0,
+    nodes_per_launch=None,
+    takes_stream=False,
+    summary='your CuPy code, `callable: "module:function"`: `function(xp=cupy, stream=..., **args)` allocates its buffers and returns a '
+    "zero-argument `run` (or `{run, outputs, reset}`); the module is found beside the scenario file",
+    examples=({"kind": "python", "callable": "mod:fn", "launches": 4},),
 )

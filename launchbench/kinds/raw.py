@@ -12,6 +12,7 @@ from pydantic import Field, ValidationInfo, WithJsonSchema, field_validator
 from launchbench.errors import LaunchbenchError
 from launchbench.kinds import base
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
+from launchbench.kinds.buffers import random_array
 from launchbench.kinds.fields import (
     MAX_BLOCK,
     MAX_BLOCK_THREADS,
@@ -130,7 +131,7 @@ def build(step: RawStep, context: BuildContext, prefix: str, stream: Any) -> Bui
     built = BuiltStep([])
     for name, spec in step.buffers.items():
         if spec.init == "random":
-            array = base.random_array(spec.size, spec.dtype, context.rng)
+            array = random_array(spec.size, spec.dtype, context.rng)
         elif spec.init == "zeros":
             array = cupy.zeros(spec.size, dtype=spec.dtype)
         elif spec.init == "ones":
@@ -148,4 +149,22 @@ def build(step: RawStep, context: BuildContext, prefix: str, stream: Any) -> Bui
     return built
 
 
-KIND = KindSpec(model=RawStep, build=build, nbytes=nbytes, nodes_per_launch=1, takes_stream=True)
+KIND = KindSpec(
+    model=RawStep,
+    build=build,
+    nbytes=nbytes,
+    nodes_per_launch=1,
+    takes_stream=True,
+    summary="your CUDA C kernel, compiled by NVRTC (`cupy.RawKernel`); a compile error shows the compiler's log",
+    examples=(
+        {
+            "kind": "raw",
+            "source": 'extern "C" __global__ void k(float* x) {}',
+            "function": "k",
+            "grid": 1,
+            "block": 32,
+            "buffers": {"x": {"size": 8}},
+            "args": [{"buffer": "x"}],
+        },
+    ),
+)

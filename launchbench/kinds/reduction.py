@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.kinds import base
+from launchbench.kinds import base, buffers
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import MAX_ELEMENTS, FloatDType, Int
 
@@ -25,7 +25,7 @@ class ReductionStep(StepBase):
 def build(step: ReductionStep, context: BuildContext, prefix: str, stream: Any) -> BuiltStep:
     import cupy
 
-    x = base.random_array(step.size, step.dtype, context.rng)
+    x = buffers.random_array(step.size, step.dtype, context.rng)
     out = cupy.zeros((), dtype=step.dtype)
     return base.repeated(partial(cupy.sum, x, out=out), step.repeat, out, f"{prefix}.out")
 
@@ -36,4 +36,6 @@ KIND = KindSpec(
     nbytes=lambda step: step.size * np.dtype(step.dtype).itemsize + 64,
     nodes_per_launch=None,
     takes_stream=False,
+    summary="`out = sum(x)` into a preallocated scalar (CUB through CuPy)",
+    examples=({"kind": "reduction", "size": 100},),
 )

@@ -140,5 +140,12 @@ KIND = KindSpec(
     nbytes=lambda step: 0,
     nodes_per_launch=None,
     takes_stream=False,
+    summary='your PyTorch code, `callable: "module:function"`: `function(torch=torch, device=..., stream=..., '
+    "**args)` allocates its tensors and returns `run` (or `{run, outputs, reset}`, outputs as CUDA tensors); "
+    "measured eagerly, as CuPy's capture (`graph`) and as `torch.cuda.CUDAGraph` (`torch_graph`) "
+    "([torch.md](torch.md)); needs `launchbench[torch]`",
+    examples=(
+        {"kind": "torch", "callable": "workloads.decode_torch:decode_step", "args": {"batch": 4}, "launches": 39},
+    ),
     requires=("torch",),
 )

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from launchbench.kinds import base, graph_nodes
+from launchbench.kinds import base, buffers, graph_nodes
 from launchbench.kinds.base import BuildContext, BuiltStep, KindSpec, StepBase
 from launchbench.kinds.fields import Float, Int
 
@@ -145,8 +145,6 @@ class WhileLoop:
     def __init__(self, step: WhileLoopStep, context: BuildContext, stream: Any):
         import cupy
 
-        from launchbench.kinds.host_copy import pinned_empty
-
         self.step = step
         self.stream = stream
         self.body_stream = cupy.cuda.Stream(non_blocking=True)
@@ -154,7 +152,7 @@ class WhileLoop:
         self.x = self.x0.copy()
         self.count = cupy.zeros(1, dtype=cupy.int32)
         self.flag = cupy.zeros(1, dtype=cupy.int32)
-        self.flag_host = pinned_empty(1, np.int32)
+        self.flag_host = buffers.pinned_empty(1, np.int32)
         self.alpha = np.dtype(step.dtype).type(step.alpha)
         self.check = context.kernel(check_source(step.dtype, graph=False), CHECK_KERNEL)
         self.graph_check: Any = None
@@ -246,5 +244,8 @@ KIND = KindSpec(
     nbytes=nbytes,
     nodes_per_launch=None,
     takes_stream=True,
+    summary="x ← alpha·x while max\\|x\\| > threshold: eagerly a host loop reading a flag back each pass, "
+    "captured one conditional WHILE node ([graph-features.md](graph-features.md))",
+    examples=({"kind": "while_loop", "size": 1000, "alpha": 0.5, "threshold": 0.1, "body": 2},),
     graph_nodes=lambda step: 3 * step.repeat,  # the copy, the first check, the WHILE node (its body apart)
 )

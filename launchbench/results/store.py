@@ -42,6 +42,7 @@ from launchbench.results.schema import (
     RunRecord,
     record_problems,
 )
+from launchbench.scenario.messages import Translator, format_path
 
 RESULTS_JSON = "results.json"
 RESULTS_CSV = "results.csv"
@@ -168,10 +169,7 @@ def _parse_json(text: str, where: str) -> Any:
 
 def json_path(loc: Iterable[str | int]) -> str:
     """('cases', 3, 'modes', 'eager') → 'cases[3].modes.eager'."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
+    return format_path(loc) or "(top level)"
 
 
 def _shown(value: Any) -> str:
@@ -196,26 +194,44 @@ _TYPE_WORDS = {
 }
 
 
+_BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}
+
+
+def _bound(error: Any) -> str:
+    bound = next(iter((error.get("ctx") or {}).values()), "?")
+    shown = "2^53" if bound == MAX_WHOLE else f"{bound:g}" if isinstance(bound, float) else bound
+    return f"must be {_BOUNDS[error['type']]} {shown} (got {_shown(error.get('input'))})"
+
+
+def _type_word(error: Any) -> str:
+    return f"must be {_TYPE_WORDS[error['type']]} (got {_shown(error.get('input'))})"
+
+
+def _literal(error: Any) -> str:
+    return (
+        f"must be one of {(error.get('ctx') or {}).get('expected', '?')} (got {_shown(error.get('input'))})"
+    )
+
+
+def _pydantic_words(error: Any) -> str:
+    return f"{error['msg'][0].lower()}{error['msg'][1:]} (got {_shown(error.get('input'))})"
+
+
+_WORDS: Translator[Any, str] = Translator(
+    by_type={
+        "finite_number": lambda error: f"must be finite (got {error.get('input')!r})",
+        **dict.fromkeys(_BOUNDS, _bound),
+        "missing": lambda error: "required field missing",
+        "extra_forbidden": lambda error: "unknown field",
+        **dict.fromkeys(_TYPE_WORDS, _type_word),
+        "literal_error": _literal,
+    },
+    default=_pydantic_words,
+)
+
+
 def _message(error: Any) -> str:
-    kind, ctx, got = error["type"], error.get("ctx") or {}, error.get("input")
-    if kind == "finite_number":
-        return f"must be finite (got {got!r})"
-    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[
-            kind
-        ]
-        bound = next(iter(ctx.values()), "?")
-        shown = "2^53" if bound == MAX_WHOLE else f"{bound:g}" if isinstance(bound, float) else bound
-        return f"must be {op} {shown} (got {_shown(got)})"
-    if kind == "missing":
-        return "required field missing"
-    if kind == "extra_forbidden":
-        return "unknown field"
-    if kind in _TYPE_WORDS:
-        return f"must be {_TYPE_WORDS[kind]} (got {_shown(got)})"
-    if kind == "literal_error":
-        return f"must be one of {ctx.get('expected', '?')} (got {_shown(got)})"
-    return f"{error['msg'][0].lower()}{error['msg'][1:]} (got {_shown(got)})"
+    return _WORDS(error["type"], error)
 
 
 def _refuse(where: str, problems: list[tuple[Location, str]]) -> None:

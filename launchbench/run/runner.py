@@ -101,7 +101,7 @@ def plan(
                 f"{path}: scenario name '{scenario.name}' is used by another file in this run"
             )
         seen.add(scenario.name)
-        expanded = expand_loaded(scenario, loaded.file, loaded.lines, max_cases)
+        expanded = expand_loaded(loaded, max_cases)
         if overrides:
             try:
                 measure = with_overrides(scenario.measure, overrides)

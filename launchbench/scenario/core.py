@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from launchbench.kinds.fields import Float, Int, Strict
+from launchbench.scenario.messages import error_text
 
 
 class MeasureSettings(Strict):
@@ -57,7 +58,7 @@ def measure_overrides_error(err: ValidationError) -> str:
     """A ValidationError of MeasureSettings built from command-line values, as one line naming the option."""
     first = err.errors(include_url=False)[0]
     name = str(first["loc"][0]) if first["loc"] else ""
-    message = str(first["msg"]).removeprefix("Value error, ")
+    message = error_text(first)
     option = OVERRIDE_OPTIONS.get(name)
     if option is None:  # a rule across fields: a command-line value against the file's
         return f"measure.{name}: {message}"

@@ -9,7 +9,7 @@ combination of values is one case (see expand.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
@@ -142,11 +142,14 @@ def _chain_name(name: str) -> str:
 
 ChainName = Annotated[str, AfterValidator(_chain_name)]
 ChainSteps = Annotated[list[dict[str, Any]], Field(min_length=1)]
-Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]  # what `$name` can reference
+NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # a parameter's name: what `$name` can reference
+Identifier = Annotated[str, Field(pattern=f"^{NAME}$")]
 SweepValues = Annotated[list[Number], Field(min_length=1)]
 
 
 class Scenario(Strict):
+    EXTRA_KEYS: ClassVar[tuple[str, ...]] = ("chain",)  # read as chains: {chain: ...}
+
     name: str = Field(..., min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = Field(..., min_length=1)
     params: dict[Identifier, ParamValue] = Field(default_factory=dict)

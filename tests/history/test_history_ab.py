@@ -14,6 +14,7 @@ from fakes import ORDER_FILE_VARIABLE, SLOWDOWN_VARIABLE, recording_backend, scr
 
 from launchbench.cli import cli
 from launchbench.history import ENV_VAR
+from launchbench.history.db import HistoryDB
 from launchbench.history.ingest import ab_fields
 from launchbench.results.store import load_run
 from launchbench.run import runner
@@ -106,6 +107,7 @@ def test_ab_ingests_nothing_without_history_or_when_interrupted(
 ) -> None:
     _use_backend(monkeypatch, recording_backend)
     monkeypatch.setenv(ENV_VAR, db_url)
+    HistoryDB(db_url).close()  # the database exists and stays empty
     assert _ab(scripted, tmp_path / "off", "--no-history").exit_code == 0
 
     def interrupted(*args: object, **kwargs: object) -> None:

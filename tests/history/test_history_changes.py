@@ -91,3 +91,30 @@ def test_permutation_p_in_chunks_is_that_of_all_orderings_at_once(monkeypatch: p
     monkeypatch.setattr(changes, "PERMUTATION_CHUNK", changes.PERMUTATIONS)
     assert [changes.permutation_p(s) for s in segments] == chunked
     assert min(chunked) < 0.01 < max(chunked)  # the segments span both sides of alpha
+
+
+def test_split_statistic_is_the_written_out_formula_float_for_float() -> None:
+    """_max_split_statistic, computed in place over views of the running sums, gives the same floats as
+    the formula written out with a copy per term (what keeps the p-values and the page unchanged)."""
+    import numpy as np
+
+    from launchbench.history.changes import NOISE_FLOOR, _max_split_statistic
+
+    def written_out(values: np.ndarray, min_size: int) -> np.ndarray:
+        n = values.shape[1]
+        k = np.arange(min_size, n - min_size + 1)
+        csum, csq = np.cumsum(values, axis=1), np.cumsum(values**2, axis=1)
+        s1, q1 = csum[:, k - 1], csq[:, k - 1]
+        s2, q2 = csum[:, -1:] - s1, csq[:, -1:] - q1
+        ss = (q1 - s1**2 / k) + (q2 - s2**2 / (n - k))
+        pooled = np.maximum(ss / (n - 2), NOISE_FLOOR**2)
+        return np.max(k * (n - k) / n * (s1 / k - s2 / (n - k)) ** 2 / pooled, axis=1)
+
+    rng = np.random.default_rng(7)
+    for n in (4, 5, 9, 40, 333):
+        for scale in (1e-6, 1e-3, 1.0, 50.0):
+            values = rng.normal(1.0, scale, (6, n))
+            values[0] = 1.0  # identical runs: the noise floor
+            values[1, : n // 2] += 0.05  # a step
+            for min_size in (1, 2):
+                assert np.array_equal(_max_split_statistic(values, min_size), written_out(values, min_size))

@@ -128,6 +128,27 @@ def test_compare_baseline_history_usage(db_url: str) -> None:
     assert empty.exit_code == 2 and missing in _error_line(empty)
 
 
+@pytest.mark.parametrize(
+    ("command", "reading"),
+    [
+        (["list"], "the runs"),
+        (["trend", "quickstart/empty/length=10"], "a trend"),
+        (["changes"], "change points"),
+        (["report", "-d", "page"], "the report's runs"),
+    ],
+)
+def test_read_only_commands_refuse_a_missing_database_and_make_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str], reading: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "sub" / "missing.sqlite"
+    result = invoke("history", command[0], "--db", missing, *command[1:])
+    line = _error_line(result)
+    assert result.exit_code == 2
+    assert f"{missing}: no such history database (reading {reading})" in line
+    assert not missing.exists() and not missing.parent.exists() and not (tmp_path / "page").exists()
+
+
 def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
     (tmp_path / "not-a-run").mkdir()
