@@ -69,8 +69,11 @@ def test_torch_step_model_and_spec() -> None:
 
 def test_torch_scenario_cases_hold_the_torch_graph_mode() -> None:
     cases = expand_scenario(DECODE)
-    assert [c.params["batch"] for c in cases] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    assert all(c.launches_per_iter == 39 for c in cases)
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert [(c.chain, c.params["batch"]) for c in cases] == [("decode", b) for b in sizes] + [
+        ("decode_natural", b) for b in sizes
+    ]
+    assert {c.chain: c.launches_per_iter for c in cases} == {"decode": 39, "decode_natural": 20}
     assert case_modes(cases[0]) == ("eager", "graph", "torch_graph")
     quickstart = expand_scenario(ROOT / "scenarios" / "quickstart.yaml")[0]
     assert case_modes(quickstart) == ("eager", "graph") and not holds_torch(quickstart.steps)
@@ -98,7 +101,7 @@ def test_torch_scenarios_validate_without_importing_torch() -> None:
         [sys.executable, "-c", HIDE_TORCH, str(DECODE)], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "9 cases" in done.stdout and "no torch" in done.stdout
+    assert "18 cases" in done.stdout and "no torch" in done.stdout
 
 
 def test_a_torch_run_without_torch_exits_2_in_one_line(

@@ -1,5 +1,6 @@
 """GPU tests of the torch step kind and the torch_graph mode (`pytest -m gpu tests/test_torch_gpu.py`):
-a decode step of scenarios/decode_torch.yaml in all three modes with outputs matched, a run that
+a decode step of scenarios/decode_torch.yaml in all three modes with outputs matched, its natural-style
+chain (graph refused, torch_graph holding pool memory), a run that
 allocates per call (never a fast CuPy graph), a run that synchronizes (refused by both captures, with
 torch's reason), and a torch step beside a CuPy kernel. They skip with a reason without torch or a GPU."""
 
@@ -50,10 +51,14 @@ def run_user_chain(backend, tmp_path: Path, steps: str):
     return run_case(backend, case)
 
 
+def decode_case(chain: str, batch: int):
+    cases = expand_scenario(SCENARIOS / "decode_torch.yaml")
+    return next(c for c in cases if c.chain == chain and c.params["batch"] == batch)
+
+
 @pytest.mark.parametrize("batch", [1, 64])
 def test_decode_step_in_all_three_modes(backend, torch, batch):
-    case = next(c for c in expand_scenario(SCENARIOS / "decode_torch.yaml") if c.params["batch"] == batch)
-    result = run_case(backend, case)
+    result = run_case(backend, decode_case("decode", batch))
     assert result.error is None, result.error
     assert set(result.modes) == {"eager", "graph", "torch_graph"}
     eager, graph, graphed = (result.modes[m] for m in ("eager", "graph", "torch_graph"))
@@ -122,7 +127,10 @@ def test_synchronizing_run_fails_both_captures_with_a_reason(backend, torch, tmp
         status, reason = result.modes[mode].status, result.modes[mode].reason
         print(f"syncing: {mode}: {status}: {reason}")
         assert status == "not_capturable", (mode, status, reason)
-        assert reason
+        assert reason and "\n" not in reason and "Traceback" not in reason, reason
+    # the failed captures were ended: the backend's stream is usable by the next case
+    assert not backend.stream(0).is_capturing()
+    assert result.modes["eager"].status in MEASURED
 
 
 def test_in_place_torch_step_beside_a_cupy_kernel(backend, torch, tmp_path):
@@ -135,3 +143,18 @@ def test_in_place_torch_step_beside_a_cupy_kernel(backend, torch, tmp_path):
     assert result.modes["graph"].lifecycle.nodes >= 3
     graph_wall = min(result.modes["graph"].samples["wall_s_per_iter"])
     print(f"mixed: graph {graph_wall * 1e6:.2f} µs/iter; {result.check_detail}")
+
+
+@pytest.mark.parametrize("batch", [1, 256])
+def test_natural_decode_step_holds_pool_memory_in_torch_graph(backend, torch, batch):
+    result = run_case(backend, decode_case("decode_natural", batch))
+    assert result.error is None, result.error
+    graph, graphed = result.modes["graph"], result.modes["torch_graph"]
+    assert graph.status == "not_capturable" and "allocates" in (graph.reason or ""), graph.reason
+    assert graphed.status in MEASURED, graphed.reason
+    life = graphed.lifecycle
+    assert life is not None and (life.pool_bytes or 0) > 0, life
+    assert result.outputs_match is True, result.check_detail
+    print(
+        f"natural batch {batch}: torch_graph mem {life.mem_bytes} B, pool {life.pool_bytes} B; {result.check_detail}"
+    )

@@ -1,9 +1,12 @@
 """The ``torch_graph`` mode: a chain that holds torch steps captured by ``torch.cuda.CUDAGraph``, as torch
-documents it (warm-up on a side stream, capture into a private memory pool), beside eager and CuPy's
+documents it (warm-up iterations, then a capture into a private memory pool), beside eager and CuPy's
 stream capture (the ``graph`` mode).
 
-The capture runs on the case's main stream (torch's current stream for the case, set by the torch
-step's builder), so replays launch where the timing loop's events are recorded. Capture and
+The warm-up and the capture run on the case's main stream (torch's current stream for the case, set by
+the torch step's builder), so replays launch where the timing loop's events are recorded and no second
+stream launches anything in the worker (on the H200 eager launches on a second stream can leave every
+later graph replay of the process slower). The graph makes one exec, launched by its first replay right
+after its upload: no exec is destroyed without a launch (backend/graph.py's _retire says why). Capture and
 instantiation are timed apart where this torch keeps the captured graph (``keep_graph``), and the
 graph's memory is read two ways: the driver's free memory (cudaMemGetInfo) before the capture and
 after the first replay, and the growth of torch.cuda.memory_reserved over the capture (its private pool).
@@ -21,15 +24,16 @@ from typing import Any
 import cupy
 
 from launchbench.backend.base import OutputCheck, RankInfo
+from launchbench.backend.chain import StreamSource, reset_steps, snapshot_steps
 from launchbench.backend.check import combine_checks, compare_outputs
-from launchbench.backend.cupy_backend import CupyPreparedCase, StreamSource, reset_steps, snapshot_steps
-from launchbench.backend.graph import CaptureFailed, _describe, abort_capture
+from launchbench.backend.graph import CaptureFailed, abort_capture, describe_error
+from launchbench.backend.prepared import CupyPreparedCase
 from launchbench.backend.workload import LaunchLoop
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import GraphLifecycle
 from launchbench.scenario.core import Case
 
-WARMUP_ITERS = 3  # torch's documentation warms up with three iterations on a side stream
+WARMUP_ITERS = 3  # torch's documentation warms up with three iterations
 MODE = "torch_graph"
 
 
@@ -58,36 +62,46 @@ def _issue(calls: Sequence[Callable[[], Any]]) -> None:
         call()
 
 
-def _warm_up(torch: Any, main: Any, calls: Sequence[Callable[[], Any]]) -> None:
-    """WARMUP_ITERS iterations on a side stream that waits for the main one, then the main one waits."""
-    side = torch.cuda.Stream()
-    side.wait_stream(main)
-    with torch.cuda.stream(side):
-        for _ in range(WARMUP_ITERS):
-            _issue(calls)
-    main.wait_stream(side)
-    main.synchronize()
+def warm_up(torch: Any, main: Any, calls: Sequence[Callable[[], Any]]) -> None:
+    """WARMUP_ITERS eager iterations on the stream that is captured (the case's), then waited for: torch's
+    lazy set-up (cuBLAS handles and workspaces, which torch keys by stream) is done for that stream, and
+    no second stream launches anything; CaptureFailed with the reason where an iteration fails."""
+    try:
+        with torch.cuda.stream(main):
+            for _ in range(WARMUP_ITERS):
+                _issue(calls)
+        main.synchronize()
+    except Exception as err:
+        raise CaptureFailed(f"torch_graph warm-up: {describe_error(err)}") from err
 
 
-def _capture(
+def capture_graph(
     torch: Any, graph: Any, pool: Any, stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]]
 ) -> None:
     """One iteration captured on ``stream`` (as torch's current stream) into ``graph``, its memory from
-    ``pool``; CaptureFailed with torch's reason."""
+    ``pool``; CaptureFailed with torch's reason, the capture ended (an invalidated one too) and the
+    graph reset, so the stream and torch's allocator are usable again."""
     with torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
         try:
             graph.capture_begin(pool=pool)
             _issue(calls)
         except Exception as err:
-            with contextlib.suppress(Exception):  # the capture is invalid already: end it, keep the reason
-                graph.capture_end()
-            abort_capture(stream)
-            raise CaptureFailed(f"torch.cuda.CUDAGraph capture: {_describe(err)}") from err
+            _abandon(graph, stream)
+            raise CaptureFailed(f"torch.cuda.CUDAGraph capture: {describe_error(err)}") from err
         try:
             graph.capture_end()
         except Exception as err:
-            abort_capture(stream)
-            raise CaptureFailed(f"torch.cuda.CUDAGraph capture_end: {_describe(err)}") from err
+            _abandon(graph, stream)
+            raise CaptureFailed(f"torch.cuda.CUDAGraph capture_end: {describe_error(err)}") from err
+
+
+def _abandon(graph: Any, stream: cupy.cuda.Stream) -> None:
+    """A capture that failed: ended (torch's capture_end, else the runtime's) and the graph reset."""
+    with contextlib.suppress(Exception):  # the capture is invalid already: end it, keep the reason
+        graph.capture_end()
+    abort_capture(stream)
+    with contextlib.suppress(Exception):
+        graph.reset()
 
 
 def _node_count(graph: Any) -> int | None:
@@ -101,14 +115,15 @@ def _node_count(graph: Any) -> int | None:
     return int(result[2]) if int(result[0]) == 0 else None
 
 
-def _instantiate(graph: Any) -> None:
+def instantiate(graph: Any) -> None:
+    """The one graph exec of ``graph`` (torch's instantiate; its replays launch this exec)."""
     try:
         graph.instantiate()
     except Exception as err:
-        raise CaptureFailed(f"torch.cuda.CUDAGraph.instantiate: {_describe(err)}") from err
+        raise CaptureFailed(f"torch.cuda.CUDAGraph.instantiate: {describe_error(err)}") from err
 
 
-def _upload(graph: Any, stream: cupy.cuda.Stream) -> bool:
+def upload(graph: Any, stream: cupy.cuda.Stream) -> bool:
     """cudaGraphUpload of the instantiated graph on ``stream``, done (through cuda-bindings); False where
     this torch or cuda-bindings cannot, and the first replay uploads it."""
     try:
@@ -122,29 +137,47 @@ def _upload(graph: Any, stream: cupy.cuda.Stream) -> bool:
     return int(status) == 0
 
 
+def first_replay(torch: Any, graph: Any, main: Any) -> None:
+    """The graph's first replay on ``main``, waited for: it launches the one exec that instantiate made
+    (and upload uploaded), so no exec is ever destroyed without a launch; CaptureFailed where it fails."""
+    try:
+        with torch.cuda.stream(main):
+            graph.replay()
+        main.synchronize()
+    except Exception as err:
+        raise CaptureFailed(f"torch.cuda.CUDAGraph.replay: {describe_error(err)}") from err
+
+
+def release(torch: Any, graph: Any, stream: cupy.cuda.Stream) -> None:
+    """The graph's end, its replays done: reset (its pool back to torch's allocator, then the graph and
+    its exec destroyed), then torch's cached memory back to the driver."""
+    stream.synchronize()
+    graph.reset()
+    torch.cuda.empty_cache()
+
+
 def capture_torch(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock) -> TorchCapture:
     """Capture one iteration of ``calls`` with torch.cuda.CUDAGraph on ``stream`` and time its life
-    cycle; CaptureFailed with the reason where torch refuses it."""
+    cycle (warm-up, capture, instantiate, upload, first replay: the one exec is launched as soon as it
+    exists); CaptureFailed with the reason where torch refuses it."""
     import torch
 
     main = torch.cuda.ExternalStream(stream.ptr)
     cupy_pool = cupy.cuda.MemoryPool()
     with cupy.cuda.using_allocator(cupy_pool.malloc), stream:
-        _warm_up(torch, main, calls)
+        warm_up(torch, main, calls)
         graph, kept = _new_graph(torch)
         pool = torch.cuda.graph_pool_handle()
         free0, reserved0 = _free_bytes(), torch.cuda.memory_reserved()
         t0 = clock.wall()
-        _capture(torch, graph, pool, stream, calls)
+        capture_graph(torch, graph, pool, stream, calls)
         t1 = clock.wall()
         if kept:
-            _instantiate(graph)
+            instantiate(graph)
         t2 = clock.wall()
-        uploaded = kept and _upload(graph, stream)
+        uploaded = kept and upload(graph, stream)
         t3 = clock.wall()
-        with torch.cuda.stream(main):
-            graph.replay()
-        main.synchronize()
+        first_replay(torch, graph, main)
         t4 = clock.wall()
         free1, reserved1 = _free_bytes(), torch.cuda.memory_reserved()
     life = GraphLifecycle(
@@ -218,7 +251,7 @@ class TorchPreparedCase(CupyPreparedCase):
         self.stream.synchronize()
         self.workloads.pop(MODE, None)
         if self.torch_capture is not None:
-            self.torch_capture.graph.reset()
+            release(torch, self.torch_capture.graph, self.stream)
             self.torch_capture = None
         super().close()
         torch.cuda.set_stream(torch.cuda.default_stream())

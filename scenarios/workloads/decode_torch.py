@@ -107,3 +107,36 @@ def decode_step(
         torch.add(t["r1"], t["mlp"], out=t["y"])
 
     return {"run": run, "outputs": {"y": t["y"]}}
+
+
+LAUNCHES_NATURAL = 20  # torch ops per step of decode_step_natural
+
+
+def decode_step_natural(
+    torch: Any, device: Any, stream: Any, batch: int, d: int = 1024, heads: int = 16, context: int = 512,
+    ffn: int = 2816, position: int = 0,
+) -> dict[str, Any]:  # fmt: skip
+    """The same block written as torch code usually is: every intermediate a new tensor (LayerNorm and
+    softmax as torch's own functions), only the KV cache write in place and the result copied into
+    ``y``. It allocates on every call, so CuPy's capture refuses it (the graph mode is not_capturable)
+    and torch_graph keeps its intermediates in the graph's private pool."""
+    t = _tensors(torch, device, batch, d, heads, context, ffn)
+    functional = torch.nn.functional
+    head_dim = d // heads
+    scale = head_dim**-0.5
+    rows = batch * heads
+    k_slot, v_slot = t["k_t"][:, :, position], t["v"][:, position, :]
+
+    def run() -> None:
+        h = functional.layer_norm(t["x"], (d,), t["g1"], t["b1"], EPS)
+        q, k, vn = h @ t["wq"], h @ t["wk"], h @ t["wv"]
+        k_slot.copy_(k.view(rows, head_dim))
+        v_slot.copy_(vn.view(rows, head_dim))
+        scores = torch.bmm(q.view(rows, 1, head_dim), t["k_t"]) * scale
+        attn = torch.bmm(torch.softmax(scores, dim=-1), t["v"]).view(batch, d)
+        r1 = t["x"] + attn @ t["wo"]
+        h2 = functional.layer_norm(r1, (d,), t["g2"], t["b2"], EPS)
+        mlp = (functional.silu(h2 @ t["wg"]) * (h2 @ t["wu"])) @ t["wd"]
+        t["y"].copy_(r1 + mlp)
+
+    return {"run": run, "outputs": {"y": t["y"]}}
