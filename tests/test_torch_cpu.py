@@ -327,3 +327,35 @@ def test_docs_name_every_capture_table_column_and_the_kind() -> None:
         assert f"`{column}`" in torch_doc, column
     scenarios_doc = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
     assert "| `torch` |" in scenarios_doc and "`decode_torch.yaml`" in scenarios_doc
+
+
+def _table_text(run: RunRecord) -> str:
+    import io
+
+    from launchbench.report.console import plain_console, summary_table
+
+    buffer = io.StringIO()
+    plain_console(buffer).print(summary_table(run))
+    return buffer.getvalue()
+
+
+def test_the_summary_table_shows_torch_graph_beside_graph() -> None:
+    lines = [line for line in _table_text(torch_run()).splitlines() if "decode/batch=" in line]
+    cells = [[cell.strip() for cell in line.strip("│ ").split("│")] for line in lines]
+    assert [(c[0], c[1]) for c in cells] == [
+        (f"decode/batch={b}", m) for b in STEPS for m in ("graph", "torch_graph")
+    ]
+    by_mode = {(c[0], c[1]): c for c in cells}
+    assert by_mode[("decode/batch=1", "graph")][4] == "1.538"  # 60 µs / 39 launches
+    assert by_mode[("decode/batch=1", "torch_graph")][4] == "1.795"  # 70 µs / 39 launches
+    assert by_mode[("decode/batch=64", "graph")][4] == "—"  # refused: no number
+
+
+def test_a_cupy_only_summary_table_has_no_graph_mode_column() -> None:
+    from builders import make_run
+
+    text = _table_text(make_run())
+    header = next(line for line in text.splitlines() if "case" in line and "launches" in line)
+    assert "graph mode" not in header and header.split("┃")[2].strip() == "launches"
+    run = make_run()
+    assert sum("│" in line for line in text.splitlines()) == len(run.cases)

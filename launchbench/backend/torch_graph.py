@@ -86,20 +86,26 @@ def capture_graph(
             graph.capture_begin(pool=pool)
             _issue(calls)
         except Exception as err:
-            _abandon(graph, stream)
+            _abandon(torch, graph, pool, stream)
             raise CaptureFailed(f"torch.cuda.CUDAGraph capture: {describe_error(err)}") from err
         try:
             graph.capture_end()
         except Exception as err:
-            _abandon(graph, stream)
+            _abandon(torch, graph, pool, stream)
             raise CaptureFailed(f"torch.cuda.CUDAGraph capture_end: {describe_error(err)}") from err
 
 
-def _abandon(graph: Any, stream: cupy.cuda.Stream) -> None:
-    """A capture that failed: ended (torch's capture_end, else the runtime's) and the graph reset."""
+def _abandon(torch: Any, graph: Any, pool: Any, stream: cupy.cuda.Stream) -> None:
+    """A capture that failed: ended (torch's capture_end, else the runtime's), torch's allocator told to
+    stop serving the capture from ``pool`` and to release it (capture_end skips both when it raises),
+    and the graph reset."""
     with contextlib.suppress(Exception):  # the capture is invalid already: end it, keep the reason
         graph.capture_end()
     abort_capture(stream)
+    device = torch.cuda.current_device()
+    for name in ("_cuda_endAllocateToPool", "_cuda_releasePool"):
+        with contextlib.suppress(Exception):  # private in torch: absent or renamed in some releases
+            getattr(torch._C, name)(device, pool)
     with contextlib.suppress(Exception):
         graph.reset()
 
