@@ -359,3 +359,21 @@ def test_a_cupy_only_summary_table_has_no_graph_mode_column() -> None:
     assert "graph mode" not in header and header.split("┃")[2].strip() == "launches"
     run = make_run()
     assert sum("│" in line for line in text.splitlines()) == len(run.cases)
+
+
+def test_the_torch_probe_marks_a_moved_reading_and_reports_a_failed_process() -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import torch_probe
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    rows = [
+        {"variant": "torch_graph", "batch": 256, "step": "start", "us_per_node": 0.515},
+        {"variant": "torch_graph", "batch": 256, "step": "instantiate", "us_per_node": 0.520},
+        {"variant": "torch_graph", "batch": 256, "step": "release", "us_per_node": 0.700},
+    ]
+    lines = torch_probe._table(rows).splitlines()
+    assert "moved" not in lines[2] and lines[3].endswith("release  <-- moved") and "+35.9%" in lines[3]
+    ended = torch_probe._run_child("no-such-variant", 1)  # the probe goes on and says how it ended
+    assert len(ended) == 1 and ended[0]["us_per_node"] is None
+    assert "exit 1" in ended[0]["step"] and "unknown variant" in ended[0]["step"]

@@ -45,7 +45,7 @@ class TorchCapture:
     lifecycle: GraphLifecycle
 
 
-def _new_graph(torch: Any) -> tuple[Any, bool]:
+def new_graph(torch: Any) -> tuple[Any, bool]:
     """A CUDAGraph that keeps its captured graph (instantiated apart) where this torch offers it."""
     try:
         return torch.cuda.CUDAGraph(keep_graph=True), True
@@ -172,7 +172,7 @@ def capture_torch(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], 
     cupy_pool = cupy.cuda.MemoryPool()
     with cupy.cuda.using_allocator(cupy_pool.malloc), stream:
         warm_up(torch, main, calls)
-        graph, kept = _new_graph(torch)
+        graph, kept = new_graph(torch)
         pool = torch.cuda.graph_pool_handle()
         free0, reserved0 = _free_bytes(), torch.cuda.memory_reserved()
         t0 = clock.wall()
