@@ -26,6 +26,7 @@ from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.scenario.core import Case
 
 PLAIN_WIDTH = 4096  # columns of a console that is not a terminal: wider than any table it prints
+TORCH_GRAPH = "torch_graph"  # the graph mode a chain with torch steps has besides "graph"
 
 
 def plain_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
@@ -98,10 +99,12 @@ class ConsoleEvents:
         if result.error:
             self.console.print(f"[red]✗ {result.scenario} {result.case_id}: {result.error}[/]")
         elif not self.quiet:
-            graph = result.modes.get("graph")
-            note = (
-                f" (graph: {graph.reason})" if graph is not None and graph.status == "not_capturable" else ""
-            )
+            refused = [
+                f"{mode}: {result.modes[mode].reason}"
+                for mode in ("graph", TORCH_GRAPH)
+                if mode in result.modes and result.modes[mode].status == "not_capturable"
+            ]
+            note = f" ({'; '.join(refused)})" if refused else ""
             self.console.print(
                 f"[green]✓[/] {result.scenario} {result.case_id} in {result.elapsed_s:.1f} s{note}"
             )
@@ -127,7 +130,6 @@ SUMMARY_HEADERS = (
     "break-even iters",
     "match",
 )
-TORCH_GRAPH = "torch_graph"
 
 
 def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
