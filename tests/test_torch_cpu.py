@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from launchbench import __version__
 from launchbench.analysis.columns import COLUMNS
-from launchbench.analysis.table import case_rows, run_table
+from launchbench.analysis.table import Placement, case_rows, run_table
 from launchbench.backend.base import OutputCheck
 from launchbench.backend.check import combine_checks
 from launchbench.cli import cli
@@ -243,7 +243,7 @@ def torch_run() -> RunRecord:
 def test_torch_graph_rows_carry_the_capture_columns_and_survive_the_file(tmp_path: Path) -> None:
     run = torch_run()
     assert {"graph_pool_bytes", "graph_mem_bytes", "capture_us", "instantiate_us"} <= set(COLUMNS)
-    rows = {row["mode"]: row for row in case_rows(run.cases[0], "NVIDIA H200")}
+    rows = {row["mode"]: row for row in case_rows(run.cases[0], Placement("NVIDIA H200"))}
     torch_row = rows["torch_graph"]
     assert torch_row["capture_us"] == pytest.approx(5000 / 1.5)
     assert torch_row["instantiate_us"] == pytest.approx(2500 / 1.5)

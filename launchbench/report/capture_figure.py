@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from launchbench.analysis.table import run_table  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.report.capture_table import capture_table, markdown  # noqa: E402
-from launchbench.report.plots import DPI, MODE_COLOURS, MODE_LABELS, MODE_MARKERS, STYLE, WIDTH_IN  # noqa: E402
+from launchbench.report.plots.style import DPI, MODE_COLOURS, MODE_LABELS, MODE_MARKERS, STYLE, WIDTH_IN  # noqa: E402
 from launchbench.results.schema import MEASURED_STATUSES, RunRecord  # noqa: E402
 
 MIB = 2**20
