@@ -87,6 +87,7 @@ class Placement:
 
 GRAPH_MODES = ("graph", "torch_graph")  # the modes whose rows carry a graph's life cycle
 
+
 class RowFactsOf:
     """The facts of one row (columns.RowFacts) that the declared columns compute their values from; the
     summaries (each metric's CI widened to its pass noise, shrunk toward ``priors``) and levels made once."""

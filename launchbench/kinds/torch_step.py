@@ -145,7 +145,12 @@ KIND = KindSpec(
     "measured eagerly, as CuPy's capture (`graph`) and as `torch.cuda.CUDAGraph` (`torch_graph`) "
     "([torch.md](torch.md)); needs `launchbench[torch]`",
     examples=(
-        {"kind": "torch", "callable": "workloads.decode_torch:decode_step", "args": {"batch": 4}, "launches": 39},
+        {
+            "kind": "torch",
+            "callable": "workloads.decode_torch:decode_step",
+            "args": {"batch": 4},
+            "launches": 39,
+        },
     ),
     requires=("torch",),
 )
