@@ -2,7 +2,7 @@
 # The torch evidence on one GPU machine with torch and CuPy, in one call of at most 4 minutes:
 #   1. benchmarks/torch_probe.py: a bare 100-node CuPy graph's replay µs/node before and after each step
 #      of the torch_graph life cycle (and of the graph mode, and of execute_case over the decode sizes),
-#      each variant in a fresh process (at most 70 s);
+#      each variant in a fresh process (at most 90 s);
 #   2. scenarios/decode_torch.yaml in all three modes (eager, graph: CuPy's stream capture of the torch
 #      ops, torch_graph: torch.cuda.CUDAGraph), both chains (decode, decode_natural);
 #   3. its batch-size capture table and figure, and the rows of results.csv that say it all;
@@ -38,7 +38,7 @@ cat "$work/versions.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv >> "$work/versions.txt" 2>&1
 
 # 1. the probe first, on a GPU nothing else has touched yet in this call
-step "torch probe" "$work/probe.log" 85 python3 benchmarks/torch_probe.py --budget 70 --out "$work/probe.json"
+step "torch probe" "$work/probe.log" 105 python3 benchmarks/torch_probe.py --budget 90 --out "$work/probe.json"
 grep -E "^probe:|^variant|<-- moved" "$work/probe.log" | head -60
 sed -n '/^variant/,$p' "$work/probe.log" > "$work/probe_table.txt"
 
