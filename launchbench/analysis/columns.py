@@ -84,7 +84,7 @@ ID_DECLARED: tuple[Column, ...] = (
     Column('chain', '—', 'id', 'chain name in the scenario', lambda f: f.case.chain),
     Column('kinds', '—', 'id', 'step kinds in the chain', lambda f: f.case.kinds),
     Column('params', '—', 'id', 'sweep values of the case (JSON)', lambda f: json.dumps(f.case.params, sort_keys=True)),
-    Column('mode', '—', 'id', 'eager (kernel by kernel on a stream), graph (CUDA Graph replay); for a chain whose sizes change: recapture, cache or update (see docs/shapes.md)', lambda f: f.mode),
+    Column('mode', '—', 'id', "eager (kernel by kernel on a stream), graph (CUDA Graph replay of CuPy's stream capture), torch_graph (torch.cuda.CUDAGraph replay, a chain holding torch steps); for a chain whose sizes change: recapture, cache or update (see docs/shapes.md)", lambda f: f.mode),
     Column('status', '—', 'id', 'ok; budget (time budget hit before the noise target); not_capturable; failed; skipped', lambda f: f.result.status),
     Column('reason', '—', 'id', 'why a mode is not ok (capture refused, error message)', lambda f: f.result.reason or f.case.error or ""),
     Column('launches_per_iter', 'launches', 'id', 'kernel/copy/memset launches the chain issues per iteration', lambda f: f.case.launches_per_iter),
@@ -101,7 +101,8 @@ GRAPH_DECLARED: tuple[Column, ...] = (
     Column('instantiate_then_upload_us', 'µs', 'graph', 'cudaGraphInstantiate then cudaGraphUpload until done, on another fresh capture in the same slot as instantiate_upload_us (the two in random order)', lambda f: _life_us(f, "instantiate_then_upload_s")),
     Column('lifecycle_split', '—', 'graph', 'true when capture and instantiate were timed separately (cuda.bindings)', lambda f: None if f.graph_life is None else f.graph_life.split),
     Column('graph_nodes', 'nodes', 'graph', 'nodes in the captured graph', lambda f: None if f.graph_life is None else f.graph_life.nodes),
-    Column('graph_mem_bytes', 'bytes', 'graph', 'device memory taken by instantiating and uploading the graph (free-memory drop)', lambda f: None if f.graph_life is None else f.graph_life.mem_bytes),
+    Column('graph_mem_bytes', 'bytes', 'graph', "device memory the graph takes, from the driver's free memory (cudaMemGetInfo): graph, its instantiation and upload; torch_graph, its capture (the private pool's new segments) to the end of its first replay", lambda f: None if f.graph_life is None else f.graph_life.mem_bytes),
+    Column('graph_pool_bytes', 'bytes', 'graph', "device memory the graph's memory pool holds: graph, CuPy's pool dedicated to the graph (temporaries of captured kernels); torch_graph, the growth of torch.cuda.memory_reserved over the capture (its private pool)", lambda f: None if f.graph_life is None else f.graph_life.pool_bytes),
     Column('break_even_iters', 'iterations', 'graph', 'setup_us / (eager − graph wall µs per iteration); empty if the graph is not faster', lambda f: f.break_even_iters),
 )
 CHECK_DECLARED: tuple[Column, ...] = (

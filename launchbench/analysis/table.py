@@ -85,6 +85,9 @@ class Placement:
     device: int | None = None
 
 
+GRAPH_MODES = ("graph", "torch_graph")  # the modes whose rows carry a graph's life cycle
+
+
 class RowFactsOf:
     """The facts of one row (columns.RowFacts) that the declared columns compute their values from; the
     summaries (each metric's CI widened to its pass noise, shrunk toward ``priors``) and levels made once."""
@@ -100,7 +103,7 @@ class RowFactsOf:
 
     @property
     def graph_life(self) -> GraphLifecycle | None:
-        return self.result.lifecycle if self.mode == "graph" else None
+        return self.result.lifecycle if self.mode in GRAPH_MODES else None
 
     def _wall(self, mode: str) -> float:
         return _median(self.case.samples(mode, WALL))
@@ -118,7 +121,7 @@ class RowFactsOf:
         """Graph setup over the wall time a replay saves per iteration (None where it saves none)."""
         if self.graph_life is None:
             return None
-        saving = self._wall("eager") - self._wall("graph")
+        saving = self._wall("eager") - self._wall(self.mode)
         return self.graph_life.setup_s / saving if saving > 0 else None
 
     def summary(self, metric: str) -> Summary:

@@ -111,6 +111,18 @@ def _path_option(
     )
 
 
+def image_format_option() -> Callable[[F], F]:
+    """``--format png|svg`` of the commands that draw figures."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["png", "svg"]),
+        default="png",
+        show_default=True,
+        help="Image format.",
+    )
+
+
 def quiet_option(help: str = "Print only errors and the one-line outcome.") -> Callable[[F], F]:
     """``-q/--quiet`` on every command."""
     return click.option("-q", "--quiet", is_flag=True, help=help)

@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from launchbench.cli.common import handle_errors, out_dir_option, quiet_option, short_help
+from launchbench.cli.common import (
+    handle_errors,
+    image_format_option,
+    out_dir_option,
+    quiet_option,
+    short_help,
+)
 
 if TYPE_CHECKING:
     from launchbench.analysis.compare import Comparison
@@ -22,14 +28,7 @@ DEFAULT_DPI = 200  # launchbench.report.plots.style.DPI, without loading matplot
     "Folder for the figures, created with its parents (default: plots/ inside the first run's directory); "
     "existing figures of the same name are replaced."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["png", "svg"]),
-    default="png",
-    show_default=True,
-    help="Image format.",
-)
+@image_format_option()
 @click.option(
     "--dpi",
     type=click.IntRange(30, 1200),

@@ -11,12 +11,14 @@ from typing import cast
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase
 from launchbench.errors import LaunchbenchError
 from launchbench.kinds.registry import spec_of
+from launchbench.kinds.torch_step import holds_torch
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import ModeSamples, Sampler, SamplingOutcome
 from launchbench.results.schema import (
     CPU,
     GPU,
     LATENCY,
+    TORCH_MODES,
     WALL,
     CaseResult,
     Clocks,
@@ -111,9 +113,20 @@ def shape_info(case: Case) -> ShapeInfo | None:
 
 
 def case_modes(case: Case) -> tuple[Mode, ...]:
-    """The modes a case is measured in: eager and graph, or eager and the shape strategies."""
-    modes = ("eager", *case.shapes.strategies) if case.shapes is not None else ("eager", "graph")
-    return cast("tuple[Mode, ...]", modes)
+    """The modes a case is measured in: eager and graph (and torch_graph where the chain holds torch
+    steps), or eager and the shape strategies."""
+    if case.shapes is not None:
+        return cast("tuple[Mode, ...]", ("eager", *case.shapes.strategies))
+    return ("eager", "graph", *TORCH_MODES) if holds_torch(case.steps) else ("eager", "graph")
+
+
+def mode_graph(prepared: PreparedCase, mode: str) -> tuple[GraphLifecycle | None, str | None]:
+    """A graph mode's life cycle and why it is absent: from the prepared case's per-mode records where
+    it keeps them (a torch chain's, backend/torch_graph.py), else the CuPy graph's."""
+    lifecycles: dict[str, GraphLifecycle] = getattr(prepared, "mode_lifecycles", {})
+    failures: dict[str, str] = getattr(prepared, "mode_failures", {})
+    lifecycle = prepared.lifecycle if mode == "graph" else None
+    return lifecycles.get(mode, lifecycle), failures.get(mode, prepared.graph_failure)
 
 
 def case_identity(case: Case) -> dict[str, object]:
@@ -231,21 +244,14 @@ def _case_result(
     start: float,
     counts: dict[str, ShapeCounts],
 ) -> CaseResult:
-    lifecycle = prepared.lifecycle
-    graph_failure = prepared.graph_failure
     failed = set(check.failed_modes) or ({"graph"} if check.match is False else set())
     modes: dict[Mode, ModeResult] = {}
     for mode in case_modes(case):
+        lifecycle, graph_failure = mode_graph(prepared, mode)
         if mode not in outcome.modes:  # a graph mode that could not be prepared
             modes[mode] = ModeResult(mode=mode, status="not_capturable", reason=graph_failure)
             continue
-        result = mode_result(
-            mode,
-            outcome.modes[mode],
-            host,
-            lifecycle=lifecycle if mode == "graph" else None,
-            shapes=counts.get(mode),
-        )
+        result = mode_result(mode, outcome.modes[mode], host, lifecycle=lifecycle, shapes=counts.get(mode))
         if mode in failed:
             result = result.model_copy(update={"status": "failed", "reason": check.detail})
         modes[mode] = result

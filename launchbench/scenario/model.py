@@ -115,7 +115,7 @@ class Expectation(Strict):
     """A rule checked on a single run: e.g. graph wall time per launch below 1 µs for a case."""
 
     case: str = Field("*", description="case id or fnmatch pattern")
-    mode: Literal["eager", "graph", "recapture", "cache", "update"] = "graph"
+    mode: Literal["eager", "graph", "recapture", "cache", "update", "torch_graph"] = "graph"
     metric: str
     min: Float | None = None
     max: Float | None = None

@@ -32,9 +32,10 @@ BLACK, ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
 
 GREY = "#8C8C8C"
 
-MODE_COLOURS = {"eager": VERMILLION, "graph": BLUE, "recapture": ORANGE, "cache": GREEN, "update": PURPLE}
+MODE_COLOURS = {"eager": VERMILLION, "graph": BLUE, "recapture": ORANGE, "cache": GREEN, "update": PURPLE,
+                "torch_graph": SKY_BLUE}  # fmt: skip
 
-MODE_MARKERS = {"eager": "o", "graph": "s", "recapture": "^", "cache": "D", "update": "v"}
+MODE_MARKERS = {"eager": "o", "graph": "s", "recapture": "^", "cache": "D", "update": "v", "torch_graph": "P"}
 
 MODE_LABELS = {
     "eager": "eager (kernel by kernel)",
@@ -42,6 +43,7 @@ MODE_LABELS = {
     "recapture": "re-capture at every change",
     "cache": "cache: one graph per shape",
     "update": "update one graph (cudaGraphExecUpdate)",
+    "torch_graph": "torch.cuda.CUDAGraph replay",
 }
 
 SERIES_COLOURS = (BLUE, ORANGE, GREEN, PURPLE, SKY_BLUE, VERMILLION, BLACK, YELLOW)
