@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD, GATE_SCOPES
+from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, GATE_SCOPES
+from launchbench.api import Gate, compare_pair, compare_settings
 from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
@@ -32,22 +32,6 @@ if TYPE_CHECKING:  # the statistics (numpy, SciPy) load when a comparison runs, 
 FORMATS = REPORT_FORMATS  # ab writes the same formats
 F = Callable[..., Any]
 STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
-
-
-def compare_settings(
-    metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
-) -> CompareSettings:
-    """A metric named in a ``N%`` rule gets a threshold no larger than N%: the gate fails only rows whose
-    verdict is slower, so a rule tighter than the threshold would otherwise never fire."""
-    from launchbench.analysis.compare import CompareSettings
-
-    chosen = tuple(dict.fromkeys([*(metrics or DEFAULT_METRICS), *(r.metric for r in rules)]))
-    default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
-    per_metric = {m: v for m, v in thresholds if m is not None}
-    for rule in rules:
-        if rule.unit == "%":
-            per_metric[rule.metric] = min(per_metric.get(rule.metric, default), rule.amount)
-    return CompareSettings(metrics=chosen, default_threshold=default, thresholds=per_metric, alpha=alpha)
 
 
 def _threshold(text: str) -> tuple[str | None, float]:
@@ -202,18 +186,13 @@ def compare(
         sides = [(drawn.label, drawn.baseline), (runs[0], drawn.current)]
     else:
         sides = [(path, load_run(path)) for path in runs]
-    gate = Gate(
-        rules,
-        bool(rules or fail_on_missing),
-        allow_blind,
-        gate_rows,
-        CoveragePolicy(
-            allow_empty=allow_empty,
-            allow_missing=allow_missing,
-            allow_interrupted=allow_interrupted,
-            allow_disturbed=allow_disturbed,
-        ),
+    policy = CoveragePolicy(
+        allow_empty=allow_empty,
+        allow_missing=allow_missing,
+        allow_interrupted=allow_interrupted,
+        allow_disturbed=allow_disturbed,
     )
+    gate = Gate(rules, allow_blind, gate_rows, policy) if rules or fail_on_missing else None
     pairs = [
         _compare_pair(sides[0], side, settings, gate, allow_different_gpu, baseline_from is None)
         for side in sides[1:]
@@ -225,65 +204,21 @@ def compare(
     sys.exit(EXIT_FAIL if any(report is not None and not report.passed for _, report in pairs) else EXIT_OK)
 
 
-@dataclass(frozen=True)
-class Gate:
-    """What fails the gate of each pair: the --fail-on rules, the rows judged and what is allowed."""
-
-    rules: list[GateRule]
-    active: bool  # rules were given (or the hidden --fail-on-missing)
-    allow_blind: bool
-    rows: GateScope
-    policy: Any  # analysis.coverage.CoveragePolicy (loaded with the statistics)
-
-
 def _compare_pair(
     baseline: tuple[str, Any],
     current: tuple[str, Any],
     settings: CompareSettings,
-    gate: Gate,
+    gate: Gate | None,
     allow_different_gpu: bool,
     may_pair: bool,
 ) -> tuple[Comparison, GateReport | None]:
-    """One BASELINE → CURRENT comparison with its warnings, and its gate report where a gate was asked."""
-    from launchbench.analysis.compare import compare_runs, sides_of_one_ab
-    from launchbench.analysis.coverage import comparison_coverage
-    from launchbench.analysis.gate import evaluate_rules
-    from launchbench.results.merge_runs import refuse_repeated_cases
-
-    (base_label, base_run), (cur_label, cur_run) = baseline, current
-    for path, record in (baseline, current):
-        refuse_repeated_cases(
-            record, path, "compare one member's run, or score them with launchbench fleet report"
-        )
-    comparison = compare_runs(
-        base_run,
-        cur_run,
-        settings,
-        allow_different_gpu=allow_different_gpu,
-        baseline_label=base_label,
-        current_label=cur_label,
-        paired=may_pair and sides_of_one_ab(base_run, cur_run, base_label, cur_label),
-    )
-    comparison = replace(comparison, warnings=run_warnings(base_run, cur_run, comparison))
-    if not gate.active:
+    """One BASELINE → CURRENT comparison (launchbench.api.compare_pair); with no gate, its warnings
+    printed."""
+    comparison, report = compare_pair(baseline, current, settings, gate, allow_different_gpu, may_pair)
+    if gate is None:
         for warning in comparison.all_warnings:
             click.echo(f"launchbench: warning: {warning}", err=True)
-        return comparison, None
-    allow_missing = gate.policy.allow_missing
-    report = evaluate_rules(comparison, gate.rules, not allow_missing, gate.allow_blind, gate.rows)
-    return comparison, comparison_coverage(report, comparison, base_run, cur_run, gate.policy)
-
-
-def run_warnings(baseline: Any, current: Any, comparison: Comparison) -> tuple[str, ...]:
-    """What a gate would refuse or note about the runs, said in every output (with no gate, nothing
-    fails on them): an unfinished run, no rows in common, a scenario file that changed."""
-    from launchbench.analysis.coverage import scenario_differences, unfinished
-
-    out = [f"the {side} run {why}" for side, record in (("baseline", baseline), ("current", current))
-           if (why := unfinished(record))]  # fmt: skip
-    if comparison.rows and all(row.only_in is not None for row in comparison.rows):
-        out.append("the runs have no rows in common")
-    return (*out, *scenario_differences(baseline, current))
+    return comparison, report
 
 
 def emit_comparison(
