@@ -332,6 +332,11 @@ def scripted_backend(device: int) -> ScriptedBackend:
     return ScriptedBackend()
 
 
+def slow_graph_backend(device: int) -> ScriptedBackend:
+    """The scripted backend with graphs twice as slow per launch: a regression put in on purpose."""
+    return ScriptedBackend(graph_per_launch=1.0e-6)
+
+
 STARTS_FILE_VARIABLE = "LAUNCHBENCH_TEST_WORKER_STARTS"
 CANARY_DISTURB_VARIABLE = "LAUNCHBENCH_TEST_CANARY_DISTURB"
 
