@@ -187,6 +187,7 @@ class LaunchbenchFixture:
         target_noise, min_samples, quick, device, isolate). With --launchbench-compare, the run is compared
         with the saved one and the test fails on a --launchbench-fail-on regression."""
         from launchbench import api
+        from launchbench.errors import LaunchbenchError
 
         name = run_name(self.node_id) + (f"-{len(self.runs) + 1}" if self.runs else "")
         scenario = scenario_of(chain, name[-100:].lstrip("-_.") or "test", args or {}, launches)
@@ -194,7 +195,7 @@ class LaunchbenchFixture:
         options = {"backend": self.settings.backend, **run_settings}
         try:
             run = api.run(scenario, out_dir=out_dir, **options)
-        except api.LaunchbenchError as err:
+        except LaunchbenchError as err:
             pytest.fail(f"launchbench: {err}", pytrace=False)
         self.runs.append(run)
         if self.settings.compare is not None:
