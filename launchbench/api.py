@@ -204,15 +204,18 @@ def run(
     if device < 0:
         raise ApiError(f"device {device}: a CUDA device index is 0 or more")
     overrides = Measure(max_time, passes, target_noise, min_samples, quick).overrides()
-    claimed = out_dir is None
-    the_plan, run_dir = _planned(scenario, out_dir, Path(results_root), overrides, max_cases)
     options = runner.RunOptions(
         device=device, overrides=overrides, isolate=isolate, write_tables=write_tables
     )
     if backend is not None:
         options = replace(options, backend_factory=load_factory(backend))
+    claimed = out_dir is None
+    the_plan, run_dir = _planned(scenario, out_dir, Path(results_root), overrides, max_cases)
     try:
         record = runner.run(the_plan, run_dir, options, events, argv=["launchbench.api.run"])
+    except BaseException:
+        _forget_scenario(run_dir, the_plan)
+        raise
     finally:
         if claimed:
             release_if_empty(run_dir)
@@ -267,6 +270,16 @@ def _write_scenario(run_dir: Path, text: str) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, text)
     return target
+
+
+def _forget_scenario(run_dir: Path, the_plan: Plan) -> None:
+    """A run that failed before its journal began leaves no scenario.yaml of ours behind (it would
+    refuse the next run into the folder); an interrupted run keeps it: its record names it."""
+    from launchbench.results.store import JOURNAL
+
+    written = run_dir / SCENARIO_FILE
+    if not (run_dir / JOURNAL).exists() and any(s.file == str(written) for s in the_plan.scenarios):
+        written.unlink(missing_ok=True)
 
 
 def _scenario_source(scenario: ScenarioInput) -> tuple[Path, str | None]:

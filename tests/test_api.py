@@ -14,7 +14,7 @@ import yaml
 import launchbench
 from launchbench import api
 from launchbench.analysis.gate import GateRuleError
-from launchbench.errors import LaunchbenchError, ScenarioError
+from launchbench.errors import LaunchbenchError, NoGpuError, ScenarioError
 from launchbench.results.store import ResultsFileError
 from launchbench.run.overrides import OverridesError
 from launchbench.scenario.load import load_scenario
@@ -175,6 +175,16 @@ def test_run_refuses_a_bad_scenario_naming_where(tmp_path: Path) -> None:
     with pytest.raises(api.ApiError, match="not a int"):
         api.run(3, **FAST)  # type: ignore[arg-type]
     assert not (tmp_path / "r").exists()
+
+
+def test_a_run_that_cannot_start_leaves_the_folder_as_it_was(tmp_path: Path) -> None:
+    settings = {**FAST, "backend": "fakes:no_gpu_backend"}
+    with pytest.raises(NoGpuError, match="no CUDA device 0"):
+        api.run(TINY, out_dir=tmp_path / "r", **settings)  # type: ignore[arg-type]
+    assert list((tmp_path / "r").iterdir()) == []  # the scenario file written for it is gone
+    with pytest.raises(NoGpuError):
+        api.run(TINY, results_root=tmp_path / "root", **settings)  # type: ignore[arg-type]
+    assert list((tmp_path / "root").iterdir()) == []  # the directory claimed for it is given back
 
 
 def test_run_never_writes_over_a_scenario_file_in_out_dir(tmp_path: Path) -> None:
