@@ -111,7 +111,8 @@ def parse_fail_on(text: str) -> GateRule:
     try:
         return parse_rule(text)
     except LaunchbenchError as err:
-        raise pytest.UsageError(f"{FAIL_ON} {text}: {err}") from None
+        reason = re.sub(r"^--fail-on '[^']*': ", "", str(err))  # the rule is named once, as given here
+        raise pytest.UsageError(f"{FAIL_ON} {text}: {reason}") from None
 
 
 def gpu_problem() -> str | None:

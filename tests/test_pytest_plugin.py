@@ -135,6 +135,10 @@ def test_a_test_with_no_saved_run_is_warned_about(pytester: pytest.Pytester) -> 
             "*--launchbench-save and --launchbench-compare name one directory*",
         ),
         (("--launchbench-allow", "everything"), "*invalid choice: 'everything'*"),
+        (
+            ("--launchbench-compare", ".", "--launchbench-fail-on", "mean:5%"),
+            "ERROR: --launchbench-fail-on mean:5%: unknown metric 'mean'; metrics: wall_us_per_launch, *",
+        ),
     ],
 )
 def test_bad_options_are_one_usage_error(
