@@ -182,6 +182,14 @@ def test_a_session_without_the_fixture_loads_no_launchbench(pytester: pytest.Pyt
 # ------------------------------------------------------------------------------------ the pieces
 
 
+def test_the_entry_point_names_the_plugin() -> None:
+    """pyproject.toml's pytest11 entry point, as installed (`pip install -e .` registers it)."""
+    from importlib.metadata import entry_points
+
+    (point,) = [p for p in entry_points(group="pytest11") if p.name == "launchbench"]
+    assert point.value == "launchbench.pytest_plugin" and point.load() is pytest_plugin
+
+
 def work(xp: object, stream: object) -> None:
     return None
 
