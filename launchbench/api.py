@@ -22,12 +22,13 @@ from launchbench.errors import LaunchbenchError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from launchbench.analysis.compare import CompareSettings, MetricComparison, RowComparison, Verdict
-    from launchbench.analysis.compare import Comparison as Compared
-    from launchbench.analysis.coverage import CoveragePolicy
-    from launchbench.analysis.gate import GateReport, GateRule, GateScope
+    from launchbench.analysis.comparison import CompareSettings, MetricComparison, RowComparison, Verdict
+    from launchbench.analysis.comparison import Comparison as Compared
+    from launchbench.analysis.evidence import Evidence
+    from launchbench.analysis.gate import GatePolicy, GateReport, GateRule, GateScope
     from launchbench.results.schema import CaseResult, RunRecord
-    from launchbench.run.runner import Plan, RunEvents
+    from launchbench.run.runner import Plan
+    from launchbench.run.session import RunEvents
     from launchbench.scenario.model import Scenario
 
 ScenarioInput = Union["Scenario", str, Path, Mapping[str, Any]]
@@ -199,14 +200,13 @@ def run(
     from launchbench.report.run_files import write_tables
     from launchbench.results.store import release_if_empty
     from launchbench.run import runner
+    from launchbench.run.session import RunOptions
     from launchbench.run.worker import load_factory
 
     if device < 0:
         raise ApiError(f"device {device}: a CUDA device index is 0 or more")
     overrides = Measure(max_time, passes, target_noise, min_samples, quick).overrides()
-    options = runner.RunOptions(
-        device=device, overrides=overrides, isolate=isolate, write_tables=write_tables
-    )
+    options = RunOptions(device=device, overrides=overrides, isolate=isolate, write_tables=write_tables)
     if backend is not None:
         options = replace(options, backend_factory=load_factory(backend))
     claimed = out_dir is None
@@ -304,16 +304,6 @@ def _scenario_source(scenario: ScenarioInput) -> tuple[Path, str | None]:
 
 
 @dataclass(frozen=True)
-class Gate:
-    """What fails the gate of a comparison: the --fail-on rules, the rows judged and what is allowed."""
-
-    rules: Sequence[GateRule]
-    allow_blind: bool
-    rows: GateScope
-    policy: CoveragePolicy
-
-
-@dataclass(frozen=True)
 class VerdictRow:
     """One row's verdict on one metric."""
 
@@ -387,20 +377,21 @@ def compare(
     ``fail_on`` ("wall_us_per_launch:5%", "…:2us"), ``alpha``, ``gate_rows`` and ``allow`` (the
     ``--allow-*`` options) as compare takes them. With ``fail_on`` the gate judges the comparison
     (``Comparison.passed``); the sides of one ``launchbench ab`` directory are paired as compare pairs them."""
-    from launchbench.analysis.compare import parse_threshold
+    from launchbench.analysis.comparison import parse_threshold
     from launchbench.analysis.defaults import DEFAULT_ALPHA
-    from launchbench.analysis.gate import parse_rule
+    from launchbench.analysis.gate import gated_settings, parse_rule
 
-    rules = [parse_rule(text) for text in _texts(fail_on)]
-    settings = compare_settings(
+    rules = tuple(parse_rule(text) for text in _texts(fail_on))
+    settings = gated_settings(
         tuple(metrics), [parse_threshold(t) for t in _texts(thresholds)], alpha or DEFAULT_ALPHA, rules
     )
     unknown = sorted(set(allow) - set(Allow.__args__))  # type: ignore[attr-defined]
     if unknown:
         raise ApiError(f"allow: unknown {', '.join(unknown)}; choose from {', '.join(Allow.__args__)}")  # type: ignore[attr-defined]
-    gate = _gate(rules, gate_rows, allow) if rules else None
-    sides = [_side(baseline), _side(current)]
-    result, report = compare_pair(sides[0], sides[1], settings, gate, "different-gpu" in allow, True)
+    policy = _policy(rules, gate_rows, allow) if rules else None
+    sides = (_side(baseline), _side(current))
+    design = pair_design(*sides)
+    result, report = compare_pair(*sides, settings, policy, "different-gpu" in allow, design)
     return Comparison(result, report)
 
 
@@ -413,48 +404,39 @@ def _side(side: Run | str | Path) -> tuple[str, RunRecord]:
     return str(loaded.path), loaded.record
 
 
-def _gate(rules: Sequence[GateRule], rows: GateScope, allow: Collection[Allow]) -> Gate:
+def _policy(rules: tuple[GateRule, ...], rows: GateScope, allow: Collection[Allow]) -> GatePolicy:
     from launchbench.analysis.coverage import CoveragePolicy
+    from launchbench.analysis.gate import GatePolicy
 
-    policy = CoveragePolicy(
+    coverage = CoveragePolicy(
         allow_empty="empty" in allow,
         allow_missing="missing" in allow,
         allow_interrupted="interrupted" in allow,
         allow_disturbed="disturbed" in allow,
     )
-    return Gate(rules, "blind" in allow, rows, policy)
+    return GatePolicy(rules, rows, "blind" in allow, coverage)
 
 
-def compare_settings(
-    metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
-) -> CompareSettings:
-    """A metric named in a ``N%`` rule gets a threshold no larger than N%: the gate fails only rows whose
-    verdict is slower, so a rule tighter than the threshold would otherwise never fire."""
-    from launchbench.analysis.compare import CompareSettings
-    from launchbench.analysis.defaults import DEFAULT_METRICS, DEFAULT_THRESHOLD
+def pair_design(baseline: tuple[str, RunRecord], current: tuple[str, RunRecord]) -> Evidence:
+    """Paired rounds for side A and side B of one ``launchbench ab`` directory; separate runs otherwise."""
+    from launchbench.analysis.compare import PAIRED_ROUNDS, SEPARATE_RUNS, sides_of_one_ab
 
-    chosen = tuple(dict.fromkeys([*(metrics or DEFAULT_METRICS), *(r.metric for r in rules)]))
-    default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
-    per_metric = {m: v for m, v in thresholds if m is not None}
-    for rule in rules:
-        if rule.unit == "%":
-            per_metric[rule.metric] = min(per_metric.get(rule.metric, default), rule.amount)
-    return CompareSettings(metrics=chosen, default_threshold=default, thresholds=per_metric, alpha=alpha)
+    (base_label, base_run), (cur_label, cur_run) = baseline, current
+    return PAIRED_ROUNDS if sides_of_one_ab(base_run, cur_run, base_label, cur_label) else SEPARATE_RUNS
 
 
 def compare_pair(
     baseline: tuple[str, RunRecord],
     current: tuple[str, RunRecord],
     settings: CompareSettings,
-    gate: Gate | None,
+    policy: GatePolicy | None,
     allow_different_gpu: bool,
-    may_pair: bool,
+    design: Evidence,
 ) -> tuple[Compared, GateReport | None]:
     """One BASELINE → CURRENT comparison (``launchbench compare``'s and the API's) with its warnings,
-    and its gate report where a gate was asked; ``may_pair``: the sides of one ab directory are paired."""
-    from launchbench.analysis.compare import compare_runs, sides_of_one_ab
-    from launchbench.analysis.coverage import comparison_coverage
-    from launchbench.analysis.gate import evaluate_rules
+    and its gate's report (analysis.gate.gate) where a gate was asked."""
+    from launchbench.analysis.compare import compare_runs
+    from launchbench.analysis.gate import ComparedRuns, gate
     from launchbench.results.merge_runs import refuse_repeated_cases
 
     (base_label, base_run), (cur_label, cur_run) = baseline, current
@@ -469,14 +451,12 @@ def compare_pair(
         allow_different_gpu=allow_different_gpu,
         baseline_label=base_label,
         current_label=cur_label,
-        paired=may_pair and sides_of_one_ab(base_run, cur_run, base_label, cur_label),
+        design=design,
     )
     comparison = replace(comparison, warnings=run_warnings(base_run, cur_run, comparison))
-    if gate is None:
+    if policy is None:
         return comparison, None
-    allow_missing = gate.policy.allow_missing
-    report = evaluate_rules(comparison, gate.rules, not allow_missing, gate.allow_blind, gate.rows)
-    return comparison, comparison_coverage(report, comparison, base_run, cur_run, gate.policy)
+    return comparison, gate(ComparedRuns(comparison, base_run, cur_run), policy)
 
 
 def run_warnings(baseline: RunRecord, current: RunRecord, comparison: Compared) -> tuple[str, ...]:

@@ -45,6 +45,10 @@ COMMANDS: dict[str, Entry] = {
         "launchbench.cli.fleet",
         "Run on a fleet: Slurm and Kubernetes launchers, and a report that names the slow nodes.",
     ),
+    "floor": Entry(
+        "launchbench.cli.floor",
+        "Measure the launch path layer by layer: C over the driver API, cuda-bindings, CuPy, torch.",
+    ),
     "history": Entry(
         "launchbench.cli.history",
         "Keep runs in a database and follow them: trends, change points, an HTML report.",

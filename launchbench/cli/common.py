@@ -127,6 +127,22 @@ def stack(*options: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+def run_dir_options() -> Callable[[F], F]:
+    """``-d/--out-dir DIR`` and ``--results-root PATH``: where a new run directory goes."""
+    return stack(
+        out_dir_option(
+            "Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results."
+        ),
+        click.option(
+            "--results-root",
+            type=click.Path(path_type=Path),
+            default=Path("results"),
+            show_default=True,
+            help="Where default run directories go (created with its parents).",
+        ),
+    )
+
+
 def device_option() -> Callable[[F], F]:
     """``--device N``: the CUDA device index."""
     return click.option(

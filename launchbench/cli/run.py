@@ -21,8 +21,8 @@ from launchbench.cli.common import (
     backend_option,
     device_option,
     handle_errors,
-    out_dir_option,
     quiet_option,
+    run_dir_options,
     short_help,
     stack,
     terminate_as_interrupt,
@@ -93,16 +93,7 @@ class RunArgs(MeasureArgs):
 
 @click.command("run", short_help=short_help("run"))
 @click.argument("scenarios", nargs=-1, type=click.Path(dir_okay=False))
-@out_dir_option(
-    "Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results."
-)
-@click.option(
-    "--results-root",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Where default run directories go (created with its parents).",
-)
+@run_dir_options()
 @device_option()
 @click.option(
     "--devices",

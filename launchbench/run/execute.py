@@ -30,6 +30,8 @@ from launchbench.results.schema import (
     ShapeInfo,
 )
 from launchbench.results.thread_place import ROOT, pci_node, thread_place
+from launchbench.run.profile import CaseTimes
+from launchbench.run.protocol import run_through
 from launchbench.scenario.core import Case
 
 Progress = Callable[[float], None]
@@ -54,7 +56,7 @@ def pass_ended(host: HostData, root: Path = ROOT) -> HostData:
     return host.model_copy(update={"end": thread_place(root)})
 
 
-def _mode_result(
+def mode_result(
     mode: str,
     samples: ModeSamples,
     host: HostData,
@@ -139,15 +141,23 @@ def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCh
 
 
 class CaseSession:
-    """One prepared case, sampled a round at a time (``launchbench ab`` alternates the rounds of two
+    """One prepared case, sampled a round at a time (a CasePass) (``launchbench ab`` alternates the rounds of two
     processes); ``finish`` checks the outputs and assembles the result, ``close`` frees the case."""
 
     def __init__(
-        self, backend: Backend, case: Case, clock: Clock, prepared: PreparedCase, progress: Progress
+        self,
+        backend: Backend,
+        case: Case,
+        clock: Clock,
+        prepared: PreparedCase,
+        progress: Progress,
+        prepare_s: float = 0.0,
     ):
+        """``prepare_s``: the seconds ``backend.prepare`` took (for ``times``)."""
         self.case, self.clock, self.prepared = case, clock, prepared
         self.start = clock.wall()
         self.host = host_data(backend.pci_address)
+        self.times = CaseTimes(prepare_s)
         try:
             self.harness = prepared.harness_cost()
             self.sampling = Sampler(case.measure, clock, backend.monitor).start(prepared.workloads, progress)
@@ -167,6 +177,7 @@ class CaseSession:
         """The case's result (the case is closed afterwards)."""
         try:
             outcome = self.sampling.finish()
+            checking = self.clock.wall()
             prepared = self.prepared
             counts = prepared.shape_counts()  # before the output check walks the shapes
             host = pass_ended(self.host)
@@ -175,9 +186,11 @@ class CaseSession:
                 check = _verify_nodes(
                     self.case, check, prepared.lifecycle.nodes if prepared.lifecycle else None
                 )
-            return _case_result(
+            result = _case_result(
                 self.case, outcome, check, prepared, host, self.harness, self.clock, self.start, counts
             )
+            self.times = CaseTimes(self.times.prepare_s, self.sampling.phases, self.clock.wall() - checking)
+            return result
         finally:
             self.close()
 
@@ -198,22 +211,13 @@ def start_case(
     except LaunchbenchError as err:  # the scenario's fault: a kernel that does not compile, a bad callable
         where = f"{case.source}: case {case.case_id}: " if case.source else ""
         return failed_case(case, f"{where}{err}", elapsed=clock.wall() - start, kind="input")
-    return CaseSession(backend, case, clock, prepared, progress or (lambda _f: None))
+    return CaseSession(backend, case, clock, prepared, progress or (lambda _f: None), clock.wall() - start)
 
 
 def execute_case(backend: Backend, case: Case, clock: Clock, progress: Progress | None = None) -> CaseResult:
     """Prepare, sample until done, check and assemble: one pass of one case."""
     session = start_case(backend, case, clock, progress)
-    if isinstance(session, CaseResult):
-        return session
-    try:
-        done = session.done
-        while not done:
-            done = session.round()
-    except BaseException:
-        session.close()
-        raise
-    return session.finish()
+    return session if isinstance(session, CaseResult) else run_through(session)
 
 
 def _case_result(
@@ -235,7 +239,7 @@ def _case_result(
         if mode not in outcome.modes:  # a graph mode that could not be prepared
             modes[mode] = ModeResult(mode=mode, status="not_capturable", reason=graph_failure)
             continue
-        result = _mode_result(
+        result = mode_result(
             mode,
             outcome.modes[mode],
             host,

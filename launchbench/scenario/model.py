@@ -17,6 +17,7 @@ from launchbench.kinds.base import KindSpec, StepBase
 from launchbench.kinds.fields import Bool, Float, Int, Number, ParamValue, Strict
 from launchbench.kinds.registry import KINDS
 from launchbench.scenario.core import MeasureSettings
+from launchbench.scenario.floor import Floor
 
 MAX_SWEEP_MAGNITUDE = 1e18  # range ends beyond this are typos, and their arithmetic overflows
 MAX_DEVICES = 16  # more GPUs than one host has
@@ -169,6 +170,9 @@ class Scenario(Strict):
         ge=1,
         le=MAX_DEVICES,
         description="GPUs every chain runs on, one rank (worker process) each; collective steps pair them",
+    )
+    floor: Floor | None = Field(
+        None, description="the launch-path layers `launchbench floor` measures (`run`: after the chains)"
     )
 
     @model_validator(mode="before")
