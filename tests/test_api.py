@@ -108,6 +108,34 @@ def test_a_threshold_counts_as_the_command_line_counts_it() -> None:
     assert loose.passed
 
 
+AB_DIR = ROOT / "results" / "ab-h200" / "defaults" / "regression"
+
+
+@pytest.mark.parametrize(
+    ("sides", "options", "paired"),
+    [
+        ((AB_DIR / "a", AB_DIR / "b"), {}, True),
+        ((QUICK, LONGER), {"gate_rows": "gpu-bound", "fail_on": "wall_us_per_iter:8%"}, False),
+    ],
+)
+def test_compare_is_the_command_lines_comparison(
+    sides: tuple[Path, Path], options: dict[str, str], paired: bool, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from launchbench.cli import cli
+
+    comparison = api.compare(*sides, **options)  # type: ignore[arg-type]
+    assert comparison.result.paired is paired  # the sides of one ab directory are paired rounds
+    flags = [f"--{key.replace('_', '-')}={value}" for key, value in options.items()]
+    out = tmp_path / "compare.csv"
+    args = ["compare", *map(str, sides), *flags, "--format", "csv", "-o", str(out)]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    gated_fail = comparison.gate is not None and not comparison.passed  # no rules: compare exits 0
+    assert result.exit_code == (1 if gated_fail else 0)
+    assert out.read_text() == comparison.table().to_csv(index=False)
+
+
 @pytest.mark.parametrize(
     ("settings", "error", "words"),
     [
