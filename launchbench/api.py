@@ -151,28 +151,16 @@ def load(path: str | Path) -> Run:
 # ------------------------------------------------------------------------------------------ running
 
 
-@dataclass(frozen=True)
-class Measure:
-    """The measurement settings ``run`` takes, as ``launchbench run``'s options (None: the file's)."""
+def _overrides(given: Mapping[str, float | int | None], quick: bool) -> dict[str, Any]:
+    """``run``'s measurement settings (None: the file's) over the preset, held to the scenario file's
+    rules (OverridesError naming the setting as ``run``'s argument: max_time, not --max-time)."""
+    from launchbench.run.overrides import OverridesError, Preset, measure_overrides
 
-    max_time: float | None = None
-    passes: int | None = None
-    target_noise: float | None = None
-    min_samples: int | None = None
-    quick: bool = False
-
-    def overrides(self) -> dict[str, Any]:
-        """The settings held to the scenario file's rules (OverridesError naming the setting as ``run``'s
-        argument: max_time, not the command line's --max-time)."""
-        from launchbench.run.overrides import OverridesError, Preset, measure_overrides
-
-        given = {"max_time": self.max_time, "passes": self.passes, "target_noise": self.target_noise}
-        given["min_samples"] = self.min_samples
-        try:
-            return measure_overrides(given, Preset.QUICK if self.quick else Preset.FILE)
-        except OverridesError as err:
-            option = re.compile(r"^--([a-z-]+)")
-            raise OverridesError(option.sub(lambda m: m[1].replace("-", "_"), str(err))) from None
+    try:
+        return measure_overrides(given, Preset.QUICK if quick else Preset.FILE)
+    except OverridesError as err:
+        option = re.compile(r"^--([a-z-]+)")
+        raise OverridesError(option.sub(lambda m: m[1].replace("-", "_"), str(err))) from None
 
 
 def run(
@@ -205,7 +193,8 @@ def run(
 
     if device < 0:
         raise ApiError(f"device {device}: a CUDA device index is 0 or more")
-    overrides = Measure(max_time, passes, target_noise, min_samples, quick).overrides()
+    given = {"max_time": max_time, "passes": passes, "target_noise": target_noise}
+    overrides = _overrides({**given, "min_samples": min_samples}, quick)
     options = RunOptions(device=device, overrides=overrides, isolate=isolate, write_tables=write_tables)
     if backend is not None:
         options = replace(options, backend_factory=load_factory(backend))

@@ -33,7 +33,7 @@ from launchbench.cli.output import REPORT_FORMATS, publish, report_options
 
 if TYPE_CHECKING:  # the statistics (numpy, SciPy) load when a comparison runs, not for --help
     from launchbench.analysis.compare import CompareSettings, Comparison, Evidence
-    from launchbench.analysis.gate import GatePolicy, GateReport, GateRule, GateScope
+    from launchbench.analysis.gate import GateReport, GateRule, GateScope
 
 FORMATS = REPORT_FORMATS  # ab writes the same formats
 F = Callable[..., Any]
@@ -185,6 +185,7 @@ def _compare(args: CompareArgs) -> int:
     gated, the report written; the exit code."""
     from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.analysis.gate import GatePolicy
+    from launchbench.api import compare_pair
     from launchbench.results.store import load_run
 
     if args.baseline_from == "history" and len(args.runs) != 1:
@@ -211,17 +212,12 @@ def _compare(args: CompareArgs) -> int:
         if args.rules or args.fail_on_missing
         else None
     )
-    pairs = [
-        _compare_pair(
-            sides[0],
-            side,
-            settings,
-            policy,
-            args.allow_different_gpu,
-            _design(sides[0], side, args.baseline_from),
-        )
-        for side in sides[1:]
-    ]
+    pairs = []
+    for side in sides[1:]:  # each pair: launchbench.api.compare_pair, the API's comparison
+        design = _design(sides[0], side, args.baseline_from)
+        pairs.append(compare_pair(sides[0], side, settings, policy, args.allow_different_gpu, design))
+        if policy is None:
+            _warn(pairs[-1][0])
     if len(pairs) == 1:
         emit_comparison(*pairs[0], args.fmt, args.output, args.junit, args.quiet)
     else:
@@ -251,23 +247,10 @@ def _design(baseline: tuple[str, Any], current: tuple[str, Any], baseline_from: 
     return pair_design(baseline, current) if baseline_from is None else SEPARATE_RUNS
 
 
-def _compare_pair(
-    baseline: tuple[str, Any],
-    current: tuple[str, Any],
-    settings: CompareSettings,
-    policy: GatePolicy | None,
-    allow_different_gpu: bool,
-    design: Evidence,
-) -> tuple[Comparison, GateReport | None]:
-    """One BASELINE → CURRENT comparison (launchbench.api.compare_pair); with no gate, its warnings
-    printed."""
-    from launchbench.api import compare_pair
-
-    comparison, report = compare_pair(baseline, current, settings, policy, allow_different_gpu, design)
-    if policy is None:
-        for warning in comparison.all_warnings:
-            click.echo(f"launchbench: warning: {warning}", err=True)
-    return comparison, report
+def _warn(comparison: Comparison) -> None:
+    """An ungated comparison's warnings, said on stderr (a gate's report says them otherwise)."""
+    for warning in comparison.all_warnings:
+        click.echo(f"launchbench: warning: {warning}", err=True)
 
 
 def emit_comparison(
