@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The run's own time, old code against new, on one GPU machine in one go (at most 9 minutes):
+#   1. the phase profile of the new quickstart (1 run, benchmarks/profile_phases.py);
+#   2. quickstart, old and new alternating, 3 runs each (benchmarks/speed_quickstart.py);
+#   3. shape_changes, new, old, new (1 old run, 2 new).
+# Every step is logged with its time, runs under `timeout` within what is left of the 9 minutes, and a
+# failed step does not stop the next. The old code is the checkout at OLD (default .devrun/old, its
+# launchbench importable with PYTHONPATH); the new is this tree. Everything lands in one tarball
+# under OUT (default $OUT, else results/speed/device), beside the log and the summary lines:
+#
+#     OLD=.devrun/old bash benchmarks/speed_device.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+old=${OLD:-.devrun/old}
+out=${OUT:-results/speed/device}
+py=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+budget=${BUDGET_S:-500}  # seconds for every step together; the tarball after them
+begin=$(date +%s)
+mkdir -p "$out"
+work=$(mktemp -d /tmp/speed26.XXXXXX)
+log="$out/speed_device.log"
+summary="$out/summary.txt"
+: >"$log"
+: >"$summary"
+say() { echo "$(date -u +%H:%M:%S) [+$(($(date +%s) - begin)) s] $*" | tee -a "$log"; }
+left() { echo $((budget - ($(date +%s) - begin))); }
+step() {  # step NAME CAP_SECONDS COMMAND...: under timeout, within what is left; never stops the script
+  local name=$1 cap=$2 rest
+  shift 2
+  rest=$(left)
+  [ "$rest" -lt "$cap" ] && cap=$rest
+  if [ "$cap" -le 5 ]; then
+    say "$name: skipped, no time left"
+    echo "$name: skipped (no time left)" >>"$summary"
+    return
+  fi
+  say "$name: start (timeout ${cap} s): $*"
+  timeout --kill-after=10 "$cap" "$@" >>"$log" 2>&1
+  local status=$?
+  say "$name: exit $status"
+  [ "$status" -eq 0 ] || echo "$name: exit $status" >>"$summary"
+}
+say "speed_device: old=$old out=$out work=$work python=$($py --version 2>&1)"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv >>"$log" 2>&1
+uptime >>"$log" 2>&1
+[ -d "$old/launchbench" ] || say "no old checkout at $old/launchbench: the old runs will fail"
+step "compile bytecode" 60 "$py" -m compileall -q launchbench "$old/launchbench"
+step "profile: new quickstart" 90 "$py" benchmarks/speed_quickstart.py --profile \
+  --work "$work/profile" --out "$work/quickstart-profile.json"
+step "quickstart: old x3, new x3" 330 "$py" benchmarks/speed_quickstart.py --old "$old" \
+  --old-runs 3 --new-runs 3 --work "$work/quickstart" --out "$work/quickstart.json"
+step "shape_changes: new, old, new" 420 "$py" benchmarks/speed_quickstart.py --old "$old" \
+  --scenario scenarios/shape_changes.yaml --first new --old-runs 1 --new-runs 2 \
+  --work "$work/shape_changes" --out "$work/shape_changes.json"
+for name in quickstart shape_changes; do
+  [ -f "$work/$name.json" ] && "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'])" \
+    "$work/$name.json" >>"$summary" 2>>"$log"
+done
+[ -f "$work/quickstart-profile.json" ] && cat "$work/quickstart-profile.json" >>"$summary"
+uptime >>"$log" 2>&1
+say "packing"
+cp "$log" "$summary" "$work/" 2>/dev/null
+tar -czf "$out/speed26.tar.gz" -C "$work" . >>"$log" 2>&1 || say "tar failed"
+if [ "$(stat -c %s "$out/speed26.tar.gz" 2>/dev/null || echo 0)" -gt 15000000 ]; then
+  say "tarball over 15 MB: packing the figures and tables only (no results.json or journals)"
+  tar -czf "$out/speed26.tar.gz" -C "$work" --exclude='results.json' --exclude='*.jsonl' . >>"$log" 2>&1
+fi
+say "done: $(ls -la "$out" | tr '\n' ' ')"
+cat "$summary"
