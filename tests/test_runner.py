@@ -329,11 +329,11 @@ def test_the_next_pass_worker_is_spawned_as_a_pass_ends_and_started_when_its_pas
     executor = WorkerExecutor(scripted_backend, 0, spawn=lambda: _Spawned(log))
     executor.start()
     executor._worker_for(0)
-    executor.next_pass(1)  # this pass's worker stopped first, then the next one spawned, not started
-    assert log == ["spawn", "start", "stop", "spawn"]
+    executor.next_pass(1)  # the next one spawned (not started), then this pass's stopped
+    assert log == ["spawn", "start", "spawn", "stop"]
     executor._worker_for(1)
-    assert log == ["spawn", "start", "stop", "spawn", "start"]
+    assert log == ["spawn", "start", "spawn", "stop", "start"]
     executor._worker_for(1)  # the same pass: the same worker
     executor.next_pass(2)
     executor.close()  # a worker spawned ahead and never asked for is stopped too
-    assert log[5:] == ["stop", "spawn", "stop"]
+    assert log[5:] == ["spawn", "stop", "stop"]

@@ -198,13 +198,18 @@ class WorkerExecutor:
         return environment
 
     def next_pass(self, pass_index: int) -> None:
-        """Stop this pass's worker and spawn the one pass ``pass_index`` runs in, which imports
-        launchbench while the parent does what it does between passes (the tables) and starts its
-        backend only when the pass's first case asks for it: nothing is measured meanwhile, and the
-        first canary reading is taken with the parent waiting."""
-        self.close()
-        self._pass = pass_index
+        """Spawn the worker pass ``pass_index`` runs in and stop this pass's: the new one imports
+        launchbench while the old one ends and the parent does what it does between passes (the
+        tables), and starts its backend only when the pass's first case asks for it, after the old one
+        has ended: nothing is measured meanwhile, and the first canary reading is taken with the parent
+        waiting."""
+        ending, self._worker = self._worker, None
+        if self._next is not None:
+            self._next.stop()
         self._next = self._spawn()
+        if ending is not None:
+            ending.stop()
+        self._pass = pass_index
 
     def execute(
         self, case: Case, pass_index: int, progress: Progress, spreads: Spreads | None = None
