@@ -256,7 +256,9 @@ def profile(scenario: Path, work: Path, out: Path) -> None:
         "--json",
         str(out),
     ]
-    subprocess.run(command, cwd=work, env=env, check=False, timeout=RUN_TIMEOUT)
+    finished = subprocess.run(command, cwd=work, env=env, check=False, timeout=RUN_TIMEOUT)
+    if finished.returncode:
+        raise SystemExit(finished.returncode)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
