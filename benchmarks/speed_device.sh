@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The run's own time, old code against new, on one GPU machine in one go (at most 9 minutes), in the
 # order of what matters most, each step with what is left of the time:
-#   1. bytecode for both trees, and one short uncounted run (CuPy's kernel cache, the GPU's clocks);
+#   1. bytecode for both trees and PYTHONPATH, one short uncounted run (CuPy's kernel cache, the clocks);
 #   2. quickstart, old and new alternating, 3 runs each (benchmarks/speed_quickstart.py);
 #   3. shape_changes, new then old (one run each: the old one took 187 s before);
 #   4. the phase profile of the new quickstart (1 run, benchmarks/profile_phases.py);
@@ -18,6 +18,8 @@ old=${OLD:-.devrun/old}
 out=${OUT:-results/speed/device}
 py=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
+# one writable bytecode cache for every process, wherever the sources lie (read-only or not)
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/speed26-pycache}
 budget=${BUDGET_S:-530}  # seconds for every step together; the tarball after them
 begin=$(date +%s)
 mkdir -p "$out"
@@ -48,7 +50,12 @@ say "speed_device: old=$old out=$out work=$work python=$($py --version 2>&1)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv >>"$log" 2>&1
 uptime >>"$log" 2>&1
 [ -d "$old/launchbench" ] || say "no old checkout at $old/launchbench: the old runs will fail"
-step "compile bytecode" 60 "$py" -m compileall -q launchbench "$old/launchbench"
+# bytecode for both trees and what PYTHONPATH adds (wheels installed with --no-compile): without it every
+# worker process compiles the modules it imports again (0.8 s a worker start in the old profile)
+IFS=: read -r -a extra <<<"${PYTHONPATH:-}"
+dirs=()
+for dir in "${extra[@]}"; do [ -n "$dir" ] && [ -d "$dir" ] && dirs+=("$dir"); done
+step "compile bytecode" 90 "$py" -m compileall -q -j 0 launchbench "$old/launchbench" "${dirs[@]}"
 step "warm-up run (not counted): new quickstart, 1 short pass" 60 "$py" -m launchbench run \
   scenarios/quickstart.yaml --quiet --out-dir "$work/warm-up" --passes 1 --max-time 0.1
 step "quickstart: old x3, new x3" 360 "$py" benchmarks/speed_quickstart.py --old "$old" \
