@@ -32,7 +32,7 @@ def resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tuple
     record = load_run(resume_dir, allow_empty=True)
     recorded = RunSettings.of(record)
     for key, shown, value in _given_again(given):
-        if (key if key in RUN_KEYS else "overrides") not in record.settings:
+        if not record.settings.recorded(key if key in RUN_KEYS else "overrides"):
             recorded = _recorded_with(recorded, key, value)  # a run that recorded none: the command line's
             continue
         then = _recorded_value(recorded, key)

@@ -195,7 +195,7 @@ def _resuming(args: RunArgs, settings: RunSettings) -> tuple[RunRecord, RunSetti
         raise click.UsageError("--resume with --devices: resume each device's run (RUN/devices/N) instead")
     resume, settings = resumed(args.resume_dir, args.out_dir, settings)
     scenarios = args.scenarios or recorded_files(resume, args.resume_dir)
-    recorded = resume.settings.get("shard")
+    recorded = resume.settings.shard
     if args.shard_spec is not None and recorded is not None and args.shard_spec.strip() != recorded:
         raise click.UsageError(
             f"--resume {args.resume_dir} measured shard {recorded}; --shard {args.shard_spec} differs"

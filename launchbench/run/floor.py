@@ -19,6 +19,7 @@ from launchbench.backend.gpu_probe import collect_environment, require_gpu
 from launchbench.backend.nvml import NvmlMonitor
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import Sampler, SamplingOutcome, Workload
+from launchbench.results.metadata import Environment
 from launchbench.results.schema import (
     MODES,
     CaseResult,
@@ -201,7 +202,7 @@ def measure_floor(request: FloorRequest, clock: Clock) -> RunRecord:
     spec = request.spec
     started = _now()
     environment = collect_environment(request.device)
-    results = floor_results(request, clock, environment.get("gpu", {}).get("pci_address"))
+    results = floor_results(request, clock, Environment.of(environment).gpu.pci_address)
     settings = request.measure.model_copy(update={"max_time": spec.max_time})
     return RunRecord(
         launchbench_version=__version__,

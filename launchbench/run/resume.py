@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from launchbench.errors import LaunchbenchError
+from launchbench.results.metadata import Overrides, Settings
 from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.scenario.core import Case
 
@@ -37,23 +38,21 @@ class RunSettings:
     @classmethod
     def of(cls, record: RunRecord) -> RunSettings:
         settings = record.settings
-        overrides = settings.get("overrides")
-        max_cases = settings.get("max_cases")
         return cls(
-            overrides=dict(overrides) if isinstance(overrides, dict) else {},
-            isolate=settings.get("isolate") is not False,
-            device=settings["device"] if isinstance(settings.get("device"), int) else 0,
-            max_cases=max_cases if isinstance(max_cases, int) else None,
+            overrides=settings.overrides.given(),
+            isolate=settings.isolate is not False,
+            device=settings.device or 0,
+            max_cases=settings.max_cases,
         )
 
-    def as_settings(self) -> dict[str, Any]:
+    def as_settings(self) -> Settings:
         """What a run records in results.json's ``settings``."""
-        return {
-            "overrides": self.overrides,
-            "isolate": self.isolate,
-            "device": self.device,
-            "max_cases": self.max_cases,
-        }
+        return Settings(
+            overrides=Overrides.model_validate(self.overrides),
+            isolate=self.isolate,
+            device=self.device,
+            max_cases=self.max_cases,
+        )
 
 
 def _same_path(a: str, b: str) -> bool:
