@@ -194,7 +194,7 @@ def test_every_figure_has_title_environment_and_legend(
         assert run.gpu_name in text
         for key in ("driver", "cupy", "cuda_runtime"):
             if getattr(env, key):
-                assert str(env[key]) in text
+                assert str(getattr(env, key)) in text
         assert fig.legends, name
         assert all(ax.get_ylabel() for ax in panel_axes(fig))
 

@@ -23,10 +23,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     SerializerFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 from typing_extensions import Self
 
 
@@ -34,6 +37,13 @@ class Metadata(BaseModel):
     """A part of the metadata: frozen, open to unknown keys, written back with exactly the keys it was given."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        """The fields, as the published schemas describe them (the serializer writes the ones given)."""
+        return handler({key: value for key, value in core_schema.items() if key != "serialization"})
 
     @model_serializer(mode="wrap")
     def _as_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -78,7 +88,7 @@ class HostInfo(Metadata):
     governor: str | None = None
 
 
-class Clocks(Metadata):
+class GpuClocks(Metadata):
     """NVML's clocks as the run started (MHz)."""
 
     sm_mhz: float | None = None
@@ -169,7 +179,7 @@ class Environment(Metadata):
     numpy: str | None = None
     cuda_bindings: str | None = None
     driver: str | None = None
-    clocks: Clocks = Field(default_factory=Clocks)
+    clocks: GpuClocks = Field(default_factory=GpuClocks)
     nvml: bool | None = None
     capture_timing: str | None = None
 
