@@ -119,7 +119,7 @@ def test_a_new_run_writes_its_environment_and_settings_as_launchbench_wrote_them
 
 def test_a_new_record_is_written_as_the_writer_wrote_it(tmp_path: Path) -> None:
     env = _raw(WRITTEN[0])["environment"]
-    settings = RunSettings({"passes": 3}, isolate=True, device=1, max_cases=4).as_settings()
+    settings = RunSettings(Overrides(passes=3), isolate=True, device=1, max_cases=4).as_settings()
     record = new_record(env, [], settings.model_copy(update={"shard": "0/2"}), ["launchbench"])
     write_run(tmp_path, record)
     written = _raw(tmp_path / "results.json")

@@ -19,7 +19,7 @@ from fakes import scripted_backend
 from launchbench.cli import cli
 from launchbench.errors import LaunchbenchError
 from launchbench.report.console import ConsoleEvents
-from launchbench.results.metadata import Settings
+from launchbench.results.metadata import Overrides, Settings
 from launchbench.results.store import load_run
 from launchbench.run import runner
 
@@ -193,7 +193,7 @@ def test_a_copy_of_the_same_file_elsewhere_resumes(tmp_path, monkeypatch):
 def test_a_run_is_never_marked_complete_with_a_case_pass_missing(tmp_path, monkeypatch):
     """Whatever the schedule did, the last check counts every planned case × pass: a case left out stays
     missing, the run stays interrupted and the error says which."""
-    plan = runner.plan([DATA / "three.yaml"], {"passes": 2})
+    plan = runner.plan([DATA / "three.yaml"], Overrides(passes=2))
     monkeypatch.setattr(runner, "pass_schedule", lambda cases, record: [(cases[0], 0), (cases[0], 1)])
     with pytest.raises(LaunchbenchError, match=r"4 of 5 cases are missing passes \(three/empty/length=10"):
         runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=False))
@@ -231,9 +231,9 @@ def test_a_resumed_run_that_recorded_no_settings_records_the_ones_it_used(tmp_pa
     unrecorded = load_run(run_dir).model_copy(
         update={"settings": Settings()}
     )  # as a hand-written results.json
-    plan = runner.plan([DATA / "three.yaml"], {"passes": 2})
+    plan = runner.plan([DATA / "three.yaml"], Overrides(passes=2))
     record = runner.run(
-        plan, run_dir, runner.RunOptions(isolate=False, overrides={"passes": 2}), resume=unrecorded
+        plan, run_dir, runner.RunOptions(isolate=False, overrides=Overrides(passes=2)), resume=unrecorded
     )
     assert record.status == "complete" and [c.passes_done for c in record.cases] == [2] * 5
     assert record.settings.model_dump() == {

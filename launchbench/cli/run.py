@@ -36,6 +36,7 @@ from launchbench.run.overrides import OverridesError, default, measure_overrides
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from launchbench.results.metadata import Overrides
     from launchbench.results.schema import RunRecord
     from launchbench.run.resume import RunSettings
     from launchbench.run.runner import Plan, RunOptions
@@ -85,7 +86,7 @@ class RunArgs(MeasureArgs):
     history: bool | None
     db: str | None
 
-    def overrides(self) -> dict[str, Any]:
+    def overrides(self) -> Overrides:
         """The measurement settings given, held to the file's rules (a usage error naming the option)."""
         with usage_errors(OverridesError):
             return measure_overrides({**self.given(), "passes": self.passes}, self.preset)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from launchbench.errors import LaunchbenchError
-from launchbench.results.metadata import AbSettings, Overrides, Settings
+from launchbench.results.metadata import AbSettings, Settings
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import RemotePass, WorkerExecutor, WorkerProcess
@@ -395,7 +395,7 @@ def _ab_settings(
     """Side ``n``'s recorded settings: the overrides, the device and its ``ab`` entry."""
     side = sides[n]
     return Settings(
-        overrides=Overrides.model_validate(options.overrides),
+        overrides=options.overrides,
         isolate=True,
         device=options.device,
         ab=AbSettings(

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from launchbench.errors import LaunchbenchError
 from launchbench.results.metadata import Overrides, Settings
@@ -30,7 +29,7 @@ class IncompleteRun(LaunchbenchError):
 class RunSettings:
     """The settings a run was started with, as its results.json records them."""
 
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=Overrides)
     isolate: bool = True
     device: int = 0
     max_cases: int | None = None
@@ -39,7 +38,7 @@ class RunSettings:
     def of(cls, record: RunRecord) -> RunSettings:
         settings = record.settings
         return cls(
-            overrides=settings.overrides.given(),
+            overrides=settings.overrides,
             isolate=settings.isolate is not False,
             device=settings.device or 0,
             max_cases=settings.max_cases,
@@ -48,7 +47,7 @@ class RunSettings:
     def as_settings(self) -> Settings:
         """What a run records in results.json's ``settings``."""
         return Settings(
-            overrides=Overrides.model_validate(self.overrides),
+            overrides=self.overrides,
             isolate=self.isolate,
             device=self.device,
             max_cases=self.max_cases,

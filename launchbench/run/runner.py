@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from launchbench.errors import LaunchbenchError
-from launchbench.results.metadata import Environment, Settings
+from launchbench.results.metadata import Environment, Overrides, Settings
 from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.results.store import claim_new_dir, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
@@ -52,7 +52,7 @@ class Plan:
 
 
 def plan(
-    paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, max_cases: int | None = None
+    paths: Sequence[str | Path], overrides: Overrides | None = None, max_cases: int | None = None
 ) -> Plan:
     """Load and expand every scenario file (no GPU needed); apply command-line measurement overrides."""
     cases: list[Case] = []
@@ -68,9 +68,9 @@ def plan(
             )
         seen.add(scenario.name)
         expanded = expand_loaded(loaded, max_cases)
-        if overrides:
+        if overrides is not None and overrides.given():
             try:
-                measure = with_overrides(scenario.measure, overrides)
+                measure = with_overrides(scenario.measure, overrides.given())
             except ValidationError as err:
                 raise LaunchbenchError(
                     f"{path}: the command line's measure settings do not fit the file's: {measure_overrides_error(err)}"

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from launchbench import __version__
 from launchbench.results.merge import merge_pass
-from launchbench.results.metadata import Environment, Settings
+from launchbench.results.metadata import Environment, Overrides, Settings
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
 from launchbench.results.store import RunJournal
 from launchbench.run.worker import cupy_backend
@@ -63,7 +63,7 @@ TableWriter = Callable[[Path, RunRecord], None]
 @dataclass(frozen=True)
 class RunOptions:
     device: int = 0
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=Overrides)
     isolate: bool = True
     backend_factory: Callable[[int], Any] = cupy_backend
     # writes the tables derived from results.json (after every pass and at the end); None writes none
