@@ -137,10 +137,10 @@ def _value(env: Environment, item: Callable[[Environment], object]) -> str:
 def differences(member: MemberRun, members: Sequence[MemberRun]) -> tuple[Difference, ...]:
     """The environment entries where ``member`` differs from the value most members have."""
     out = []
-    for label, path in ENVIRONMENT_FIELDS.items():
-        counts = Counter(_value(m.environment, path) for m in members)
+    for label, item in ENVIRONMENT_FIELDS.items():
+        counts = Counter(_value(m.environment, item) for m in members)
         common, _ = counts.most_common(1)[0]
-        mine = _value(member.environment, path)
+        mine = _value(member.environment, item)
         if mine != common:
             out.append(Difference(label, mine, common))
     return tuple(out)
