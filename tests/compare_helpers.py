@@ -119,9 +119,8 @@ def scale_rows(run: RunRecord, keys: Iterable[RowKey], factor: float) -> RunReco
 
 
 def with_gpu(run: RunRecord, name: str) -> RunRecord:
-    env = dict(run.environment)
-    env["gpu"] = {**env.get("gpu", {}), "name": name}
-    return run.model_copy(update={"environment": env})
+    gpu = run.environment.gpu.model_copy(update={"name": name})
+    return run.model_copy(update={"environment": run.environment.model_copy(update={"gpu": gpu})})
 
 
 def verdicts(comparison: Comparison, metric: str) -> dict[RowKey, str]:

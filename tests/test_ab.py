@@ -136,7 +136,7 @@ def test_run_ab_interleaves_in_worker_programs_with_each_variants_environment(
     lines = order.read_text().split("\n")[:-1]
     assert lines == ORDER
     for record, side in ((a, "A"), (b, "B")):
-        assert record.status == "complete" and record.settings["ab"]["side"] == side
+        assert record.status == "complete" and record.settings.ab.side == side
         assert load_run(tmp_path / "out" / side.lower()) == record
         assert all(len(case.pass_sizes("eager") or []) == 2 for case in record.cases)
     comparison = compare_paired(a, b, CompareSettings(metrics=("wall_us_per_launch",)))

@@ -48,7 +48,7 @@ def test_ab_runs_both_variants_from_their_paths(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     for side in ("a", "b"):
         record = load_run(out / side)
-        assert record.status == "complete" and record.settings["ab"]["side"] == side.upper()
+        assert record.status == "complete" and record.settings.ab.side == side.upper()
         assert all(not case.error and case.outputs_match for case in record.cases)
     rows = json.loads((tmp_path / "ab.json").read_text())["rows"]
     assert rows and all(row["verdict"] not in ("missing", "failed") for row in rows)

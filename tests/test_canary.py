@@ -10,6 +10,7 @@ from fakes import CANARY_DISTURB_VARIABLE, STARTS_FILE_VARIABLE, counting_backen
 
 from launchbench.report.console import canary_line
 from launchbench.report.run_files import write_tables
+from launchbench.results.metadata import Overrides
 from launchbench.results.schema import CanaryReading, CaseResult, ModePass, ModeResult
 from launchbench.results.store import load_run
 from launchbench.run import runner
@@ -54,7 +55,7 @@ def disturbed_run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(STARTS_FILE_VARIABLE, str(starts))
         patch.setenv(CANARY_DISTURB_VARIABLE, "scale/length=1")
-        plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
+        plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2))
         options = runner.RunOptions(isolate=True, backend_factory=counting_backend, write_tables=write_tables)
         record = runner.run(plan, tmp / "run", options)
     return tmp / "run", record, len(starts.read_text().split())
@@ -99,7 +100,7 @@ def _invoke(*args: str):
 def clean_run(tmp_path_factory):
     """three.yaml in worker processes, 2 passes, nothing disturbed: the baseline of the gate tests."""
     run_dir = tmp_path_factory.mktemp("clean") / "run"
-    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2))
     options = runner.RunOptions(isolate=True, backend_factory=scripted_backend, write_tables=write_tables)
     runner.run(plan, run_dir, options)
     return run_dir

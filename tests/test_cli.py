@@ -16,6 +16,7 @@ from rich.console import Console
 
 from launchbench.cli import COMMANDS, cli, load_command
 from launchbench.report.run_files import write_run_files as write_run
+from launchbench.results.metadata import Overrides
 
 ROOT = Path(__file__).parent.parent
 H200 = Path(__file__).parent / "data" / "h200"
@@ -137,10 +138,12 @@ def test_progress_prints_one_line_per_case_not_per_pass(tmp_path: Path) -> None:
     from launchbench.report.console import ConsoleEvents, make_console
     from launchbench.run import runner
 
-    plan = runner.plan([Path(__file__).parent / "data" / "scripted" / "three.yaml"], {"passes": 3})
+    plan = runner.plan([Path(__file__).parent / "data" / "scripted" / "three.yaml"], Overrides(passes=3))
     out = io.StringIO()
     events = ConsoleEvents(make_console(out))
-    options = runner.RunOptions(isolate=False, backend_factory=scripted_backend, overrides={"passes": 3})
+    options = runner.RunOptions(
+        isolate=False, backend_factory=scripted_backend, overrides=Overrides(passes=3)
+    )
     record = runner.run(plan, tmp_path / "run", options, events)
     events.close()
     finished = [line for line in out.getvalue().splitlines() if line.startswith(("✓", "✗"))]

@@ -258,7 +258,7 @@ def test_different_gpu_is_refused_unless_allowed(baseline_run: RunRecord) -> Non
 
 
 def test_software_differences_are_shown_not_refused(baseline_run: RunRecord) -> None:
-    env = {**baseline_run.environment, "driver": "999.1", "cupy": "99.0.0"}
+    env = baseline_run.environment.model_copy(update={"driver": "999.1", "cupy": "99.0.0"})
     comparison = compare_runs(baseline_run, baseline_run.model_copy(update={"environment": env}))
     items = {d.item: d for d in comparison.env_differences}
     assert set(items) == {"driver", "CuPy"}

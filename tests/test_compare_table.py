@@ -20,6 +20,7 @@ from launchbench.cli import cli
 from launchbench.report.compare_console import LAYOUTS, fitted_table, render_comparison
 from launchbench.report.junit import comparison_junit
 from launchbench.report.markdown import comparison_markdown
+from launchbench.results.metadata import Environment
 from launchbench.results.schema import RunRecord
 from launchbench.results.store import load_run, write_run
 
@@ -121,12 +122,12 @@ def test_a_host_item_that_differs_puts_host_bound_rows_in_doubt(
     path: tuple[str, ...], value: str, label: str
 ) -> None:
     base = load_run(H200 / "quickstart-a")
-    env = json.loads(json.dumps(base.environment))
+    env = base.environment.model_dump()
     node = env
     for part in path[:-1]:
         node = node[part]
     node[path[-1]] = value
-    current = base.model_copy(update={"environment": env})
+    current = base.model_copy(update={"environment": Environment.model_validate(env)})
     comparison = compare_runs(base, current, CompareSettings(metrics=DEFAULT_METRICS))
     assert label in {d.item for d in comparison.env_differences}
     doubt = comparison.host_doubt

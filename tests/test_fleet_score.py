@@ -10,6 +10,7 @@ from builders import make_run
 from launchbench.fleet.score import default_rows, score_fleet
 from launchbench.results.environment import parse_cpulist, pci_placement
 from launchbench.results.merge_runs import SourceRun, merge_runs
+from launchbench.results.metadata import Environment, Settings
 from launchbench.results.schema import SCHEMA_VERSION, RunRecord
 from launchbench.run.devices import local_cpus
 
@@ -26,10 +27,16 @@ def _node(name: str, seed: int, eager: float = 1.0, noise: float = 0.0, **host: 
         }
         cases.append(case.model_copy(update={"modes": {**case.modes, "eager": mode.with_samples(samples)}}))
     env = {
-        **run.environment,
+        **run.environment.model_dump(),
         "host": {"hostname": name, "cpu": "EPYC", "kernel": "6.1", "governor": "performance", **host},
     }
-    record = run.model_copy(update={"cases": cases, "environment": env, "settings": {"device": 0}})
+    record = run.model_copy(
+        update={
+            "cases": cases,
+            "environment": Environment.model_validate(env),
+            "settings": Settings(device=0),
+        }
+    )
     return SourceRun(Path(name), record, SCHEMA_VERSION)
 
 

@@ -24,6 +24,7 @@ from launchbench.measure.sampler import ModeSamples, SamplingOutcome
 from launchbench.report.floor import HostFacts, floor_report, host_lines, render_markdown
 from launchbench.report.floor_figure import draw_floor_figure
 from launchbench.report.run_files import write_tables
+from launchbench.results.metadata import Overrides
 from launchbench.results.schema import HostData, RunRecord, ThreadPlace
 from launchbench.results.store import load_run, write_run
 from launchbench.run.floor import FloorRequest, built_in_scenario, case_result, plan
@@ -413,13 +414,13 @@ def test_run_of_a_scenario_with_a_floor_block_measures_its_layers_as_cases(tmp_p
     scenario = _scenario(tmp_path, "  layers: [c, bindings]\n  args: [0, 4]\n  max_time: 3\n")
     requests: list = []
     options = runner.RunOptions(
-        overrides={"passes": 2},
+        overrides=Overrides(passes=2),
         isolate=False,
         backend_factory=scripted_backend,
         write_tables=write_tables,
         floor=_fake_floor(requests),
     )
-    record = runner.run(runner.plan([scenario], {"passes": 2}), tmp_path / "run", options)
+    record = runner.run(runner.plan([scenario], Overrides(passes=2)), tmp_path / "run", options)
     ((request, _address),) = requests
     assert request.spec == Floor(layers=["c", "bindings"], args=[0, 4], max_time=3)
     assert request.measure.passes == 2 and request.scenario.name == "f"  # the command line's overrides

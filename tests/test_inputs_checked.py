@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from launchbench.cli import cli
 from launchbench.errors import LaunchbenchError, ScenarioError
+from launchbench.results.metadata import Overrides
 from launchbench.run import runner
 from launchbench.scenario.expand import expand_scenario
 from launchbench.scenario.load import load_scenario, load_scenario_file
@@ -155,8 +156,8 @@ def test_run_refuses_numbers_the_file_would_refuse(tmp_path, args, message):
 
 def test_min_samples_from_the_command_line_meets_the_files_max_samples():
     with pytest.raises(LaunchbenchError, match=r"max_samples \(2000\) is below min_samples \(5000\)"):
-        runner.plan([QUICKSTART], {"min_samples": 5000})
-    plan = runner.plan([QUICKSTART], {"min_samples": 2000, "max_time": 0.5})
+        runner.plan([QUICKSTART], Overrides(min_samples=5000))
+    plan = runner.plan([QUICKSTART], Overrides(min_samples=2000, max_time=0.5))
     assert {(c.measure.min_samples, c.measure.max_time) for c in plan.cases} == {(2000, 0.5)}
 
 

@@ -21,6 +21,7 @@ from launchbench.report.comparison_table import records
 from launchbench.report.console import plain_console, print_summary
 from launchbench.report.markdown import comparison_markdown
 from launchbench.report.run_files import write_tables
+from launchbench.results.metadata import Overrides
 from launchbench.results.schema import WALL, CaseResult, HostData, ModePass, ModeResult, ThreadPlace
 from launchbench.results.store import load_run, write_run
 from launchbench.results.thread_place import cpu_mhz, current_cpu, pci_node, sysfs_pci_address, thread_place
@@ -278,7 +279,9 @@ def test_compare_of_two_sides_at_the_same_levels_says_so_without_the_warning():
 
 
 def test_extra_passes_stop_at_the_cap():
-    plan = runner.plan([Path(__file__).parent / "data" / "scripted" / "three.yaml"], overrides={"passes": 5})
+    plan = runner.plan(
+        [Path(__file__).parent / "data" / "scripted" / "three.yaml"], overrides=Overrides(passes=5)
+    )
     case = plan.cases[0]
     run = make_run(passes=5)
     result = run.cases[0].model_copy(update={"scenario": case.scenario, "case_id": case.case_id})

@@ -32,6 +32,7 @@ from launchbench.report.plots import speedup as fig_speedup
 from launchbench.report.plots import style as fig_style
 from launchbench.report.plots import write as fig_write
 from launchbench.report.run_files import write_run_files as write_run
+from launchbench.results.metadata import AbSettings, Settings
 from launchbench.results.schema import WALL, CaseResult, ModeResult, RunRecord
 from launchbench.results.store import load_run
 from tests.builders import LENGTHS, make_case, make_run
@@ -192,8 +193,8 @@ def test_every_figure_has_title_environment_and_legend(
         text = figure_text(fig)
         assert run.gpu_name in text
         for key in ("driver", "cupy", "cuda_runtime"):
-            if env.get(key):
-                assert str(env[key]) in text
+            if getattr(env, key):
+                assert str(getattr(env, key)) in text
         assert fig.legends, name
         assert all(ax.get_ylabel() for ax in panel_axes(fig))
 
@@ -521,9 +522,11 @@ def ab_sides(tmp_path: Path) -> tuple[Path, Path]:
     """OUT/a and OUT/b of one ab run: B's eager 10% slower; the host drifts alike in both sides' rounds,
     so only pairing round by round sees the change clearly."""
     drift = (1.0, 1.35, 1.0, 1.3)
-    a = make_run(passes=4, eager_drift=drift).model_copy(update={"settings": {"ab": {"side": "A"}}})
+    a = make_run(passes=4, eager_drift=drift).model_copy(
+        update={"settings": Settings(ab=AbSettings(side="A"))}
+    )
     b = scaled(make_run(seed=1, passes=4, eager_drift=drift), {(c.case_id, "eager"): 1.1 for c in a.cases})
-    b = b.model_copy(update={"settings": {"ab": {"side": "B"}}})
+    b = b.model_copy(update={"settings": Settings(ab=AbSettings(side="B"))})
     write_run(tmp_path / "out" / "a", a)
     write_run(tmp_path / "out" / "b", b)
     return tmp_path / "out" / "a", tmp_path / "out" / "b"

@@ -19,6 +19,7 @@ from fakes import scripted_backend
 from launchbench.cli import cli
 from launchbench.errors import LaunchbenchError
 from launchbench.report.console import ConsoleEvents
+from launchbench.results.metadata import Overrides, Settings
 from launchbench.results.store import load_run
 from launchbench.run import runner
 
@@ -87,14 +88,14 @@ def test_a_run_stopped_by_sigterm_resumes_with_its_own_passes(tmp_path, monkeypa
     run_dir = tmp_path / "[run] dir" / ("long" * 30)  # the advised command quotes it, on one line
     advice = interrupted_run(monkeypatch, run_dir, "--passes", "30")
     started = load_run(run_dir)
-    assert started.settings["overrides"] == {"passes": 30}
+    assert started.settings.overrides.model_dump() == {"passes": 30}
     result = invoke(*advice)
     assert result.exit_code == 0, result.output
     record = load_run(run_dir)
     assert record.status == "complete"
     assert [c.passes_done for c in record.cases] == [30] * 5
-    assert record.settings["overrides"] == {"passes": 30}
-    assert record.settings["isolate"] is False and record.settings == started.settings
+    assert record.settings.overrides.model_dump() == {"passes": 30}
+    assert record.settings.isolate is False and record.settings == started.settings
 
 
 def test_resume_with_the_recorded_options_given_again_agrees(tmp_path, monkeypatch):
@@ -192,7 +193,7 @@ def test_a_copy_of_the_same_file_elsewhere_resumes(tmp_path, monkeypatch):
 def test_a_run_is_never_marked_complete_with_a_case_pass_missing(tmp_path, monkeypatch):
     """Whatever the schedule did, the last check counts every planned case × pass: a case left out stays
     missing, the run stays interrupted and the error says which."""
-    plan = runner.plan([DATA / "three.yaml"], {"passes": 2})
+    plan = runner.plan([DATA / "three.yaml"], Overrides(passes=2))
     monkeypatch.setattr(runner, "pass_schedule", lambda cases, record: [(cases[0], 0), (cases[0], 1)])
     with pytest.raises(LaunchbenchError, match=r"4 of 5 cases are missing passes \(three/empty/length=10"):
         runner.run(plan, tmp_path / "run", runner.RunOptions(isolate=False))
@@ -202,7 +203,7 @@ def test_a_run_is_never_marked_complete_with_a_case_pass_missing(tmp_path, monke
 def test_the_case_limit_the_run_was_started_with_holds_on_resume(tmp_path, monkeypatch):
     scenario, run_dir = copy_of_three(tmp_path, "max_cases: 3\n"), tmp_path / "run"
     interrupted_run(monkeypatch, run_dir, "--max-cases", "5", scenario=scenario)
-    assert load_run(run_dir).settings["max_cases"] == 5
+    assert load_run(run_dir).settings.max_cases == 5
     result = invoke("run", "--resume", str(run_dir))
     assert result.exit_code == 0, result.output
     assert len(load_run(run_dir).cases) == 5
@@ -227,10 +228,17 @@ def test_resume_into_another_directory_and_a_scenario_file_gone_are_one_line_eac
 def test_a_resumed_run_that_recorded_no_settings_records_the_ones_it_used(tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     interrupted_run(monkeypatch, run_dir, "--passes", "2")
-    unrecorded = load_run(run_dir).model_copy(update={"settings": {}})  # as a hand-written results.json
-    plan = runner.plan([DATA / "three.yaml"], {"passes": 2})
+    unrecorded = load_run(run_dir).model_copy(
+        update={"settings": Settings()}
+    )  # as a hand-written results.json
+    plan = runner.plan([DATA / "three.yaml"], Overrides(passes=2))
     record = runner.run(
-        plan, run_dir, runner.RunOptions(isolate=False, overrides={"passes": 2}), resume=unrecorded
+        plan, run_dir, runner.RunOptions(isolate=False, overrides=Overrides(passes=2)), resume=unrecorded
     )
     assert record.status == "complete" and [c.passes_done for c in record.cases] == [2] * 5
-    assert record.settings == {"overrides": {"passes": 2}, "isolate": False, "device": 0, "max_cases": None}
+    assert record.settings.model_dump() == {
+        "overrides": {"passes": 2},
+        "isolate": False,
+        "device": 0,
+        "max_cases": None,
+    }

@@ -9,6 +9,7 @@ from fakes import STARTS_FILE_VARIABLE, counting_backend, scripted_backend
 
 from launchbench.errors import ResultsFileError
 from launchbench.report.run_files import write_tables
+from launchbench.results.metadata import Overrides
 from launchbench.results.schema import RunRecord
 from launchbench.results.store import load_run
 from launchbench.run import runner
@@ -72,7 +73,7 @@ def faults_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunRecor
     starts = tmp / "starts.txt"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(STARTS_FILE_VARIABLE, str(starts))
-        plan = runner.plan([DATA / "faults.yaml"], overrides={"passes": 3})
+        plan = runner.plan([DATA / "faults.yaml"], overrides=Overrides(passes=3))
         record = runner.run(
             plan,
             tmp / "run",
@@ -96,7 +97,7 @@ def test_worker_isolation_fails_only_the_faulting_cases(faults_run):
 def test_every_pass_runs_in_a_fresh_worker_process(tmp_path, monkeypatch):
     starts = tmp_path / "starts.txt"
     monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
-    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 3})
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=3))
     record = runner.run(
         plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend)
     )
@@ -135,12 +136,12 @@ def test_interrupted_run_keeps_completed_cases_and_resume_finishes(tmp_path):
 
 
 def test_measure_overrides_reach_every_case():
-    plan = runner.plan([DATA / "three.yaml"], overrides={"target_noise": 0.05, "max_time": 2.0})
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(target_noise=0.05, max_time=2.0))
     assert all(c.measure.target_noise == 0.05 and c.measure.max_time == 2.0 for c in plan.cases)
 
 
 def test_cases_are_measured_in_passes_and_pooled(tmp_path):
-    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 3})
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=3))
     seen = []
 
     class Recorder(runner.SilentEvents):
@@ -161,7 +162,7 @@ def test_cases_are_measured_in_passes_and_pooled(tmp_path):
 
 def test_pass_settings_split_the_budget():
     case = runner.plan(
-        [DATA / "three.yaml"], overrides={"passes": 4, "max_time": 2.0, "min_samples": 10}
+        [DATA / "three.yaml"], overrides=Overrides(passes=4, max_time=2.0, min_samples=10)
     ).cases[0]
     one = runner.pass_settings(case)
     assert one.measure.passes == 1 and one.measure.max_time == 0.5 and one.measure.min_samples == 3
@@ -182,7 +183,7 @@ class FileWatcher(runner.SilentEvents):
 
 
 def test_the_run_reads_back_after_every_case_tables_after_every_pass(tmp_path):
-    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2))
     watcher = FileWatcher(tmp_path / "run")
     runner.run(plan, tmp_path / "run", options(isolate=False), watcher)
     assert [cases for cases, _ in watcher.seen] == [1, 2, 3, 4, 5, 5, 5, 5, 5, 5]
@@ -226,7 +227,7 @@ def test_a_profiled_run_records_every_case_pass_phase_and_measures_the_same(tmp_
     import dataclasses
     import json
 
-    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2))
     plain = runner.run(plan, tmp_path / "plain", options(isolate=True))
     profile = tmp_path / "profile.jsonl"
     profiled = runner.run(

@@ -483,7 +483,7 @@ def test_a_run_records_the_hash_of_the_bytes_it_loaded():
     from launchbench.run.runner import plan
 
     path = ROOT / "scenarios" / "quickstart.yaml"
-    (info,) = plan([str(path)], {}, None).scenarios
+    (info,) = plan([str(path)], None, None).scenarios
     assert info.sha256 == load_scenario_file(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
 
 

@@ -27,6 +27,7 @@ from launchbench.report.plots import panels as fig_panels
 from launchbench.report.plots import shapes as fig_shapes
 from launchbench.report.plots import style as fig_style
 from launchbench.report.plots import write as fig_write
+from launchbench.results.metadata import Overrides
 from launchbench.results.schema import WALL, RunRecord
 from launchbench.results.store import load_run, write_run
 from launchbench.run import runner
@@ -47,7 +48,7 @@ def _write(path: Path, text: str) -> Path:
 def _run(
     tmp_path: Path, name: str = "run", backend: ScriptedBackend | None = None, passes: int = 2
 ) -> RunRecord:
-    plan = runner.plan([SHAPES], {"passes": passes})
+    plan = runner.plan([SHAPES], Overrides(passes=passes))
     options = runner.RunOptions(isolate=False, backend_factory=lambda _device: backend or ScriptedBackend())
     return runner.run(plan, tmp_path / name, options)
 
@@ -208,7 +209,7 @@ def test_a_strategy_whose_outputs_differ_fails_alone(tmp_path):
 
 
 def test_shape_cases_run_in_worker_processes(tmp_path):
-    plan = runner.plan([SHAPES], {"passes": 1, "max_time": 0.1})
+    plan = runner.plan([SHAPES], Overrides(passes=1, max_time=0.1))
     plan = runner.Plan([c for c in plan.cases if c.case_id == "mlp/per_shape=16"], plan.scenarios, plan.files)
     from fakes import scripted_backend
 

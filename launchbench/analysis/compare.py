@@ -436,9 +436,7 @@ def compare_runs(
 def sides_of_one_ab(a: RunRecord, b: RunRecord, a_path: str, b_path: str) -> bool:
     """Whether ``a`` and ``b`` are side A and side B of one ``launchbench ab`` invocation: their
     settings say so and their run directories (or results files' directories) sit in one folder."""
-    sides = [
-        run.settings.get("ab", {}).get("side") if isinstance(run.settings, dict) else None for run in (a, b)
-    ]
+    sides = [run.settings.ab.side for run in (a, b)]
     if sides != ["A", "B"]:
         return False
 

@@ -167,18 +167,12 @@ def case_rows(
 def _placement(run: RunRecord) -> dict[tuple[str | None, int | None], tuple[str, str | None, int | None]]:
     """Per (node, device) of a case: its GPU's name, node and device (a plain run's cases carry neither:
     the run's own host and --device)."""
-    host = (
-        run.environment.get("host", {}).get("hostname")
-        if isinstance(run.environment.get("host"), dict)
-        else None
-    )
-    device = run.settings.get("device")
+    host = run.environment.host.hostname
     out: dict[tuple[str | None, int | None], tuple[str, str | None, int | None]] = {
-        (None, None): (run.gpu_name, host, device if isinstance(device, int) else None)
+        (None, None): (run.gpu_name, host, run.settings.device)
     }
     for member in run.members:
-        gpu = member.environment.get("gpu", {})
-        name = str(gpu.get("name", "unknown GPU")) if isinstance(gpu, dict) else "unknown GPU"
+        name = member.environment.gpu.name or "unknown GPU"
         out[(member.node, member.device)] = (name, member.node, member.device)
     return out
 

@@ -47,6 +47,7 @@ from launchbench.run.overrides import (
 if TYPE_CHECKING:
     from launchbench.analysis.compare import CompareSettings, Comparison
     from launchbench.analysis.gate import GatePolicy, GateReport, GateRule, GateScope
+    from launchbench.results.metadata import Overrides
     from launchbench.results.schema import RunRecord
     from launchbench.run.ab import Side, Variant
     from launchbench.run.runner import RunOptions
@@ -218,7 +219,7 @@ class AbArgs(MeasureArgs):
     history: bool | None
     db: str | None
 
-    def overrides(self) -> dict[str, Any]:
+    def overrides(self) -> Overrides:
         """The measurement settings given, held to the file's rules; the passes are ab's rounds."""
         with usage_errors(OverridesError):
             return ab_overrides(self.given(), self.passes, self.preset)
@@ -270,7 +271,7 @@ def _ab(args: AbArgs) -> int:
     return _ab_on_one_device(sides, options, cpus, settings, args.gate(), out)
 
 
-def _sides(args: AbArgs, variants: tuple[Variant, Variant], overrides: dict[str, Any]) -> tuple[Side, Side]:
+def _sides(args: AbArgs, variants: tuple[Variant, Variant], overrides: Overrides) -> tuple[Side, Side]:
     """Each variant's plan (its own scenario files where it names some), in OUT/a and OUT/b."""
     from launchbench.run import runner
     from launchbench.run.ab import Side, refuse_floor_blocks
@@ -286,7 +287,7 @@ def _sides(args: AbArgs, variants: tuple[Variant, Variant], overrides: dict[str,
     return Side("A", variants[0], plans[0], root / "a"), Side("B", variants[1], plans[1], root / "b")
 
 
-def _options(args: AbArgs, overrides: dict[str, Any]) -> RunOptions:
+def _options(args: AbArgs, overrides: Overrides) -> RunOptions:
     from launchbench.report.run_files import write_tables
     from launchbench.run import runner
     from launchbench.run.worker import load_factory

@@ -32,7 +32,7 @@ def resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tuple
     record = load_run(resume_dir, allow_empty=True)
     recorded = RunSettings.of(record)
     for key, shown, value in _given_again(given):
-        if (key if key in RUN_KEYS else "overrides") not in record.settings:
+        if not record.settings.recorded(key if key in RUN_KEYS else "overrides"):
             recorded = _recorded_with(recorded, key, value)  # a run that recorded none: the command line's
             continue
         then = _recorded_value(recorded, key)
@@ -64,7 +64,7 @@ def _given_again(given: RunSettings) -> list[tuple[str, str, Any]]:
     typed = ParameterSource.COMMANDLINE
     out: list[tuple[str, str, Any]] = [
         (key, f"{OPTION_OF[key]} {value:g}" if source(key) == typed else "--quick", value)
-        for key, value in given.overrides.items()
+        for key, value in given.overrides.given().items()
     ]
     if source("device") == typed:
         out.append(("device", f"--device {given.device}", given.device))
@@ -79,13 +79,13 @@ RUN_KEYS = ("device", "isolate", "max_cases")  # the settings besides the measur
 
 
 def _recorded_value(recorded: RunSettings, key: str) -> Any:
-    return getattr(recorded, key) if key in RUN_KEYS else recorded.overrides.get(key)
+    return getattr(recorded, key) if key in RUN_KEYS else recorded.overrides.given().get(key)
 
 
 def _recorded_with(recorded: RunSettings, key: str, value: Any) -> RunSettings:
     if key in RUN_KEYS:
         return dataclasses.replace(recorded, **{key: value})
-    return dataclasses.replace(recorded, overrides={**recorded.overrides, key: value})
+    return dataclasses.replace(recorded, overrides=recorded.overrides.model_copy(update={key: value}))
 
 
 def _started_with(key: str, value: Any, quick: bool) -> str:

@@ -36,6 +36,7 @@ from launchbench.run.overrides import OverridesError, default, measure_overrides
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from launchbench.results.metadata import Overrides
     from launchbench.results.schema import RunRecord
     from launchbench.run.resume import RunSettings
     from launchbench.run.runner import Plan, RunOptions
@@ -85,7 +86,7 @@ class RunArgs(MeasureArgs):
     history: bool | None
     db: str | None
 
-    def overrides(self) -> dict[str, Any]:
+    def overrides(self) -> Overrides:
         """The measurement settings given, held to the file's rules (a usage error naming the option)."""
         with usage_errors(OverridesError):
             return measure_overrides({**self.given(), "passes": self.passes}, self.preset)
@@ -195,7 +196,7 @@ def _resuming(args: RunArgs, settings: RunSettings) -> tuple[RunRecord, RunSetti
         raise click.UsageError("--resume with --devices: resume each device's run (RUN/devices/N) instead")
     resume, settings = resumed(args.resume_dir, args.out_dir, settings)
     scenarios = args.scenarios or recorded_files(resume, args.resume_dir)
-    recorded = resume.settings.get("shard")
+    recorded = resume.settings.shard
     if args.shard_spec is not None and recorded is not None and args.shard_spec.strip() != recorded:
         raise click.UsageError(
             f"--resume {args.resume_dir} measured shard {recorded}; --shard {args.shard_spec} differs"

@@ -37,8 +37,7 @@ def with_history(report: FleetReport, run: RunRecord, db: HistoryDB) -> FleetRep
     scores = []
     for score in report.scores:
         member = members.get(score.member)
-        gpu = member.environment.get("gpu", {}) if member else {}
-        uuid = gpu.get("uuid") if isinstance(gpu, dict) else None
+        uuid = member.environment.gpu.uuid if member else None
         median = _history_median(db, score, uuid, member.source if member else None)
         scores.append(dataclasses.replace(score, history_median=median))
     return dataclasses.replace(report, scores=tuple(scores))

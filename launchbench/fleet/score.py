@@ -14,24 +14,24 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
 from launchbench.analysis.table import run_table
 from launchbench.errors import LaunchbenchError
+from launchbench.results.metadata import Environment
 from launchbench.results.schema import MemberRun, RunRecord
 
 DEFAULT_THRESHOLD = 0.10
 # the environment entries an outlier is described by: label → path into a member's environment
-ENVIRONMENT_FIELDS: dict[str, tuple[str, ...]] = {
-    "driver": ("driver",),
-    "CPU model": ("host", "cpu"),
-    "governor": ("host", "governor"),
-    "NUMA node": ("gpu", "numa_node"),
-    "kernel": ("host", "kernel"),
+ENVIRONMENT_FIELDS: dict[str, Callable[[Environment], object]] = {
+    "driver": lambda env: env.driver,
+    "CPU model": lambda env: env.host.cpu,
+    "governor": lambda env: env.host.governor,
+    "NUMA node": lambda env: env.gpu.numa_node,
+    "kernel": lambda env: env.host.kernel,
 }
 
 
@@ -129,20 +129,18 @@ def user_row(frame: pd.DataFrame, text: str, metric: str) -> KeyRow:
     raise FleetReportError(f"--row {text!r}: the run holds no case {rest!r} measured in mode {mode!r}")
 
 
-def _value(env: dict[str, Any], path: tuple[str, ...]) -> str:
-    node: Any = env
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    return "unknown" if node is None else str(node)
+def _value(env: Environment, item: Callable[[Environment], object]) -> str:
+    value = item(env)
+    return "unknown" if value is None else str(value)
 
 
 def differences(member: MemberRun, members: Sequence[MemberRun]) -> tuple[Difference, ...]:
     """The environment entries where ``member`` differs from the value most members have."""
     out = []
-    for label, path in ENVIRONMENT_FIELDS.items():
-        counts = Counter(_value(m.environment, path) for m in members)
+    for label, item in ENVIRONMENT_FIELDS.items():
+        counts = Counter(_value(m.environment, item) for m in members)
         common, _ = counts.most_common(1)[0]
-        mine = _value(member.environment, path)
+        mine = _value(member.environment, item)
         if mine != common:
             out.append(Difference(label, mine, common))
     return tuple(out)

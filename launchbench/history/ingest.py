@@ -84,12 +84,7 @@ def _parse_time(text: str | None) -> datetime | None:
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
-def _get(env: dict[str, Any], *path: str) -> str | None:
-    value: Any = env
-    for key in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
+def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
@@ -97,15 +92,14 @@ def ab_fields(record: RunRecord) -> dict[str, str | None]:
     """A side of `launchbench ab`: the invocation's id and the side (A or B); None for other runs. A side
     whose settings carry no id gets one from the ab directory (the parent of both sides' directories), so
     its two sides still share it."""
-    ab = record.settings.get("ab")
-    if not isinstance(ab, dict):
+    if not record.settings.recorded("ab"):
         return {"ab_id": None, "ab_side": None}
-    ab_id = ab.get("id")
-    if not ab_id and ab.get("paired_with"):
-        parent = str(PurePath(str(ab["paired_with"])).parent)
+    ab = record.settings.ab
+    ab_id = ab.id
+    if not ab_id and ab.paired_with:
+        parent = str(PurePath(ab.paired_with).parent)
         ab_id = hashlib.sha256(parent.encode()).hexdigest()[:12]
-    side = ab.get("side")
-    return {"ab_id": str(ab_id) if ab_id else None, "ab_side": str(side) if side else None}
+    return {"ab_id": ab_id or None, "ab_side": ab.side or None}
 
 
 def run_environment(
@@ -113,15 +107,15 @@ def run_environment(
 ) -> dict[str, str | None]:
     env = record.environment
     return {
-        "gpu_name": _get(env, "gpu", "name"),
-        "gpu_uuid": _get(env, "gpu", "uuid"),
-        "driver": _get(env, "driver"),
-        "cuda_runtime": _get(env, "cuda_runtime"),
-        "cupy": _get(env, "cupy"),
+        "gpu_name": env.gpu.name,
+        "gpu_uuid": env.gpu.uuid,
+        "driver": env.driver,
+        "cuda_runtime": env.cuda_runtime,
+        "cupy": env.cupy,
         "launchbench_version": record.launchbench_version,
-        "git_commit": git_commit or _get(env, "git_commit"),
-        "git_branch": git_branch or _get(env, "git_branch"),
-        "host": _get(env, "host", "hostname"),
+        "git_commit": git_commit or env.git_commit,
+        "git_branch": git_branch or _text(env.extra.get("git_branch")),
+        "host": env.host.hostname,
     }
 
 

@@ -97,7 +97,7 @@ def print_device_summary(console: Console, run: RunRecord, cpus: Mapping[int, fr
         }
         table.add_row(
             str(member.device),
-            escape(str(member.environment.get("gpu", {}).get("name", "unknown GPU"))),
+            escape(member.environment.gpu.name or "unknown GPU"),
             _cpus(cpus.get(member.device if member.device is not None else -1, frozenset())),
             str(len(cases)),
             str(sum(1 for c in cases if c.error)),

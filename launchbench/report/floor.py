@@ -185,18 +185,16 @@ def floor_rows(record: RunRecord) -> list[FloorRow]:
 
 def host_facts(record: RunRecord) -> HostFacts:
     env = record.environment
-    host = env.get("host", {}) if isinstance(env.get("host"), dict) else {}
-    gpu = env.get("gpu", {}) if isinstance(env.get("gpu"), dict) else {}
     passes = [p for case in record.cases for mode in case.modes.values() for p in mode.passes]
     place = next((p.host.start for p in passes if p.host.start is not None), None)
     gpu_node = next((p.host.gpu_node for p in passes if p.host.gpu_node is not None), None)
     return HostFacts(
-        cpu_model=host.get("cpu"),
+        cpu_model=env.host.cpu,
         place=place,
         gpu_node=gpu_node,
-        kernel=host.get("kernel"),
-        driver=env.get("driver") or env.get("cuda_driver"),
-        gpu=gpu.get("name"),
+        kernel=env.host.kernel,
+        driver=env.driver or env.cuda_driver,
+        gpu=env.gpu.name,
     )
 
 

@@ -8,11 +8,12 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from launchbench import __version__
+from launchbench.results.metadata import Environment
 
 
 def host_cpu() -> str:
@@ -142,17 +143,16 @@ ENV_LABELS: dict[str, str] = {
 HOST_ITEMS: frozenset[str] = frozenset({"python", "cpu", "cuda_bindings", "cupy", "cupy_build"})
 # items recorded only by newer runs: a difference counts only where both runs recorded them
 RECENT_ITEMS: frozenset[str] = frozenset({"cupy_build"})
-# Where each item may sit: collect_environment's layout first, then older or hand-written layouts, then a
-# summary's own (so summarizing a summary gives it back).
-_ENV_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "gpu": (("gpu", "name"), ("gpu_name",), ("gpu",)),
-    "driver": (("driver",), ("gpu", "driver"), ("driver_version",), ("gpu", "driver_version")),
-    "cuda_runtime": (("cuda_runtime",), ("cuda", "runtime"), ("cuda_runtime_version",)),
-    "cupy": (("cupy",), ("cupy_version",), ("cupy", "version")),
-    "cuda_bindings": (("cuda_bindings",),),
-    "cupy_build": (("cupy_build",),),
-    "python": (("python",),),
-    "cpu": (("host", "cpu"), ("cpu",)),
+# Where each item sits in a recorded environment (``Environment`` moves older layouts here as it reads them)
+_ENV_ITEM: dict[str, Callable[[Environment], object]] = {
+    "gpu": lambda env: env.gpu.name,
+    "driver": lambda env: env.driver,
+    "cuda_runtime": lambda env: env.cuda_runtime,
+    "cupy": lambda env: env.cupy,
+    "cupy_build": lambda env: env.cupy_build,
+    "cuda_bindings": lambda env: env.cuda_bindings,
+    "python": lambda env: env.python,
+    "cpu": lambda env: env.host.cpu,
 }
 UNKNOWN = "unknown"
 
@@ -165,27 +165,18 @@ def items_differ(item: str, baseline: Mapping[str, str], current: Mapping[str, s
     return baseline[item] != current[item]
 
 
-def _lookup(env: Mapping[str, Any], path: Sequence[str]) -> Any:
-    node: Any = env
-    for part in path:
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    if isinstance(node, Mapping):
-        node = node.get("version")
-    return node
-
-
-def summarize_environment(env: Mapping[str, Any]) -> dict[str, str]:
-    """GPU model, driver, CUDA runtime and CuPy version of an environment ('unknown' where not recorded)."""
+def summarize_environment(env: Environment | Mapping[str, Any]) -> dict[str, str]:
+    """GPU model, driver, CUDA runtime and CuPy version of an environment ('unknown' where not recorded);
+    ``env`` is a recorded environment, a mapping of any layout ``Environment`` reads, or a summary."""
+    recorded = Environment.of(env)
     out: dict[str, str] = {}
     for item in ENV_ITEMS:
-        value = next((v for p in _ENV_PATHS[item] if (v := _lookup(env, p)) not in (None, "")), None)
-        out[item] = UNKNOWN if value is None else str(value)
+        value = _ENV_ITEM[item](recorded)
+        out[item] = UNKNOWN if value in (None, "") else str(value)
     return out
 
 
-def describe_environment(env: Mapping[str, Any], *more: str) -> str:
+def describe_environment(env: Environment | Mapping[str, Any], *more: str) -> str:
     """One line naming what a run ran on, e.g. 'NVIDIA H200 (driver 580.159.04, CUDA 13.2, CuPy 14.2.0)';
     ``env`` is a recorded environment or its summary, ``more`` further items for the parentheses."""
     s = summarize_environment(env)

@@ -11,21 +11,22 @@ CPU, kernel, governor, NUMA placement."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from launchbench.errors import LaunchbenchError
+from launchbench.results.metadata import Environment
 from launchbench.results.schema import CaseResult, MemberRun, RunRecord, record_problems
 from launchbench.results.store import JOURNAL, RESULTS_JSON, load_run
 from launchbench.scenario.shard import Shard, ShardError
 
 # environment entries every member must share, as paths into the recorded environment
-SAME_ENVIRONMENT: dict[str, tuple[str, ...]] = {
-    "GPU model": ("gpu", "name"),
-    "CuPy": ("cupy",),
-    "CUDA runtime": ("cuda_runtime",),
+SAME_ENVIRONMENT: dict[str, Callable[[Environment], object]] = {
+    "GPU model": lambda env: env.gpu.name,
+    "CuPy": lambda env: env.cupy,
+    "CUDA runtime": lambda env: env.cuda_runtime,
 }
 
 
@@ -67,16 +68,9 @@ def read_source(path: str | Path) -> SourceRun:
     return SourceRun(run_dir, record, stored_schema_version(run_dir))
 
 
-def _lookup(env: dict[str, Any], path: tuple[str, ...]) -> Any:
-    node: Any = env
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
 def node_name(record: RunRecord, run_dir: Path) -> str:
     """The host a run measured on (its environment's host name), or its directory's name."""
-    name = _lookup(record.environment, ("host", "hostname"))
+    name = record.environment.host.hostname
     return str(name) if name else run_dir.name
 
 
@@ -85,12 +79,12 @@ def members_of(source: SourceRun) -> list[MemberRun]:
     record = source.record
     if record.members:
         return list(record.members)
-    device = record.settings.get("device")
+    device = record.settings.device
     return [
         MemberRun(
             node=node_name(record, source.path),
             device=device if isinstance(device, int) and device >= 0 else None,
-            shard=record.settings.get("shard"),
+            shard=record.settings.shard,
             source=str(source.path),
             environment=record.environment,
         )
@@ -119,10 +113,14 @@ def check_compatible(sources: Sequence[SourceRun]) -> None:
             ("the results schema version", first.schema_version, other.schema_version),
             ("launchbench's version", a.launchbench_version, b.launchbench_version),
             ("the scenario files", _scenarios(a), _scenarios(b)),
-            ("the measurement settings", a.settings.get("overrides"), b.settings.get("overrides")),
+            (
+                "the measurement settings",
+                a.settings.overrides.model_dump(),
+                b.settings.overrides.model_dump(),
+            ),
         ]
         envs = (members_of(first)[0].environment, members_of(other)[0].environment)
-        pairs += [(name, _lookup(envs[0], p), _lookup(envs[1], p)) for name, p in SAME_ENVIRONMENT.items()]
+        pairs += [(name, item(envs[0]), item(envs[1])) for name, item in SAME_ENVIRONMENT.items()]
         for what, x, y in pairs:
             if x != y:
                 raise _differ(what, first, other, x, y)
@@ -211,7 +209,7 @@ def merge_runs(sources: Sequence[SourceRun], argv: Sequence[str] = ()) -> RunRec
             "argv": list(argv),
             "started": min(s.record.started for s in sources),
             "finished": max((s.record.finished or "") for s in sources) or None,
-            "settings": {k: v for k, v in first.settings.items() if k not in ("shard", "device")},
+            "settings": first.settings.without("shard", "device"),
             "cases": cases,
             "members": members,
             "journal_bytes": None,

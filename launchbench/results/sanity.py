@@ -152,12 +152,22 @@ def _mode_problems(record: RunRecord, i: int) -> Problems:
     return problems
 
 
+def metadata_problems(data: Mapping[str, Any]) -> Problems:
+    """The types of a results document's environment and settings, read before the record is built from
+    it (the models would take a GPU given as its name for its layout, or refuse in their own words)."""
+    problems: Problems = []
+    for part, table in (("environment", ENVIRONMENT), ("settings", SETTINGS)):
+        if isinstance(data.get(part), dict):
+            problems += _type_problems(data[part], table, (part,))
+    return problems
+
+
 def sanity_problems(record: RunRecord) -> Problems:
-    """Everything above, for one record (its cases may be none: see store.load_run)."""
-    problems = _type_problems(record.environment, ENVIRONMENT, ("environment",))
-    problems += _type_problems(record.settings, SETTINGS, ("settings",))
+    """Everything above but the metadata's types (``metadata_problems``), for one record (its cases may
+    be none: see store.load_run)."""
+    problems: Problems = []
     for part in ("environment", "settings"):
-        problems += _json_problems(getattr(record, part), (part,))
+        problems += _json_problems(getattr(record, part).model_dump(mode="json"), (part,))
     for k, info in enumerate(record.scenarios):
         problems += _text_problems(info.name, ("scenarios", k, "name"))
     for i, case in enumerate(record.cases):

@@ -49,6 +49,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from launchbench.results.metadata import Environment, Settings
 from launchbench.results.metrics import (  # noqa: F401  (re-exported: the modes, series and metrics belong to the schema)
     ALL_MODES,
     CPU,
@@ -488,7 +489,7 @@ class MemberRun(_Frozen):
     device: Annotated[int, Field(ge=0)] | None = None  # the CUDA device index it ran on
     shard: str | None = None  # "K/N" where the run measured a shard of the cases
     source: str  # the run directory it was read from
-    environment: dict[str, Any] = Field(default_factory=dict)
+    environment: Environment = Field(default_factory=Environment)
 
 
 class RunRecord(_Frozen):
@@ -499,8 +500,8 @@ class RunRecord(_Frozen):
     started: str
     finished: str | None = None
     argv: list[str] = Field(default_factory=list)
-    environment: dict[str, Any] = Field(default_factory=dict)
-    settings: dict[str, Any] = Field(default_factory=dict)
+    environment: Environment = Field(default_factory=Environment)
+    settings: Settings = Field(default_factory=Settings)
     scenarios: list[ScenarioInfo] = Field(default_factory=list)
     cases: list[CaseResult] = Field(default_factory=list)
     journal_bytes: Count | None = (
@@ -522,7 +523,7 @@ class RunRecord(_Frozen):
 
     @property
     def gpu_name(self) -> str:
-        return str(self.environment.get("gpu", {}).get("name", "unknown GPU"))
+        return self.environment.gpu.name or "unknown GPU"
 
 
 Location = tuple[str | int, ...]

@@ -30,7 +30,7 @@ from launchbench import files
 from launchbench.errors import ResultsFileError
 from launchbench.files import OutputError, os_reason, read_regular_file
 from launchbench.results.merge import merge_pass
-from launchbench.results.sanity import sanity_problems
+from launchbench.results.sanity import metadata_problems, sanity_problems
 from launchbench.results.schema import (
     MAX_WHOLE,
     MEASURED_STATUSES,
@@ -376,6 +376,8 @@ def record_from_data(data: Any, where: str) -> RunRecord:
         data = {**data, "schema_version": 4}
     if version < 5:  # v4 → v5 adds an optional field only (a pass's canary)
         data = {**data, "schema_version": 5}
+    if metadata := metadata_problems(data):
+        _refuse(where, [(relocate(loc), message) for loc, message in metadata])
     record: RunRecord = _validate(RunRecord, data, where, relocate)
     problems = record_problems(record) + sanity_problems(record)
     if problems:

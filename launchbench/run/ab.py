@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from launchbench.errors import LaunchbenchError
+from launchbench.results.metadata import AbSettings, Settings
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import RemotePass, WorkerExecutor, WorkerProcess
@@ -322,7 +323,7 @@ class _SideState:
         return self._session
 
     def start_session(
-        self, environment: dict[str, Any], settings: dict[str, Any], argv: Sequence[str] | None
+        self, environment: dict[str, Any], settings: Settings, argv: Sequence[str] | None
     ) -> None:
         record = new_record(environment, self.side.plan.scenarios, settings, argv)
         self._session = RunSession(self.side.run_dir, record, self.options.write_tables)
@@ -390,21 +391,21 @@ def _measure_round(states: Sequence[_SideState], slot: _Slot, events: RunEvents)
 
 def _ab_settings(
     options: RunOptions, sides: tuple[Side, Side], n: int, ab_id: str, cpus: tuple[int, ...]
-) -> dict[str, Any]:
+) -> Settings:
     """Side ``n``'s recorded settings: the overrides, the device and its ``ab`` entry."""
     side = sides[n]
-    return {
-        "overrides": options.overrides,
-        "isolate": True,
-        "device": options.device,
-        "ab": {
-            "id": ab_id,
-            "side": side.name,
-            "variant": side.variant.describe(),
-            "paired_with": str(sides[1 - n].run_dir),
-            "cpus": list(cpus),
-        },
-    }
+    return Settings(
+        overrides=options.overrides,
+        isolate=True,
+        device=options.device,
+        ab=AbSettings(
+            id=ab_id,
+            side=side.name,
+            variant=side.variant.describe(),
+            paired_with=str(sides[1 - n].run_dir),
+            cpus=list(cpus),
+        ),
+    )
 
 
 def _started_sides(

@@ -153,13 +153,13 @@ def write_merged_sides(
     for n, name in enumerate(("a", "b")):
         sources = [SourceRun(p.run_dirs(root)[n], (p.a, p.b)[n], SCHEMA_VERSION) for p in pairs]
         merged = merge_runs(sources, argv)
-        ab = {**merged.settings.get("ab", {}), "paired_with": str(root / ("b", "a")[n])}
-        for own in ("id", "cpus"):  # each device's pair has its own
-            ab.pop(own, None)
+        ab = merged.settings.ab.model_copy(update={"paired_with": str(root / ("b", "a")[n])})
+        ab = ab.without("id", "cpus")  # each device's pair has its own
         devices = {
-            str(p.device): {"cpus": list(p.cpus), "ab_id": (p.a, p.b)[n].settings["ab"]["id"]} for p in pairs
+            str(p.device): {"cpus": list(p.cpus), "ab_id": (p.a, p.b)[n].settings.ab.id} for p in pairs
         }
-        merged = merged.model_copy(update={"settings": {**merged.settings, "ab": ab, "devices": devices}})
+        settings = merged.settings.model_copy(update={"ab": ab, "devices": devices})
+        merged = merged.model_copy(update={"settings": settings})
         create_run_dir(root / name)
         write_run(root / name, merged)
         if options.write_tables is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from launchbench.errors import LaunchbenchError
 from launchbench.results.environment import parse_cpulist
 from launchbench.results.merge_runs import SourceRun, merge_runs
+from launchbench.results.metadata import Environment
 from launchbench.results.schema import SCHEMA_VERSION, CaseResult, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
 from launchbench.run.executor import WorkerExecutor
@@ -73,11 +74,10 @@ def resolve_devices(devices: tuple[int, ...] | None, first: dict[str, Any]) -> t
     return devices
 
 
-def local_cpus(environment: dict[str, Any]) -> frozenset[int]:
+def local_cpus(environment: Environment | Mapping[str, Any]) -> frozenset[int]:
     """The CPUs of the GPU's NUMA node that this process may use (empty: do not pin)."""
-    gpu = environment.get("gpu")
-    listed = gpu.get("local_cpus") if isinstance(gpu, dict) else None
-    if not isinstance(listed, str):
+    listed = Environment.of(environment).gpu.local_cpus
+    if listed is None:
         return frozenset()
     return parse_cpulist(listed) & frozenset(os.sched_getaffinity(0))
 
@@ -202,7 +202,11 @@ def run_devices(
     sources = [SourceRun(p.run_dir, p.record, SCHEMA_VERSION) for p in parts]
     merged = merge_runs(sources, argv)
     merged = merged.model_copy(
-        update={"settings": {**merged.settings, "devices": {str(p.device): sorted(p.cpus) for p in parts}}}
+        update={
+            "settings": merged.settings.model_copy(
+                update={"devices": {str(p.device): sorted(p.cpus) for p in parts}}
+            )
+        }
     )
     write_run(run_dir, merged)
     if options.write_tables is not None:

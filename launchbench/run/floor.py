@@ -11,7 +11,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from launchbench import __version__
 from launchbench.backend.floor.base import FloorContext, LayerWorkloads
@@ -19,6 +18,7 @@ from launchbench.backend.gpu_probe import collect_environment, require_gpu
 from launchbench.backend.nvml import NvmlMonitor
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import Sampler, SamplingOutcome, Workload
+from launchbench.results.metadata import Environment, Overrides
 from launchbench.results.schema import (
     MODES,
     CaseResult,
@@ -201,7 +201,7 @@ def measure_floor(request: FloorRequest, clock: Clock) -> RunRecord:
     spec = request.spec
     started = _now()
     environment = collect_environment(request.device)
-    results = floor_results(request, clock, environment.get("gpu", {}).get("pci_address"))
+    results = floor_results(request, clock, Environment.of(environment).gpu.pci_address)
     settings = request.measure.model_copy(update={"max_time": spec.max_time})
     return RunRecord(
         launchbench_version=__version__,
@@ -233,7 +233,7 @@ def measure_in_process(request: FloorRequest, gpu_address: str | None) -> list[C
 
 
 def floor_requests(
-    files: Sequence[ScenarioFile], infos: Sequence[ScenarioInfo], overrides: dict[str, Any], device: int
+    files: Sequence[ScenarioFile], infos: Sequence[ScenarioInfo], overrides: Overrides, device: int
 ) -> list[FloorRequest]:
     """The floor: block of every scenario that has one, under its measure settings with the command
     line's overrides (which the run has already held to the file's)."""
@@ -242,7 +242,9 @@ def floor_requests(
         spec = loaded.scenario.floor
         if spec is not None:
             measure = (
-                with_overrides(loaded.scenario.measure, overrides) if overrides else loaded.scenario.measure
+                with_overrides(loaded.scenario.measure, overrides.given())
+                if overrides.given()
+                else loaded.scenario.measure
             )
             requests.append(FloorRequest(spec, info, measure, device))
     return requests

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from launchbench.errors import LaunchbenchError
+from launchbench.results.metadata import Overrides
 from launchbench.scenario.core import MeasureSettings, measure_overrides_error
 
 QUICK: Mapping[str, float | int] = MappingProxyType(
@@ -43,9 +44,7 @@ def default(name: str) -> Any:
     return MeasureSettings.model_fields[name].default
 
 
-def measure_overrides(
-    given: Mapping[str, float | int | None], preset: Preset = Preset.FILE
-) -> dict[str, Any]:
+def measure_overrides(given: Mapping[str, float | int | None], preset: Preset = Preset.FILE) -> Overrides:
     """The preset's settings with the given values (None: not given) over them, each value held to the
     file's rules alone (the file's max_samples is checked per file, when planned)."""
     out: dict[str, Any] = dict(QUICK) if preset is Preset.QUICK else {}
@@ -54,17 +53,17 @@ def measure_overrides(
         MeasureSettings.model_validate({"max_samples": 10_000_000, **out})
     except ValidationError as err:
         raise OverridesError(measure_overrides_error(err)) from None
-    return out
+    return Overrides.model_validate(out)
 
 
 def ab_overrides(
     given: Mapping[str, float | int | None], rounds: int | None, preset: Preset = Preset.FILE
-) -> dict[str, Any]:
+) -> Overrides:
     """ab's settings: as measure_overrides, the passes being its rounds (AB_ROUNDS unless given; the
     quick preset's own without --passes)."""
     out = measure_overrides(given, preset)
     if rounds is not None or preset is not Preset.QUICK:
-        out["passes"] = rounds or AB_ROUNDS
+        return out.model_copy(update={"passes": rounds or AB_ROUNDS})
     return out
 
 

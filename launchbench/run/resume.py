@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from launchbench.errors import LaunchbenchError
+from launchbench.results.metadata import Overrides, Settings
 from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.scenario.core import Case
 
@@ -29,7 +29,7 @@ class IncompleteRun(LaunchbenchError):
 class RunSettings:
     """The settings a run was started with, as its results.json records them."""
 
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=Overrides)
     isolate: bool = True
     device: int = 0
     max_cases: int | None = None
@@ -37,23 +37,21 @@ class RunSettings:
     @classmethod
     def of(cls, record: RunRecord) -> RunSettings:
         settings = record.settings
-        overrides = settings.get("overrides")
-        max_cases = settings.get("max_cases")
         return cls(
-            overrides=dict(overrides) if isinstance(overrides, dict) else {},
-            isolate=settings.get("isolate") is not False,
-            device=settings["device"] if isinstance(settings.get("device"), int) else 0,
-            max_cases=max_cases if isinstance(max_cases, int) else None,
+            overrides=settings.overrides,
+            isolate=settings.isolate is not False,
+            device=settings.device or 0,
+            max_cases=settings.max_cases,
         )
 
-    def as_settings(self) -> dict[str, Any]:
+    def as_settings(self) -> Settings:
         """What a run records in results.json's ``settings``."""
-        return {
-            "overrides": self.overrides,
-            "isolate": self.isolate,
-            "device": self.device,
-            "max_cases": self.max_cases,
-        }
+        return Settings(
+            overrides=self.overrides,
+            isolate=self.isolate,
+            device=self.device,
+            max_cases=self.max_cases,
+        )
 
 
 def _same_path(a: str, b: str) -> bool:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from launchbench.errors import LaunchbenchError
+from launchbench.results.metadata import Environment, Overrides, Settings
 from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.results.store import claim_new_dir, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
@@ -52,7 +53,7 @@ class Plan:
 
 
 def plan(
-    paths: Sequence[str | Path], overrides: dict[str, Any] | None = None, max_cases: int | None = None
+    paths: Sequence[str | Path], overrides: Overrides | None = None, max_cases: int | None = None
 ) -> Plan:
     """Load and expand every scenario file (no GPU needed); apply command-line measurement overrides."""
     cases: list[Case] = []
@@ -68,9 +69,9 @@ def plan(
             )
         seen.add(scenario.name)
         expanded = expand_loaded(loaded, max_cases)
-        if overrides:
+        if overrides is not None and overrides.given():
             try:
-                measure = with_overrides(scenario.measure, overrides)
+                measure = with_overrides(scenario.measure, overrides.given())
             except ValidationError as err:
                 raise LaunchbenchError(
                     f"{path}: the command line's measure settings do not fit the file's: {measure_overrides_error(err)}"
@@ -131,7 +132,7 @@ def run(
         if resume is None:
             create_run_dir(run_dir)
         record = _started_record(the_plan, options, environment, resume, argv)
-        if resume and resume.environment.get("gpu", {}).get("uuid") != environment.get("gpu", {}).get("uuid"):
+        if resume and resume.environment.gpu.uuid != Environment.of(environment).gpu.uuid:
             events.note("resuming on a different GPU than the run started on")
         session = RunSession(run_dir, record, options.write_tables, options.profile)
         try:
@@ -194,7 +195,7 @@ def _with_floors(
     requests = floor_requests(the_plan.files, the_plan.scenarios, options.overrides, options.device)
     if not requests:
         return record
-    address = environment.get("gpu", {}).get("pci_address")
+    address = Environment.of(environment).gpu.pci_address
     return with_floors(record, requests, options.floor or measure_in_process, address)
 
 
@@ -238,8 +239,8 @@ def refuse_in_process_ranks(the_plan: Plan, options: RunOptions) -> None:
 def refuse_too_few_devices(the_plan: Plan, options: RunOptions, environment: dict[str, Any]) -> None:
     """A run that needs more GPUs than CUDA shows is refused before anything is measured."""
     devices, file = _widest(the_plan)
-    visible = environment.get("device_count")
-    if devices <= 1 or not isinstance(visible, int):
+    visible = Environment.of(environment).device_count
+    if devices <= 1 or visible is None:
         return
     available = visible - options.device
     if devices > available:
@@ -273,10 +274,12 @@ def _started_record(
         return resume.model_copy(
             update={
                 "status": "running",
-                "environment": resume.environment or environment,
+                "environment": Environment.of(resume.environment.model_dump() or environment),
                 "scenarios": resume.scenarios or the_plan.scenarios,
-                "settings": {**settings.as_settings(), **resume.settings},
+                "settings": Settings.model_validate(
+                    {**settings.as_settings().model_dump(), **resume.settings.model_dump()}
+                ),
             }
         )
     shard = {"shard": options.shard} if options.shard else {}
-    return new_record(environment, the_plan.scenarios, {**settings.as_settings(), **shard}, argv)
+    return new_record(environment, the_plan.scenarios, settings.as_settings().model_copy(update=shard), argv)

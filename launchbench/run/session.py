@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from launchbench import __version__
 from launchbench.results.merge import merge_pass
+from launchbench.results.metadata import Environment, Overrides, Settings
 from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
 from launchbench.results.store import RunJournal
 from launchbench.run.worker import cupy_backend
@@ -62,7 +63,7 @@ TableWriter = Callable[[Path, RunRecord], None]
 @dataclass(frozen=True)
 class RunOptions:
     device: int = 0
-    overrides: dict[str, Any] = field(default_factory=dict)
+    overrides: Overrides = field(default_factory=Overrides)
     isolate: bool = True
     backend_factory: Callable[[int], Any] = cupy_backend
     # writes the tables derived from results.json (after every pass and at the end); None writes none
@@ -87,9 +88,9 @@ def pass_settings(case: Case) -> Case:
 
 
 def new_record(
-    environment: dict[str, Any],
+    environment: Environment | Mapping[str, Any],
     scenarios: Sequence[ScenarioInfo],
-    settings: dict[str, Any],
+    settings: Settings,
     argv: Sequence[str] | None,
 ) -> RunRecord:
     """A run's record as it starts: running, on ``environment``, over ``scenarios``, with ``settings``."""
@@ -97,7 +98,7 @@ def new_record(
     return record.model_copy(
         update={
             "status": "running",
-            "environment": environment,
+            "environment": Environment.of(environment),
             "scenarios": list(scenarios),
             "settings": settings,
         }

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from launchbench.results.metadata import Environment
 from launchbench.results.schema import RunRecord
 from launchbench.results.store import load_run, write_run
 
@@ -72,11 +73,13 @@ def series(out: Path, spec: SeriesSpec = SeriesSpec()) -> list[Path]:
                     factor *= spec.graph_step
                 factors[(case.case_id, mode)] = factor
         run = _scaled(base, factors)
-        env = dict(run.environment)
+        env = run.environment.model_dump()
         if i >= spec.step_at:
             env.update(spec.env_change)
         started = (START + timedelta(days=i)).isoformat()
-        run = run.model_copy(update={"environment": env, "started": started, "finished": started})
+        run = run.model_copy(
+            update={"environment": Environment.model_validate(env), "started": started, "finished": started}
+        )
         path = out / f"run-{i:02d}"
         path.mkdir(parents=True)
         write_run(path, run)

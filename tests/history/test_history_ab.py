@@ -88,8 +88,8 @@ def test_ab_ingests_both_sides_when_the_gate_fails(
     assert json.loads(result.stdout)["counts"]["slower"] > 0
     assert "history: " in result.stderr and "run 1 added" in result.stderr
     runs = _listed(db_url)
-    ab_id = load_run(out / "a").settings["ab"]["id"]
-    assert ab_id == load_run(out / "b").settings["ab"]["id"]
+    ab_id = load_run(out / "a").settings.ab.id
+    assert ab_id == load_run(out / "b").settings.ab.id
     assert [(r["ab_side"], r["ab_id"], Path(str(r["run_dir"]))) for r in runs] == [
         ("A", ab_id, (out / "a").resolve()),
         ("B", ab_id, (out / "b").resolve()),

@@ -44,8 +44,8 @@ def test_ingest_stores_rows_passes_and_environment(db_url: str) -> None:
             "13.2",
             "14.2.0",
         )
-        assert run.gpu_uuid == record.environment["gpu"]["uuid"] and run.git_branch == "main"
-        assert run.git_commit == record.environment["git_commit"] and run.host == "vm"
+        assert run.gpu_uuid == record.environment.gpu.uuid and run.git_branch == "main"
+        assert run.git_commit == record.environment.git_commit and run.host == "vm"
         row = s.scalars(
             select(RowResult).where(RowResult.case_id == "scale/length=100", RowResult.mode == "graph")
         ).one()
