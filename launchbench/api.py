@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from launchbench.analysis.comparison import Comparison as Compared
     from launchbench.analysis.evidence import Evidence
     from launchbench.analysis.gate import GatePolicy, GateReport, GateRule, GateScope
+    from launchbench.results.metadata import Overrides
     from launchbench.results.schema import CaseResult, RunRecord
     from launchbench.run.runner import Plan
     from launchbench.run.session import RunEvents
@@ -151,7 +152,7 @@ def load(path: str | Path) -> Run:
 # ------------------------------------------------------------------------------------------ running
 
 
-def _overrides(given: Mapping[str, float | int | None], quick: bool) -> dict[str, Any]:
+def _overrides(given: Mapping[str, float | int | None], quick: bool) -> Overrides:
     """``run``'s measurement settings (None: the file's) over the preset, held to the scenario file's
     rules (OverridesError naming the setting as ``run``'s argument: max_time, not --max-time)."""
     from launchbench.run.overrides import OverridesError, Preset, measure_overrides
@@ -215,7 +216,7 @@ def _planned(
     scenario: ScenarioInput,
     out_dir: str | Path | None,
     results_root: Path,
-    overrides: dict[str, Any],
+    overrides: Overrides,
     max_cases: int | None,
 ) -> tuple[Plan, Path]:
     """The plan and the run directory (claimed when it is the default one); a scenario given as text is
