@@ -1,15 +1,17 @@
-"""Issue 13: a sweep of bad inputs and misuses across every command.
+"""A sweep of bad command lines and misuses across every command: bad option values, missing and
+repeated arguments, output paths that cannot be written, special files and streams.
 
 Each entry is a command line and the exit code docs/limits.md documents for it (0, 1 or 2). Every one
 must exit with that code, show no traceback, leave no partial file behind, and stay within 10 s of CPU
-time and 1 GiB of address space. Most run in one worker process (tests/sweep_worker.py, CliRunner, one
-interpreter for many commands); the special files and streams (FIFOs, devices, a full stdout, an ASCII
-terminal) run as real `python -m launchbench` processes, where a hang or a crash would show.
+time and 1 GiB of address space. Most run in one worker process, once per test session
+(tests/sweep_worker.py, CliRunner, one interpreter for many commands); the special files and streams
+(FIFOs, devices, a full stdout, an ASCII terminal) run as real `python -m launchbench` processes, where a
+hang or a crash would show. The bad files under tests/data/bad/ go through every command that reads them
+in tests/test_bad_inputs.py (scenarios) and tests/test_bad_results.py (results), with the same worker.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import subprocess
@@ -19,21 +21,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sweep_worker import HANG_GUARD_S, environment, limit_memory, sweep_once
 
 ROOT = Path(__file__).resolve().parents[1]
-BAD = ROOT / "tests" / "data" / "bad"
 GOOD = ROOT / "scenarios" / "quickstart.yaml"
 RUN_A = ROOT / "tests" / "data" / "h200" / "quickstart-a"
 RUN_B = ROOT / "tests" / "data" / "h200" / "quickstart-b"
-MEMORY_LIMIT = 1 << 30
 CPU_LIMIT_S = 10
-HANG_GUARD_S = 300  # wall clock, only against a hang (a loaded machine starts Python slowly)
-WORKERS = 1  # one interpreter's imports; the suite's own workers keep the cores busy
 
-BAD_SCENARIOS = sorted(p.name for p in BAD.iterdir() if p.suffix == ".yaml")
-BAD_RESULTS = sorted(p.name for p in (BAD / "results").iterdir() if not p.name.endswith((".expected", ".md")))
-
-# id → (argv with {tmp} {bad} {good} {a} {b} placeholders, expected exit code, paths that must not exist after)
+# id → (argv with {tmp} {good} {a} {b} placeholders, expected exit code, paths that must not exist after)
 Case = tuple[list[str], int, list[str]]
 CASES: dict[str, Case] = {}
 
@@ -42,35 +38,6 @@ def _add(name: str, argv: list[str], code: int, absent: list[str] | None = None)
     assert name not in CASES, name
     CASES[name] = (argv, code, absent or [])
 
-
-# --- scenario files, through every command that reads one ---------------------------------------------
-for _name in BAD_SCENARIOS:
-    _path = "{bad}/" + _name
-    _add(f"validate:{_name}", ["validate", _path], 2)
-for _name in BAD_SCENARIOS[::3]:
-    _add(
-        f"run:{_name}",
-        ["run", "--no-isolate", "--out", "{tmp}/runs/" + _name, "{bad}/" + _name],
-        2,
-        ["{tmp}/runs/" + _name],
-    )
-for _name in BAD_SCENARIOS[::4]:
-    _add(f"check-scenario:{_name}", ["check", "{a}", "--scenario", "{bad}/" + _name], 2)
-    _add(
-        f"graph:{_name}",
-        ["graph", "{bad}/" + _name, "--out", "{tmp}/graph-" + _name + ".dot"],
-        2,
-        ["{tmp}/graph-" + _name + ".dot"],
-    )
-
-# --- results files, through every command that reads one ---------------------------------------------
-for _name in BAD_RESULTS:
-    _path = "{bad}/results/" + _name
-    _add(f"compare-baseline:{_name}", ["compare", _path, "{a}"], 2)
-    _add(f"compare-current:{_name}", ["compare", "{a}", _path, "--fail-on", "wall_us_per_launch:5%"], 2)
-    _add(f"check:{_name}", ["check", _path], 2)
-    _add(f"plot:{_name}", ["plot", _path, "--out", "{tmp}/plots-" + _name], 2, ["{tmp}/plots-" + _name])
-_add("run-resume-bad-results", ["run", "--resume", "{bad}/results/dir-csv-only"], 2)
 
 # --- command-line values -------------------------------------------------------------------------------
 for _args in (
@@ -214,20 +181,7 @@ PROCESS_CASES: dict[str, tuple[list[str], int, dict[str, str], str | None]] = {
 
 
 def _fill(text: str, tmp: Path) -> str:
-    return text.format(tmp=tmp, bad=BAD, good=GOOD, a=RUN_A, b=RUN_B)
-
-
-def _limits() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
-
-
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    env.update(
-        {"PYTHONPATH": str(ROOT), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    )
-    env.update(extra or {})
-    return env
+    return text.format(tmp=tmp, good=GOOD, a=RUN_A, b=RUN_B)
 
 
 def _special_files(tmp: Path) -> None:
@@ -251,35 +205,16 @@ def _special_files(tmp: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, Any]]]:
-    tmp = tmp_path_factory.mktemp("sweep")
-    _special_files(tmp)
-    names = sorted(CASES)
-    chunks = [names[i::WORKERS] for i in range(WORKERS)]
+    def prepare(tmp: Path) -> dict[str, list[str]]:
+        _special_files(tmp)
+        return {name: [_fill(a, tmp) for a in argv] for name, (argv, _, _) in CASES.items()}
 
-    def batch(index: int) -> list[dict[str, Any]]:
-        cases_file, results_file = tmp / f"cases-{index}.json", tmp / f"results-{index}.json"
-        cases = [{"id": n, "argv": [_fill(a, tmp) for a in CASES[n][0]]} for n in chunks[index]]
-        cases_file.write_text(json.dumps(cases))
-        proc = subprocess.run(
-            [sys.executable, str(ROOT / "tests" / "sweep_worker.py"), str(cases_file), str(results_file)],
-            capture_output=True,
-            text=True,
-            timeout=HANG_GUARD_S * 3,
-            preexec_fn=_limits,
-            env=_env(),
-            cwd=tmp,
-            stdin=subprocess.DEVNULL,
-        )
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return json.loads(results_file.read_text())
-
-    with ThreadPoolExecutor(WORKERS) as pool:
-        results = [r for chunk in pool.map(batch, range(WORKERS)) for r in chunk]
-    return tmp, {r["id"]: r for r in results}
+    return sweep_once(tmp_path_factory, "commands", prepare)
 
 
 def test_the_sweep_is_large_enough():
-    assert len(CASES) + len(PROCESS_CASES) >= 150
+    """Its own command lines; the bad files add their commands in test_bad_inputs and test_bad_results."""
+    assert len(CASES) + len(PROCESS_CASES) >= 100
     commands = {argv[0] for argv, _, _ in CASES.values() if argv and not argv[0].startswith("-")}
     assert {"run", "validate", "compare", "check", "plot", "graph", "env"} <= commands
 
@@ -320,7 +255,7 @@ def processes(
         argv, _, extra, stdout = PROCESS_CASES[name]
 
         def limits() -> None:
-            _limits()
+            limit_memory()
             resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT_S, CPU_LIMIT_S))
 
         target = open(stdout, "w") if stdout else subprocess.PIPE  # noqa: SIM115
@@ -334,7 +269,7 @@ def processes(
                 text=True,
                 timeout=HANG_GUARD_S,
                 preexec_fn=limits,
-                env=_env(extra),
+                env=environment(extra),
                 cwd=tmp,
             )
         except subprocess.TimeoutExpired:

@@ -1,9 +1,12 @@
-"""Bad input (issue #7): every file under tests/data/bad/ gives one clear message that names the file (and
+"""Bad scenario files: every file under tests/data/bad/ gives one clear message that names the file (and
 the line and key where there is one), exit code 2, and no traceback unless `launchbench --debug`.
 
-Scenario files go through `launchbench validate` (in-process with CliRunner, a handful through a real
-subprocess). tests/data/bad/EXPECTED.md says what is wrong with each file. Results files (tests/data/bad/results/)
-are tested in tests/test_bad_results.py.
+This module sweeps them all: through the library (the ScenarioError and its whole recorded message),
+through `launchbench validate` (every file) and through run, check --scenario and graph (every third or
+fourth file), those commands in one worker process once per test session (tests/sweep_worker.py: CliRunner,
+10 s of CPU time and 1 GiB of address space per command, nothing left behind), a handful through a real
+subprocess. tests/data/bad/EXPECTED.md says what is wrong with each file. Results files
+(tests/data/bad/results/) are swept by tests/test_bad_results.py.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sweep_worker import sweep_once
 
 from launchbench.analysis.expectations import load_checked
 from launchbench.cli import cli
@@ -201,6 +206,54 @@ def _validate(*args: str):
     return CliRunner().invoke(cli, [*args], catch_exceptions=True)
 
 
+# sweep id → (argv with {tmp} and {a} placeholders, paths that must not exist after)
+OTHER_COMMANDS: dict[str, tuple[list[str], list[str]]] = {}
+for _name in sorted(SCENARIOS)[::3]:
+    OTHER_COMMANDS[f"run:{_name}"] = (
+        ["run", "--no-isolate", "--out", "{tmp}/runs/" + _name, str(BAD / _name)],
+        ["{tmp}/runs/" + _name],
+    )
+for _name in sorted(SCENARIOS)[::4]:
+    OTHER_COMMANDS[f"check-scenario:{_name}"] = (["check", "{a}", "--scenario", str(BAD / _name)], [])
+    OTHER_COMMANDS[f"graph:{_name}"] = (
+        ["graph", str(BAD / _name), "--out", "{tmp}/graph-" + _name + ".dot"],
+        ["{tmp}/graph-" + _name + ".dot"],
+    )
+RUN_A = ROOT / "tests" / "data" / "h200" / "quickstart-a"
+
+
+def _fill(text: str, tmp: Path) -> str:
+    return text.format(tmp=tmp, a=RUN_A)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Every bad file through validate, and the OTHER_COMMANDS, in one worker process."""
+
+    def prepare(tmp: Path) -> dict[str, list[str]]:
+        (tmp / "runs").mkdir()
+        for effect in TAG_EFFECTS.values():
+            effect.unlink(missing_ok=True)
+        commands = {f"validate:{name}": ["validate", str(BAD / name)] for name in SCENARIOS}
+        commands.update({k: [_fill(a, tmp) for a in argv] for k, (argv, _) in OTHER_COMMANDS.items()})
+        return commands
+
+    return sweep_once(tmp_path_factory, "bad-scenarios", prepare)
+
+
+def _assert_clean(result: dict[str, Any], tmp: Path) -> None:
+    """What every refused command in the sweep shows: no crash, no traceback, exit 2, a last line that
+    says why, no temporary file left."""
+    assert result["crash"] is None, result["crash"]
+    assert "Traceback" not in result["stdout"] + result["stderr"]
+    assert result["code"] == 2, (result["stdout"][-800:], result["stderr"][-800:])
+    lines = result["stderr"].strip().splitlines()
+    assert lines, "an input error says why"
+    assert lines[-1].startswith(("launchbench: error:", "Error:")), lines[-1]
+    leftovers = [p.name for p in tmp.iterdir() if p.name.endswith(".tmp")]
+    assert not leftovers, leftovers
+
+
 def test_every_bad_file_is_tested_and_documented():
     names = {p.name for p in BAD.iterdir()} - {
         "EXPECTED.md",
@@ -214,19 +267,16 @@ def test_every_bad_file_is_tested_and_documented():
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_bad_scenario_is_refused_by_validate(name):
+def test_bad_scenario_is_refused_by_validate(sweep, name):
+    tmp, results = sweep
     path = BAD / name
     line, expected = SCENARIOS[name]
     effect = TAG_EFFECTS.get(name)
-    if effect is not None:
-        effect.unlink(missing_ok=True)
-    result = _validate("validate", str(path))
     assert effect is None or not effect.exists(), f"the YAML tag in {name} was executed"
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert "Traceback" not in result.output
-    assert result.stdout == ""
-    message = result.stderr.strip()
+    result = results[f"validate:{name}"]
+    _assert_clean(result, tmp)
+    assert result["stdout"] == ""
+    message = result["stderr"].strip()
     assert str(path) in message
     for text in expected:
         assert text in message, f"{text!r} not in {message!r}"
@@ -238,6 +288,14 @@ def test_bad_scenario_is_refused_by_validate(name):
         assert message.startswith(f"launchbench: error: {path}: "), message
     else:
         assert message.startswith(f"launchbench: error: {path}:{line}"), message
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_COMMANDS))
+def test_bad_scenario_is_refused_by_other_commands(sweep, name):
+    tmp, results = sweep
+    _assert_clean(results[name], tmp)
+    for path in OTHER_COMMANDS[name][1]:
+        assert not Path(_fill(path, tmp)).exists(), f"{path} left behind"
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
