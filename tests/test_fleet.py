@@ -37,7 +37,9 @@ def invoke(*args: str, **env: str):
 
 
 def measure(scenario: Path, out: Path, *more: str, **env: str) -> None:
-    result = invoke("run", scenario, "-d", out, "--quick", "-q", *more, **env)
+    """A quick run in this process: what these tests read is the run (its shard, node, device, settings),
+    not the worker processes that measured it (tests/test_runner.py tests those)."""
+    result = invoke("run", scenario, "-d", out, "--quick", "--no-isolate", "-q", *more, **env)
     assert result.exit_code == 0, result.output
 
 
