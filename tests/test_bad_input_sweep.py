@@ -296,3 +296,18 @@ def test_special_files_and_streams(processes, name):
         assert proc.stderr.strip().splitlines()[-1].startswith("launchbench: error:"), proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp / "runs" / "large").exists()
+
+
+def test_a_sweep_runs_once_per_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Asked again (by another module, or by another xdist worker after the file lock), a sweep is read
+    from the results its first run left, not run again."""
+    prepared: list[Path] = []
+
+    def prepare(tmp: Path) -> dict[str, list[str]]:
+        prepared.append(tmp)
+        return {"version": ["--version"]}
+
+    first = sweep_once(tmp_path_factory, "once", prepare)
+    second = sweep_once(tmp_path_factory, "once", prepare)
+    assert len(prepared) == 1 and first == second
+    assert first[1]["version"]["code"] == 0 and first[1]["version"]["stdout"].startswith("launchbench")
