@@ -41,7 +41,7 @@ def time_suite(args: list[str]) -> dict[str, Any]:
     """Wall and CPU seconds, peak resident MiB and the summary line of one run of pytest."""
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    command = [sys.executable, "-m", "pytest", *args, "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "pytest", *args]
     proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
