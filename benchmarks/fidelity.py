@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
+from _levels import LEVEL_GAP, levels, match_levels
 from _report import write_report
 
 from launchbench.results.store import load_run
@@ -42,7 +43,6 @@ from launchbench.scenario.expand import expand_scenario
 HERE = Path(__file__).resolve().parent
 GRAPH_BOUND = 0.03
 EAGER_BOUND = 0.07
-LEVEL_GAP = 0.12  # sorted per-process values more than 12% apart belong to two levels
 KINDS = ("empty", "scale")
 
 
@@ -62,17 +62,6 @@ class RowFidelity:
     within: bool | None  # None: a level only one side reached (reported, not compared)
 
 
-def levels(values: Sequence[float], gap: float = LEVEL_GAP) -> list[list[float]]:
-    """``values`` sorted and split where one value exceeds the one before by more than ``gap``: one list
-    per level, lowest first (at most two: the largest jump, where it exceeds ``gap``)."""
-    ordered = sorted(values)
-    if len(ordered) < 2:
-        return [ordered]
-    jumps = [(ordered[i + 1] / ordered[i] - 1.0, i + 1) for i in range(len(ordered) - 1)]
-    biggest, at = max(jumps)
-    return [ordered[:at], ordered[at:]] if biggest > gap else [ordered]
-
-
 def graph_row(case: str, ours: Sequence[float], bare: Sequence[float]) -> RowFidelity:
     """One graph row from each round's launchbench median and bare median (µs per launch)."""
     ratios = [a / b for a, b in zip(ours, bare, strict=True)]
@@ -88,7 +77,7 @@ def eager_rows(case: str, ours: Sequence[float], bare: Sequence[float]) -> list[
     and the other one, the other's level is matched to the nearer of the two and the level it never
     reached is reported with ``within`` None (not compared: neither passes nor fails)."""
     our_levels, bare_levels = levels(ours), levels(bare)
-    pairs = _match_levels(our_levels, bare_levels)
+    pairs = match_levels(our_levels, bare_levels)
     rows = []
     for name, mine, theirs in pairs:
         reference = statistics.median(theirs)
@@ -112,23 +101,6 @@ def eager_rows(case: str, ours: Sequence[float], bare: Sequence[float]) -> list[
             )  # fmt: skip
         )
     return rows
-
-
-def _match_levels(
-    ours: list[list[float]], bare: list[list[float]]
-) -> list[tuple[str, list[float], list[float]]]:
-    """(name, launchbench level, bare level) pairs: low with low and high with high where both sides have
-    two; a single level on one side paired with the nearer level of the other, the farther "unmatched"."""
-    if len(ours) == len(bare):
-        return list(zip(("low", "high"), ours, bare)) if len(ours) == 2 else [("one", ours[0], bare[0])]
-    one, two = (ours[0], bare) if len(ours) == 1 else (bare[0], ours)
-    center = statistics.median(one)
-    near = min(two, key=lambda level: abs(statistics.median(level) / center - 1.0))
-    far = two[1] if near is two[0] else two[0]
-    name = "low" if near is two[0] else "high"
-    if len(ours) == 1:
-        return [(name, one, near), ("unmatched", one, far)]
-    return [(name, near, one), ("unmatched", far, one)]
 
 
 def bare_turn(specs: list[str], processes: int) -> list[dict[str, object]]:

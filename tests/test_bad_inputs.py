@@ -154,7 +154,7 @@ SCENARIOS: dict[str, tuple[int | None, tuple[str, ...]]] = {
     ),
     "expect-metric-text.yaml": (7, ("expect[0].metric", "'status' is a text column")),
     "expect-case-no-match.yaml": (10, ("expect[0].case", "matches no case", "did you mean 'empty/n=1'?")),
-    "expect-mode-unknown.yaml": (8, ("expect[0].mode", "'cache' or 'update'", "'both'")),
+    "expect-mode-unknown.yaml": (8, ("expect[0].mode", "'update' or 'torch_graph'", "'both'")),
     # shape-changing chains (issue 16)
     "shapes-duplicate.yaml": (8, ("shapes.values", "64 is listed twice", "each shape must be distinct")),
     "shapes-one-value.yaml": (8, ("shapes.values", "at least two shapes (got 1)")),

@@ -111,6 +111,18 @@ def test_compare_speed_repeats_cases_under_new_ids():
     assert len(ids) == len(set(ids)) == 20 and big.cases[8].modes == run.cases[0].modes
 
 
+def test_speed_plot_gives_each_copy_a_chain_of_its_own():
+    """The "distinct" run: every copy of the 8 cases a parameter of its own, so a figure has more
+    chains than it draws."""
+    speed = _benchmark_module("speed_plot")
+    run = load_run(ROOT / "results" / "quickstart-h200")
+    big = speed.distinct(run, 20)
+    ids = [c.case_id for c in big.cases]
+    assert len(ids) == len(set(ids)) == 20 and big.cases[8].modes == run.cases[0].modes
+    assert [c.params["size"] for c in big.cases[::8]] == [0, 1, 2]
+    assert big.cases[9].params == {**run.cases[1].params, "size": 1}
+
+
 def test_fleet_case_sets_name_the_rows_a_run_lacks_or_adds():
     case_sets = _benchmark_module("fleet_case_sets")
     plain = case_sets.case_set(H200 / "quickstart-a")

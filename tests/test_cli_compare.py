@@ -7,12 +7,12 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import compare_helpers
 import pandas as pd
 import pytest
-import test_compare
 from builders import expectation_scenario, first_graph_row
 from click.testing import CliRunner, Result
-from test_compare import (
+from compare_helpers import (
     OTHER_GPU,
     REAL_BASELINE,
     REAL_LONGER,
@@ -31,7 +31,7 @@ from launchbench.report.run_files import write_run_files
 from launchbench.results.schema import RunRecord
 from launchbench.results.store import write_run
 
-baseline_run = test_compare.baseline_run
+baseline_run = compare_helpers.baseline_run
 GATE = ["--fail-on", "wall_us_per_launch:5%", "--allow-blind"]  # the blind rows: test_blind_*
 
 

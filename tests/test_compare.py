@@ -10,23 +10,38 @@ skip while the real runs are absent.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from pathlib import Path
 
+import compare_helpers
 import numpy as np
 import pytest
 from builders import make_run
+from compare_helpers import (
+    OTHER_GPU,
+    REAL_BASELINE,
+    REAL_LONGER,
+    REAL_REPEAT,
+    STABLE_SPREAD,
+    chosen_keys,
+    comparable_keys,
+    directional,
+    drifting_eager_key,
+    needs_real,
+    pass_spread,
+    row_keys,
+    scale_rows,
+    verdicts,
+    with_gpu,
+)
 
 from launchbench.analysis.compare import (
-    COMPARABLE_STATUSES,
     DEFAULT_THRESHOLD,
     CompareSettings,
     CompareSettingsError,
-    Comparison,
     DifferentGpuError,
     MetricComparison,
+    MetricSamples,
     RowComparison,
-    RowKey,
+    RowContext,
     adjust_across_rows,
     bootstrap_medians,
     compare_paired,
@@ -39,131 +54,25 @@ from launchbench.analysis.compare import (
 )
 from launchbench.analysis.defaults import COMPARED_METRICS
 from launchbench.analysis.drift import NoisePrior, RowVariance, is_host_bound, stratum
-from launchbench.analysis.stats import pass_medians
 from launchbench.results.environment import describe_environment, summarize_environment
-from launchbench.results.schema import WALL, CaseResult, RunRecord
+from launchbench.results.schema import RunRecord
 from launchbench.results.store import load_run
 
-H200 = Path(__file__).parent / "data" / "h200"
-REAL_BASELINE = H200 / "quickstart-a"  # first of two back-to-back quickstart runs
-REAL_REPEAT = H200 / "quickstart-b"  # the second one
-REAL_LONGER = H200 / "quickstart-longer"  # same case names, chains 10% longer (rounded up)
-OTHER_GPU = "NVIDIA A100-SXM4-80GB"
-STABLE_SPREAD = DEFAULT_THRESHOLD  # a row whose pass medians differ by less than this is "steady"
+baseline_run = compare_helpers.baseline_run
 
 
-def real(path: Path) -> bool:
-    return (path / "results.json").is_file()
-
-
-def load_baseline_run() -> RunRecord:
-    if real(REAL_BASELINE):
-        return load_run(REAL_BASELINE)
-    return make_run(passes=3)
-
-
-@pytest.fixture(params=["real", "synthetic"])
-def baseline_run(request: pytest.FixtureRequest) -> RunRecord:
-    """Both the real H200 quickstart run (where present; else the synthetic one again) and a synthetic
-    multi-pass run of the same shape: the data-driven tests must hold for both."""
-    return load_baseline_run() if request.param == "real" else make_run(passes=3)
-
-
-def needs_real(*paths: Path) -> pytest.MarkDecorator:
-    missing = [str(p.relative_to(Path(__file__).parent) / "results.json") for p in paths if not real(p)]
-    return pytest.mark.skipif(bool(missing), reason=f"real H200 runs not present yet: {', '.join(missing)}")
-
-
-# ------------------------------------------------------------------------------------------- helpers
-
-
-def row_keys(run: RunRecord) -> list[RowKey]:
-    return [(c.scenario, c.case_id, mode) for c in run.cases for mode in c.modes]
-
-
-def comparable_keys(run: RunRecord) -> list[RowKey]:
-    """Rows with status ok/budget and throughput samples: the ones a comparison can judge."""
-    out = []
-    for case in run.cases:
-        for mode, result in case.modes.items():
-            if result.status in COMPARABLE_STATUSES and len(case.samples(mode, WALL)) > 0:
-                out.append((case.scenario, case.case_id, mode))
-    return out
-
-
-def case_of(run: RunRecord, key: RowKey) -> CaseResult:
-    case = run.case(key[0], key[1])
-    assert case is not None, key
-    return case
-
-
-def pass_spread(run: RunRecord, key: RowKey, metric: str = "wall_us_per_launch") -> float:
-    """max/min − 1 of the row's pass medians of a metric (0 with a single pass)."""
-    case = case_of(run, key)
-    values = case.metric_samples(key[2], metric)
-    sizes = case.pass_sizes(key[2])
-    if not sizes or sum(sizes) != len(values) or len(values) == 0:
-        return 0.0
-    medians = pass_medians(values, sizes)
-    return max(medians) / min(medians) - 1
-
-
-def chosen_keys(run: RunRecord) -> set[RowKey]:
-    """The rows to scale: every comparable graph row bound by the GPU (not host_bound) whose passes
-    agree (pass medians of the wall time within STABLE_SPREAD). On synthetic data and on the committed
-    H200 run that is every graph row but the one-launch empty chain (host-bound, its passes far apart)."""
-    keys = comparable_keys(run)
-    cases = {(c.scenario, c.case_id): c for c in run.cases}
-    chosen = {
-        k
-        for k in keys
-        if k[2] == "graph"
-        and not is_host_bound(cases[k[:2]], "graph")
-        and pass_spread(run, k) < STABLE_SPREAD
-    }
-    assert chosen and len(chosen) < len(keys), "the data must have scaled and unscaled rows"
-    return chosen
-
-
-def drifting_eager_key(run: RunRecord) -> RowKey:
-    """The eager row whose pass medians differ most."""
-    return max((k for k in comparable_keys(run) if k[2] == "eager"), key=lambda k: pass_spread(run, k))
-
-
-def scale_rows(run: RunRecord, keys: Iterable[RowKey], factor: float) -> RunRecord:
-    """A copy of the run whose raw samples (every series) in the given rows are multiplied by factor."""
-    wanted = set(keys)
-    cases = []
-    for case in run.cases:
-        modes = {}
-        for mode, result in case.modes.items():
-            if (case.scenario, case.case_id, mode) in wanted:
-                samples = {k: [v * factor for v in values] for k, values in result.samples.items()}
-                result = result.with_samples(samples)
-            modes[mode] = result
-        cases.append(case.model_copy(update={"modes": modes}))
-    return run.model_copy(update={"cases": cases})
-
-
-def with_gpu(run: RunRecord, name: str) -> RunRecord:
-    env = dict(run.environment)
-    env["gpu"] = {**env.get("gpu", {}), "name": name}
-    return run.model_copy(update={"environment": env})
-
-
-def verdicts(comparison: Comparison, metric: str) -> dict[RowKey, str]:
-    return {row.key: row.metric(metric).verdict for row in comparison.rows}
-
-
-def directional(comparison: Comparison) -> list[str]:
-    """Every (row, metric) called slower or faster, as readable lines."""
-    return [
-        f"{row.label} {mc.metric}: {mc.verdict} {mc.change * 100:+.1f}% "
-        f"(CI {mc.change_ci[0] * 100:+.1f}%…{mc.change_ci[1] * 100:+.1f}%, p={mc.p_value:.2g})"
-        for row in comparison.rows
-        for mc in row.metrics
-        if mc.verdict in ("slower", "faster")
-    ]
+def samples_compared(
+    metric: str,
+    baseline: np.ndarray,
+    current: np.ndarray,
+    settings: CompareSettings,
+    baseline_passes: list[int] | None = None,
+    current_passes: list[int] | None = None,
+    prior: NoisePrior | None = None,
+) -> MetricComparison:
+    """compare_samples of one metric's samples, separate runs, with an optional prior."""
+    samples = MetricSamples(metric, baseline, current, baseline_passes, current_passes)
+    return compare_samples(samples, settings, RowContext(prior=prior))
 
 
 # ------------------------------------------------------------------------------------- the data tests
@@ -408,7 +317,7 @@ def test_metric_without_samples_is_missing(baseline_run: RunRecord) -> None:
 
 def test_largest_quickstart_comparison_flags_nothing_between_drifting_runs() -> None:
     """16 rows × 5 metrics at the sampler's max_samples (2000 per series) in 3 passes, one run drifting
-    (its speed: benchmarks/compare_speed.py)."""
+    (its speed: benchmarks/speed_compare.py)."""
     base, current = (
         make_run(seed=0, n=2000, passes=3),
         make_run(seed=1, n=2000, passes=3, eager_drift=(1.35, 1.0, 1.0)),
@@ -434,8 +343,8 @@ def test_ten_percent_shift_of_the_whole_sample_set_is_flagged(noise: float) -> N
     settings = CompareSettings(metrics=("wall_us_per_launch",))
     for seed in range(25):
         base = _noisy(np.random.default_rng(seed), noise, 30)
-        assert compare_samples("wall_us_per_launch", base, base * 1.10, settings).verdict == "slower"
-        assert compare_samples("wall_us_per_launch", base, base * 0.90, settings).verdict == "faster"
+        assert samples_compared("wall_us_per_launch", base, base * 1.10, settings).verdict == "slower"
+        assert samples_compared("wall_us_per_launch", base, base * 0.90, settings).verdict == "faster"
 
 
 @pytest.mark.parametrize("noise", [0.005, 0.03])
@@ -444,27 +353,27 @@ def test_ten_percent_shift_between_independent_runs_is_flagged(noise: float) -> 
     for seed in range(25):
         rng = np.random.default_rng(seed)
         base, cur = _noisy(rng, noise, 30), _noisy(rng, noise, 30) * 1.10
-        assert compare_samples("wall_us_per_launch", base, cur, settings).verdict == "slower"
+        assert samples_compared("wall_us_per_launch", base, cur, settings).verdict == "slower"
 
 
 def test_small_significant_change_is_same() -> None:
     base = _noisy(np.random.default_rng(0), 0.002, 200)
-    mc = compare_samples("wall_us_per_launch", base, base * 1.02, CompareSettings())
+    mc = samples_compared("wall_us_per_launch", base, base * 1.02, CompareSettings())
     assert mc.significant and mc.verdict == "same"
 
 
 def test_too_few_noisy_samples_are_uncertain() -> None:
     rng = np.random.default_rng(3)
     base, cur = _noisy(rng, 0.3, 5), _noisy(rng, 0.3, 5) * 1.08
-    mc = compare_samples("latency_us", base, cur, CompareSettings())
+    mc = samples_compared("latency_us", base, cur, CompareSettings())
     assert not mc.significant and mc.verdict == "uncertain"
 
 
 def test_per_metric_threshold() -> None:
     base = _noisy(np.random.default_rng(0), 0.002, 100)
     settings = CompareSettings(thresholds={"latency_us": 0.10})
-    assert compare_samples("latency_us", base, base * 1.08, settings).verdict == "same"
-    assert compare_samples("wall_us_per_launch", base, base * 1.08, settings).verdict == "slower"
+    assert samples_compared("latency_us", base, base * 1.08, settings).verdict == "same"
+    assert samples_compared("wall_us_per_launch", base, base * 1.08, settings).verdict == "slower"
 
 
 @pytest.mark.parametrize(
@@ -506,7 +415,7 @@ def test_bootstrap_medians_match_resampling() -> None:
 
 def test_compare_samples_reports_passes() -> None:
     x = np.random.default_rng(0).lognormal(0, 0.02, 30)
-    mc = compare_samples("wall_us_per_launch", x, x, CompareSettings(), [10, 10, 10], None)
+    mc = samples_compared("wall_us_per_launch", x, x, CompareSettings(), [10, 10, 10], None)
     assert (mc.passes_baseline, mc.passes_current) == (3, 1)
     assert mc.verdict == "same"
 
@@ -514,7 +423,7 @@ def test_compare_samples_reports_passes() -> None:
 def test_one_pass_a_side_uses_the_samples_bootstrap_and_no_p_value() -> None:
     """Samples of one pass are not independent draws: no test on them, only the bootstrap CI."""
     x = _noisy(np.random.default_rng(0), 0.01, 50)
-    mc = compare_samples("wall_us_per_launch", x, x * 1.2, CompareSettings())
+    mc = samples_compared("wall_us_per_launch", x, x * 1.2, CompareSettings())
     assert mc.ratio_ci_low < 1.2 < mc.ratio_ci_high and mc.ratio_ci_low > 1.1
     assert math.isnan(mc.p_value) and mc.significant and mc.verdict == "slower"
     assert 0 < mc.mde < 0.05
@@ -529,7 +438,7 @@ def test_pass_level_test_and_mde() -> None:
     base = np.concatenate([np.full(20, 5.0 * level) for level in levels[:5]])
     cur = np.concatenate([np.full(20, 5.0 * level) for level in levels[5:]])
     settings = CompareSettings()
-    shifted = compare_samples("wall_us_per_launch", base, cur * 1.10, settings, sizes, sizes)
+    shifted = samples_compared("wall_us_per_launch", base, cur * 1.10, settings, sizes, sizes)
     assert shifted.verdict == "slower" and shifted.p_value < 0.01
     logs_b, logs_c = np.log(levels[:5] * 5.0), np.log(levels[5:] * 5.0)
     pooled = (np.var(logs_b, ddof=1) + np.var(logs_c, ddof=1)) / 2
@@ -537,7 +446,7 @@ def test_pass_level_test_and_mde() -> None:
     from scipy import stats as sps
 
     assert shifted.mde == pytest.approx(math.expm1((sps.t.ppf(0.995, 8) + sps.t.ppf(0.8, 8)) * se), rel=1e-6)
-    small = compare_samples("wall_us_per_launch", base, cur * 1.01, settings, sizes, sizes)
+    small = samples_compared("wall_us_per_launch", base, cur * 1.01, settings, sizes, sizes)
     assert small.p_value > 0.01 or abs(small.change) < 0.05
 
 
@@ -549,9 +458,9 @@ def test_a_prior_shrinks_a_rows_variance() -> None:
     base = np.concatenate([rng.normal(5.0, 0.05, 20) for _ in sizes])
     cur = np.concatenate([rng.normal(6.0, 0.06, 20) for _ in sizes])
     settings = CompareSettings()
-    own = compare_samples("wall_us_per_launch", base, cur, settings, sizes, sizes)
-    weak = compare_samples("wall_us_per_launch", base, cur, settings, sizes, sizes, NoisePrior(0.15**2, 2.0))
-    strong = compare_samples(
+    own = samples_compared("wall_us_per_launch", base, cur, settings, sizes, sizes)
+    weak = samples_compared("wall_us_per_launch", base, cur, settings, sizes, sizes, NoisePrior(0.15**2, 2.0))
+    strong = samples_compared(
         "wall_us_per_launch", base, cur, settings, sizes, sizes, NoisePrior(0.15**2, math.inf)
     )
     assert own.verdict == "slower" and own.ratio_ci_low > 1.15

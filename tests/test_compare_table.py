@@ -186,3 +186,55 @@ def test_compare_one_baseline_against_several_runs(tmp_path: Path) -> None:
     xml = junit.read_text(encoding="utf-8")
     assert xml.count("<testsuite ") == 2 and 'failures="7"' in xml
     assert runner.invoke(cli, ["compare", runs[0]]).exit_code == 2
+
+
+def test_the_export_registry_holds_the_five_formats_and_format_offers_four() -> None:
+    from launchbench.report.export import EXPORTERS, REPORT_FORMATS, Option, exporter
+
+    assert list(EXPORTERS) == ["table", "markdown", "csv", "json", "junit"]
+    assert REPORT_FORMATS == ("table", "markdown", "csv", "json")
+    assert EXPORTERS["junit"].option is Option.JUNIT
+    for fmt in EXPORTERS:
+        chosen = exporter(fmt)
+        for method in ("comparison", "series", "check", "devices"):
+            assert callable(getattr(chosen, method)), (fmt, method)
+
+
+def test_export_writes_each_format_as_its_renderer_does(longer: Comparison) -> None:
+    from launchbench.report.compare_console import render_text
+    from launchbench.report.export import Compared, Series, export, outcome
+    from launchbench.report.tables import comparison_csv, comparison_json
+
+    report = evaluate_rules(longer, [parse_rule("gpu_us_per_iter:5%")])
+    subject = Compared(longer, report)
+    assert export("markdown", subject) == comparison_markdown(longer, report)
+    assert export("markdown", subject, max_rows=1) == comparison_markdown(longer, report, max_rows=1)
+    assert export("csv", subject) == comparison_csv(longer, report)
+    assert export("json", subject) == comparison_json(longer, report)
+    assert export("junit", subject) == comparison_junit(longer, report)
+    assert export("table", subject) == render_text(lambda console: render_comparison(console, longer, report))
+    assert outcome(subject).startswith(("PASS", "FAIL"))
+    assert export("csv", Series([(longer, report)])).startswith("current,")
+
+
+def test_a_format_is_one_module_and_one_registry_entry(
+    longer: Comparison, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A toy format: a module defining EXPORTER, entered in the registry, is what export() writes."""
+    import sys
+    import types
+
+    from launchbench.report import export as registry
+
+    class Rows:
+        def comparison(self, subject: registry.Compared, max_rows: int | None) -> str:
+            return f"{len(subject.comparison.rows)} rows\n"
+
+        series = check = devices = comparison
+
+    module = types.ModuleType("toy_rows_format")
+    module.EXPORTER = Rows()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "toy_rows_format", module)
+    entry = registry.Entry("toy_rows_format", registry.Option.FORMAT)
+    monkeypatch.setitem(registry.EXPORTERS, "rows", entry)
+    assert registry.export("rows", registry.Compared(longer, None)) == f"{len(longer.rows)} rows\n"

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import compare_helpers
 import pytest
-import test_compare
 from builders import expectation_scenario, first_graph_row
-from test_compare import chosen_keys, comparable_keys, drifting_eager_key, pass_spread, scale_rows
+from compare_helpers import chosen_keys, comparable_keys, drifting_eager_key, pass_spread, scale_rows
 
 from launchbench.analysis.compare import CompareSettings, compare_runs
+from launchbench.analysis.coverage import CoveragePolicy
+from launchbench.analysis.defaults import DEFAULT_METRICS
 from launchbench.analysis.gate import (
+    CheckedRun,
+    ComparedRuns,
+    GatePolicy,
     GateReport,
     GateRule,
     GateRuleError,
@@ -18,6 +23,8 @@ from launchbench.analysis.gate import (
     ScopedExpectation,
     check_run,
     evaluate_rules,
+    gate,
+    gated_settings,
     parse_rule,
     run_expectations,
 )
@@ -25,7 +32,7 @@ from launchbench.analysis.table import run_table
 from launchbench.results.schema import RunRecord
 from launchbench.scenario.model import Expectation
 
-baseline_run = test_compare.baseline_run
+baseline_run = compare_helpers.baseline_run
 
 
 # --------------------------------------------------------------------------------------------- rules
@@ -251,3 +258,47 @@ def test_run_expectations_errors(baseline_run: RunRecord, tmp_path: Path) -> Non
     empty.write_text("name: x\ndescription: d\nchains:\n  c:\n    - kind: empty\n", encoding="utf-8")
     with pytest.raises(NoExpectationsError, match="no 'expect:'"):
         run_expectations(baseline_run, [empty])
+
+
+# ------------------------------------------------------------------------------------ the one gate
+
+
+def test_gated_settings_add_the_rules_metrics_and_lower_their_thresholds() -> None:
+    rules = [parse_rule("latency_us:2%"), parse_rule("gpu_us_per_iter:3us")]
+    settings = gated_settings(("wall_us_per_launch",), [(None, 0.1), ("latency_us", 0.05)], 0.02, rules)
+    assert settings.metrics == ("wall_us_per_launch", "latency_us", "gpu_us_per_iter")
+    assert settings.threshold("latency_us") == 0.02  # the tighter % rule
+    assert settings.threshold("gpu_us_per_iter") == 0.1  # a µs rule leaves the default
+    assert settings.alpha == 0.02
+    assert gated_settings((), [], 0.01, []).metrics == DEFAULT_METRICS
+
+
+def test_the_gate_of_a_comparison_is_its_rules_then_its_coverage(baseline_run: RunRecord) -> None:
+    current = scale_rows(baseline_run, chosen_keys(baseline_run), 1.5)
+    comparison = compare_runs(baseline_run, current)
+    rules = (parse_rule("gpu_us_per_iter:10%"),)
+    lost = baseline_run.model_copy(update={"status": "interrupted"})
+    report = gate(ComparedRuns(comparison, baseline_run, current), GatePolicy(rules, allow_blind=True))
+    assert not report.passed and report.of_kind("regression") and not report.of_kind("coverage")
+    relaxed = CoveragePolicy(allow_interrupted=True)
+    unfinished = gate(ComparedRuns(comparison, baseline_run, lost), GatePolicy(rules, allow_blind=True))
+    allowed = gate(
+        ComparedRuns(comparison, baseline_run, lost), GatePolicy(rules, allow_blind=True, coverage=relaxed)
+    )
+    assert [c.rule for c in unfinished.of_kind("coverage")] == ["--allow-interrupted"]
+    assert not allowed.of_kind("coverage") and any("--allow-interrupted" in n for n in allowed.notes)
+
+
+def test_the_gate_of_a_run_is_its_expectations_then_its_coverage(
+    baseline_run: RunRecord, tmp_path: Path
+) -> None:
+    scenario, case, median = first_graph_row(baseline_run)
+    expect = f"  - case: '{case}'\n    metric: wall_us_per_launch\n    max: {median * 2}\n"
+    file = expectation_scenario(tmp_path / "s.yaml", scenario, expect)
+    report = gate(CheckedRun(baseline_run, [file]), GatePolicy())
+    assert report.passed and report.of_kind("expectation") and not report.of_kind("coverage")
+    lost = baseline_run.model_copy(update={"status": "interrupted"})
+    unfinished = gate(CheckedRun(lost, [file]), GatePolicy())
+    assert [c.rule for c in unfinished.of_kind("coverage")] == ["--allow-interrupted"]
+    allowed = gate(CheckedRun(lost, [file]), GatePolicy(coverage=CoveragePolicy(allow_interrupted=True)))
+    assert allowed.passed and any("--allow-interrupted" in n for n in allowed.notes)

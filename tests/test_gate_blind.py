@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from test_compare import REAL_BASELINE, REAL_LONGER, REAL_REPEAT, needs_real
+from compare_helpers import REAL_BASELINE, REAL_LONGER, REAL_REPEAT, needs_real
 
 from launchbench.cli import cli
 from launchbench.results.store import load_run, write_run

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import compare_helpers
 import pytest
-import test_compare
 from builders import expectation_scenario, first_graph_row
 from click.testing import CliRunner, Result
 
@@ -14,7 +14,7 @@ from launchbench.cli import cli
 from launchbench.results.schema import RunRecord
 from launchbench.results.store import write_run
 
-baseline_run = test_compare.baseline_run
+baseline_run = compare_helpers.baseline_run
 GATE = ["--fail-on", "wall_us_per_launch:5%", "--allow-blind"]  # the blind rows: test_blind_*
 
 

@@ -281,3 +281,13 @@ def test_the_multigpu_benchmark_is_a_call_of_run():
 def test_graph_draws_one_gpu_cases_only(tmp_path):
     result = CliRunner().invoke(cli, ["graph", str(SCENARIO), "-o", str(tmp_path / "g.dot")])
     assert result.exit_code == 2 and "runs on 2 GPUs" in result.output
+
+
+def test_rank_commands_travel_as_three_integers_and_an_unknown_one_is_refused():
+    from launchbench.run.protocol import RankCommand, RankVerb
+
+    command = RankCommand(RankVerb.BATCH, 1, 4096)
+    assert command.wire() == (1, 1, 4096) and RankCommand.from_wire(command.wire()) == command
+    assert RankCommand.from_wire((3, 0, 0)).verb is RankVerb.STOP
+    with pytest.raises(LaunchbenchError, match="rank control: unknown command 7"):
+        RankCommand.from_wire((7, 0, 0))

@@ -18,9 +18,19 @@ from matplotlib.axes import Axes
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
+from launchbench.analysis.compare import CompareSettings, Comparison, compare_runs
+from launchbench.analysis.defaults import DEFAULT_METRICS
 from launchbench.analysis.table import run_table
 from launchbench.cli import cli
-from launchbench.report import plots
+from launchbench.cli.plot import comparison_of
+from launchbench.report.plots import comparison as fig_comparison
+from launchbench.report.plots import distributions as fig_distributions
+from launchbench.report.plots import lifecycle as fig_lifecycle
+from launchbench.report.plots import modes as fig_modes
+from launchbench.report.plots import panels as fig_panels
+from launchbench.report.plots import speedup as fig_speedup
+from launchbench.report.plots import style as fig_style
+from launchbench.report.plots import write as fig_write
 from launchbench.report.run_files import write_run_files as write_run
 from launchbench.results.schema import WALL, CaseResult, ModeResult, RunRecord
 from launchbench.results.store import load_run
@@ -55,7 +65,7 @@ def real_figures() -> dict[str, Figure]:
     """Every single-run figure of the real run (or the synthetic one), built once for the tests that
     read what a figure shows."""
     run = load_run(H200_RUN) if H200_RUN.exists() else make_run()
-    return {name: build(run) for name, build in plots.FIGURES.items()}
+    return {name: build(run) for name, build in fig_write.FIGURES.items()}
 
 
 def small(run: RunRecord) -> RunRecord:
@@ -130,12 +140,12 @@ def check_image(path: Path, width: int = 1600) -> None:
 def test_every_figure_renders_as_png(real_figures: dict[str, Figure], tmp_path: Path) -> None:
     """Each figure of the whole run, drawn to PNG."""
     for name, fig in real_figures.items():
-        check_image(plots.save_figure(fig, tmp_path, name, "png"))
+        check_image(fig_style.save_figure(fig, tmp_path, name, "png"))
 
 
 def test_every_figure_renders_as_svg(run: RunRecord, tmp_path: Path) -> None:
     """Every figure through write_all_plots as SVG (another backend), from two of the run's cases."""
-    paths = plots.write_all_plots([small(run)], tmp_path, "svg")
+    paths = fig_write.write_all_plots([small(run)], tmp_path, "svg")
     assert {p.stem for p in paths} == SINGLE_RUN_FILES
     assert all(p.parent == tmp_path and p.suffix == ".svg" for p in paths)
     for path in paths:
@@ -143,8 +153,9 @@ def test_every_figure_renders_as_svg(run: RunRecord, tmp_path: Path) -> None:
 
 
 def test_two_runs_get_subfolders_and_a_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
-    paths = plots.write_all_plots(
-        [small(synthetic), small(make_run(seed=1))], tmp_path, labels=["base", "cur"], dpi=50
+    base, cur = small(synthetic), small(make_run(seed=1))
+    paths = fig_write.write_all_plots(
+        [base, cur], tmp_path, labels=["base", "cur"], dpi=50, comparison=compared(base, cur)
     )
     assert {p.relative_to(tmp_path).parts[0] for p in paths} == {"base", "cur", "comparison_ratio.png"}
     assert len(paths) == 2 * len(SINGLE_RUN_FILES) + 1
@@ -153,19 +164,19 @@ def test_two_runs_get_subfolders_and_a_comparison(synthetic: RunRecord, tmp_path
 
 
 def test_three_runs_have_no_comparison(synthetic: RunRecord, tmp_path: Path) -> None:
-    written = plots.draw_plots([caseless(synthetic)] * 3, tmp_path)
+    written = fig_write.draw_plots([caseless(synthetic)] * 3, tmp_path)
     assert {s.path.parent.name for s in written.skipped} == {"run1", "run2", "run3"}
-    assert not any(plots.COMPARISON_FIGURE in s.path.name for s in written.skipped)
+    assert not any(fig_write.COMPARISON_FIGURE in s.path.name for s in written.skipped)
 
 
 def test_unknown_format_is_refused(synthetic: RunRecord, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="format"):
-        plots.write_all_plots([synthetic], tmp_path, "jpg")
+        fig_write.write_all_plots([synthetic], tmp_path, "jpg")
 
 
 def test_svg_is_reproducible(synthetic: RunRecord, tmp_path: Path) -> None:
-    first = plots.save_figure(plots.figure_speedup(small(synthetic)), tmp_path / "a", "s", "svg")
-    second = plots.save_figure(plots.figure_speedup(small(synthetic)), tmp_path / "b", "s", "svg")
+    first = fig_style.save_figure(fig_speedup.figure_speedup(small(synthetic)), tmp_path / "a", "s", "svg")
+    second = fig_style.save_figure(fig_speedup.figure_speedup(small(synthetic)), tmp_path / "b", "s", "svg")
     assert first.read_bytes() == second.read_bytes()
 
 
@@ -197,15 +208,15 @@ def test_mode_figures_have_a_panel_per_chain_with_eager_and_graph(
     assert [ax.get_title() for ax in axes] == chains
     for ax in axes:
         assert [c.get_label() for c in ax.containers] == [
-            plots.MODE_LABELS["eager"],
-            plots.MODE_LABELS["graph"],
+            fig_style.MODE_LABELS["eager"],
+            fig_style.MODE_LABELS["graph"],
         ]
         assert ax.get_xscale() == ax.get_yscale() == "log"
         assert "(µs)" in ax.get_ylabel() and "launches" in ax.get_xlabel()
 
 
 def test_wall_figure_plots_the_medians_with_their_ci(synthetic: RunRecord) -> None:
-    ax = panel_axes(plots.figure_wall_per_launch(synthetic))[0]
+    ax = panel_axes(fig_modes.figure_wall_per_launch(synthetic))[0]
     eager = ax.containers[0]
     x, y = eager.lines[0].get_data()
     assert list(x) == list(LENGTHS)
@@ -215,7 +226,7 @@ def test_wall_figure_plots_the_medians_with_their_ci(synthetic: RunRecord) -> No
 
 
 def test_speedup_figure_has_a_series_per_chain_and_the_parity_line(synthetic: RunRecord) -> None:
-    fig = plots.figure_speedup(synthetic)
+    fig = fig_speedup.figure_speedup(synthetic)
     (ax,) = panel_axes(fig)
     labels = named_lines(ax)
     assert [label.split(":")[0] for label in labels[:2]] == ["empty", "scale"]
@@ -225,7 +236,7 @@ def test_speedup_figure_has_a_series_per_chain_and_the_parity_line(synthetic: Ru
 
 
 def test_lifecycle_figure_has_three_stages_and_break_even(synthetic: RunRecord) -> None:
-    fig = plots.figure_graph_lifecycle(synthetic)
+    fig = fig_lifecycle.figure_graph_lifecycle(synthetic)
     axes = panel_axes(fig)
     assert len(axes) == 2
     for ax in axes:
@@ -238,7 +249,7 @@ def test_lifecycle_figure_has_three_stages_and_break_even(synthetic: RunRecord) 
 
 
 def test_distribution_figure_has_a_box_per_case_and_mode(synthetic: RunRecord) -> None:
-    axes = panel_axes(plots.figure_sample_distributions(synthetic))
+    axes = panel_axes(fig_distributions.figure_sample_distributions(synthetic))
     assert len(axes) == 2
     for ax in axes:
         assert box_count(ax) == 2 * len(LENGTHS)
@@ -255,10 +266,10 @@ def test_outliers_beyond_the_axis_are_counted(synthetic: RunRecord) -> None:
             "cases": [case.model_copy(update={"modes": {**case.modes, "eager": eager}}), synthetic.cases[1]]
         }
     )
-    (ax,) = panel_axes(plots.figure_sample_distributions(wild))
+    (ax,) = panel_axes(fig_distributions.figure_sample_distributions(wild))
     assert "2↑" in [t.get_text() for t in ax.texts]
     (alone,) = panel_axes(
-        plots.figure_sample_distributions(wild.model_copy(update={"cases": wild.cases[:1]}))
+        fig_distributions.figure_sample_distributions(wild.model_copy(update={"cases": wild.cases[:1]}))
     )
     assert "2→" in [t.get_text() for t in alone.texts]  # one length: the boxes lie along x
 
@@ -272,9 +283,9 @@ def test_a_run_without_graphs_for_some_cases_renders(synthetic: RunRecord, tmp_p
         for c in synthetic.cases
     ]
     run = synthetic.model_copy(update={"cases": cases})
-    figures = {name: build(run) for name, build in plots.FIGURES.items()}
+    figures = {name: build(run) for name, build in fig_write.FIGURES.items()}
     for name, fig in figures.items():  # each figure drawn to a file, then read for what it shows
-        check_image(plots.save_figure(fig, tmp_path, name))
+        check_image(fig_style.save_figure(fig, tmp_path, name))
     empty_ax, scale_ax = panel_axes(figures["wall_per_launch_vs_chain_length"])
     assert len(empty_ax.containers) == 2 and len(scale_ax.containers) == 1
     assert len(empty_ax.containers[1].lines[0].get_xdata()) == len(LENGTHS) - 1
@@ -289,7 +300,7 @@ def test_figures_with_nothing_to_show_are_not_written(synthetic: RunRecord, tmp_
     """No graph at all: no speedup and no life cycle; no case: nothing; each left out with its reason,
     and an old file of the name is not mistaken for a new one."""
     no_graph = synthetic.model_copy(update={"cases": [not_capturable(c) for c in synthetic.cases]})
-    written = plots.draw_plots([no_graph], tmp_path / "a", dpi=50)
+    written = fig_write.draw_plots([no_graph], tmp_path / "a", dpi=50)
     assert {p.stem for p in written.paths} == SINGLE_RUN_FILES - {
         "speedup_vs_chain_length",
         "graph_lifecycle",
@@ -302,7 +313,7 @@ def test_figures_with_nothing_to_show_are_not_written(synthetic: RunRecord, tmp_
     assert not (tmp_path / "a" / "graph_lifecycle.png").exists()
     for path in written.paths:
         check_image(path, width=400)
-    empty = plots.draw_plots([caseless(synthetic)], tmp_path / "b")
+    empty = fig_write.draw_plots([caseless(synthetic)], tmp_path / "b")
     assert empty.paths == () and {s.reason for s in empty.skipped} == {"no case in this run"}
     assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
 
@@ -311,7 +322,7 @@ def test_two_runs_with_no_row_in_common_have_no_comparison(synthetic: RunRecord,
     other = synthetic.model_copy(
         update={"cases": [c.model_copy(update={"scenario": "other"}) for c in synthetic.cases]}
     )
-    written = plots.draw_comparison(synthetic, other, tmp_path)
+    written = fig_write.draw_comparison(compared(synthetic, other), synthetic, other, tmp_path)
     assert written.paths == ()
     (skipped,) = written.skipped
     assert (
@@ -328,7 +339,7 @@ def test_cli_says_which_figures_it_left_out(tmp_path: Path) -> None:
     assert [Path(line).name for line in result.stdout.splitlines()] == ["cost_vs_iterations_per_shape.png"]
     notes = result.stderr.splitlines()
     assert len(notes) == len(SINGLE_RUN_FILES)
-    for note, stem in zip(notes, plots.FIGURES, strict=True):
+    for note, stem in zip(notes, fig_write.FIGURES, strict=True):
         assert note == (
             f"launchbench: not writing {out / stem}.png: every chain of this run "
             "changes its sizes (see cost_vs_iterations_per_shape)"
@@ -357,25 +368,25 @@ def test_chains_of_one_length_are_one_grouped_bar_chart(synthetic: RunRecord, tm
     expected = ["empty, size=1000 · 100 launches", "empty, size=1000000 · 100 launches",
                 "scale, size=1000 · 100 launches", "scale, size=1000000 · 100 launches"]  # fmt: skip
     for name in ("wall_per_launch_vs_chain_length", "cpu_per_launch"):
-        (ax,) = panel_axes(plots.FIGURES[name](run))
+        (ax,) = panel_axes(fig_write.FIGURES[name](run))
         assert [t.get_text() for t in ax.get_yticklabels()] == expected
         bars = Counter(c.get_label() for c in ax.containers if isinstance(c, BarContainer))
-        assert bars == {plots.MODE_LABELS["eager"]: 4, plots.MODE_LABELS["graph"]: 3}
+        assert bars == {fig_style.MODE_LABELS["eager"]: 4, fig_style.MODE_LABELS["graph"]: 3}
         assert ax.get_xscale() == "log" and "(µs)" in ax.get_xlabel()
         assert "graph: not capturable" in [t.get_text() for t in ax.texts]
-    (speedup,) = panel_axes(plots.figure_speedup(run))
+    (speedup,) = panel_axes(fig_speedup.figure_speedup(run))
     assert sum(len(c.patches) for c in speedup.containers if isinstance(c, BarContainer)) == 3
     assert "speedup 1× (no gain)" in named_lines(speedup)
-    (life,) = panel_axes(plots.figure_graph_lifecycle(run))
+    (life,) = panel_axes(fig_lifecycle.figure_graph_lifecycle(run))
     assert {c.get_label() for c in life.containers if isinstance(c, BarContainer)} == {
         "capture",
         "instantiate",
         "upload",
     }
     assert all("pays back after" in t.get_text() for t in life.get_yticklabels()[:3])
-    (spread,) = panel_axes(plots.figure_sample_distributions(run))
+    (spread,) = panel_axes(fig_distributions.figure_sample_distributions(run))
     assert box_count(spread) == 7  # a box per case and mode measured
-    for path in plots.write_all_plots([run], tmp_path):
+    for path in fig_write.write_all_plots([run], tmp_path):
         check_image(path)
 
 
@@ -385,7 +396,7 @@ def test_one_length_chains_sit_under_the_swept_ones(synthetic: RunRecord) -> Non
         c.model_copy(update={"chain": "solo", "case_id": "solo/length=10"}) for c in synthetic.cases[1:2]
     ]
     run = synthetic.model_copy(update={"cases": [*synthetic.cases, *single]})
-    axes = panel_axes(plots.figure_wall_per_launch(run))
+    axes = panel_axes(fig_modes.figure_wall_per_launch(run))
     assert [ax.get_title() for ax in axes] == ["empty", "scale", "chains measured at one length each"]
     assert [t.get_text() for t in axes[2].get_yticklabels()] == ["solo · 10 launches"]
 
@@ -406,7 +417,7 @@ def test_panels_split_chains_by_scenario_and_non_length_parameters(synthetic: Ru
                     )
                 )
     run = synthetic.model_copy(update={"cases": [*synthetic.cases, *extra]})
-    titles = [ax.get_title() for ax in panel_axes(plots.figure_wall_per_launch(run))]
+    titles = [ax.get_title() for ax in panel_axes(fig_modes.figure_wall_per_launch(run))]
     assert titles == [
         "quickstart: empty",
         "quickstart: scale",
@@ -431,16 +442,18 @@ def test_a_chain_whose_length_two_axes_set_is_one_panel_with_the_cost_models_fit
                 )
             )
     run = make_run().model_copy(update={"cases": cases})
-    assert [panel.key for panel in plots.panels(run_table(run))] == [("quickstart", "empty", "")]
+    assert [panel.key for panel in fig_panels.panels(fig_panels.plot_table(run))] == [
+        ("quickstart", "empty", "")
+    ]
     # builders: eager 6.5 µs per launch, graph 0.5 µs per launch + 1.6 µs per iteration
-    assert plots.crossovers(run)[("quickstart", "empty", "")] == pytest.approx(1.6 / 6.0, rel=0.25)
+    assert fig_speedup.crossovers(run)[("quickstart", "empty", "")] == pytest.approx(1.6 / 6.0, rel=0.25)
 
 
 # ---------------------------------------------------------------------------------------- crossover
 
 
 def test_crossover_is_the_cost_model_line_fit(synthetic: RunRecord) -> None:
-    found = plots.crossovers(synthetic)
+    found = fig_speedup.crossovers(synthetic)
     # builders: eager 6.5 µs per launch, graph 0.5 µs per launch + 1.6 µs per iteration → 1.6 / 6.0 launches
     assert found[("quickstart", "empty", "")] == pytest.approx(1.6 / 6.0, rel=0.25)
     assert found[("quickstart", "scale", "")] == pytest.approx(1.6 / (14 - 2.2), rel=0.25)
@@ -455,42 +468,53 @@ def test_crossovers_are_drawn_where_the_cost_model_puts_them_and_nan_means_none(
              "crossover_launches": [42.0, float("nan")]}
         )  # fmt: skip
 
-    monkeypatch.setattr(plots, "fit_cost_model", fit_cost_model)
-    found = plots.crossovers(synthetic)
+    monkeypatch.setattr(fig_speedup, "fit_cost_model", fit_cost_model)
+    found = fig_speedup.crossovers(synthetic)
     assert found[("quickstart", "empty", "")] == 42.0
     assert found[("quickstart", "scale", "")] is None
-    assert "no crossover fitted" in plots._crossover_text(None, np.array(LENGTHS))
-    (ax,) = panel_axes(plots.figure_speedup(synthetic))
+    assert "no crossover fitted" in fig_speedup._crossover_text(None, np.array(LENGTHS))
+    (ax,) = panel_axes(fig_speedup.figure_speedup(synthetic))
     assert any(line.get_xdata()[0] == 42.0 for line in ax.lines if line.get_label() == "_crossover")
 
 
 def test_a_graph_that_never_wins_says_so(synthetic: RunRecord) -> None:
     slow = scaled(synthetic, {(c.case_id, "graph"): 30.0 for c in synthetic.cases})
-    assert all(v == float("inf") for v in plots.crossovers(slow).values())
-    (ax,) = panel_axes(plots.figure_speedup(slow))
+    assert all(v == float("inf") for v in fig_speedup.crossovers(slow).values())
+    (ax,) = panel_axes(fig_speedup.figure_speedup(slow))
     assert all("graph never wins" in label for label in named_lines(ax)[:2])
 
 
 # --------------------------------------------------------------------------------------- comparison
 
 
-def test_comparison_verdicts_are_the_compare_commands(synthetic: RunRecord) -> None:
-    """The ratio, CI and verdict of every row are compare's with its default settings (every default
-    metric: the p adjustment over rows and the priors are the command's)."""
-    from launchbench.analysis.compare import compare_runs
+def compared(base: RunRecord, cur: RunRecord) -> Comparison:
+    """The comparison `launchbench plot BASE CUR` draws (cli.plot.comparison_of)."""
+    return comparison_of([base, cur], ("base", "cur"))
 
-    cur = scaled(make_run(seed=1, passes=3), {("scale/length=100", "eager"): 1.2})
-    base = make_run(passes=3)
-    table = plots.comparison_table(base, cur)
+
+def drawn_verdicts(comparison: Comparison) -> dict[tuple[str, str], str]:
+    return {
+        (line.row.case, line.row.mode): line.metric.verdict for line in fig_comparison.ratio_lines(comparison)
+    }
+
+
+def test_the_comparison_figure_draws_the_comparison_it_is_given(synthetic: RunRecord) -> None:
+    """Every row's ratio, CI and verdict are the given Comparison's: at compare's defaults what `plot`
+    draws, and a comparison at another threshold is drawn with its own verdicts and band."""
+    base = synthetic
+    cur = scaled(make_run(seed=1), {("scale/length=100", "eager"): 1.2})
+    default = compared(base, cur)
     expected = compare_runs(base, cur)
-    assert len(table) == len(expected.rows)
-    for row in expected.rows:
-        got = table[(table["case"] == row.case) & (table["mode"] == row.mode)].iloc[0]
-        metric = row.metric("wall_us_per_launch")
-        assert (got["verdict"], got["ratio"], got["ci_low"], got["ci_high"]) == (
-            metric.verdict, metric.ratio, metric.ratio_ci_low, metric.ratio_ci_high
-        )  # fmt: skip
-        assert got["interval"] == "t"
+    assert drawn_verdicts(default) == {
+        (row.case, row.mode): row.metric("wall_us_per_launch").verdict for row in expected.rows
+    }
+    assert {fig_comparison.interval_of(line) for line in fig_comparison.ratio_lines(default)} == {"bootstrap"}
+    wide = compare_runs(base, cur, CompareSettings(metrics=DEFAULT_METRICS, default_threshold=0.5))
+    assert drawn_verdicts(wide)[("scale/length=100", "eager")] != "slower"
+    assert drawn_verdicts(default)[("scale/length=100", "eager")] == "slower"
+    figure = fig_comparison.figure_comparison(wide, base, cur)
+    legend = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert "±50% band" in legend and "same (change below the threshold)" in legend
 
 
 def ab_sides(tmp_path: Path) -> tuple[Path, Path]:
@@ -514,11 +538,11 @@ def test_the_sides_of_an_ab_run_are_paired_as_compare_pairs_them(tmp_path: Path)
         for row in json.loads(result.stdout)["rows"]
         if row["metric"] == "wall_us_per_launch"
     }
-    table = plots.comparison_table(load_run(a_dir), load_run(b_dir), paired=True)
-    assert {(r.case, r.mode): r.verdict for r in table.itertuples()} == verdicts
+    paired = comparison_of([load_run(a_dir), load_run(b_dir)], (str(a_dir), str(b_dir)))
+    assert paired.paired and drawn_verdicts(paired) == verdicts
     assert {v for (_, mode), v in verdicts.items() if mode == "eager"} == {"slower"}
-    unpaired = plots.comparison_table(load_run(a_dir), load_run(b_dir))
-    assert set(unpaired[unpaired["mode"] == "eager"]["verdict"]) != {"slower"}  # what pairing changes
+    unpaired = compare_runs(load_run(a_dir), load_run(b_dir))
+    assert {v for (_, mode), v in drawn_verdicts(unpaired).items() if mode == "eager"} != {"slower"}
     out = tmp_path / "figs"
     result = CliRunner().invoke(cli, ["plot", str(a_dir), str(b_dir), "-d", str(out), "--format", "svg"])
     assert result.exit_code == 0, result.output
@@ -530,23 +554,24 @@ def test_comparison_counts_cases_of_a_scenario_only_one_run_has(synthetic: RunRe
     """A case id shared by two scenarios is still two cases (single-chain files all call theirs 'chain')."""
     renamed = [c.model_copy(update={"scenario": "other"}) for c in synthetic.cases[:2]]
     cur = synthetic.model_copy(update={"cases": [*renamed, *synthetic.cases[2:]]})
-    assert "4 cases in only one run not shown" in figure_text(plots.figure_comparison(synthetic, cur))
+    figure = fig_comparison.figure_comparison(compared(synthetic, cur), synthetic, cur)
+    assert "4 cases in only one run not shown" in figure_text(figure)
 
 
 def test_comparison_colours_regressions_and_improvements(synthetic: RunRecord, tmp_path: Path) -> None:
     cur = scaled(make_run(seed=1), {("scale/length=100", "eager"): 1.2, ("empty/length=1000", "graph"): 0.8})
-    table = plots.comparison_table(synthetic, cur)
-    verdicts = {(r.case, r.mode): r.verdict for r in table.itertuples()}
+    comparison = compared(synthetic, cur)
+    verdicts = drawn_verdicts(comparison)
     assert verdicts[("scale/length=100", "eager")] == "slower"
     assert verdicts[("empty/length=1000", "graph")] == "faster"
     assert verdicts[("empty/length=1", "graph")] == "same"
-    fig = plots.figure_comparison(synthetic, cur)
+    fig = fig_comparison.figure_comparison(comparison, synthetic, cur)
     eager_ax, graph_ax = panel_axes(fig)
     for ax in (eager_ax, graph_ax):
         assert sum(len(c.lines[0].get_xdata()) for c in ax.containers) == len(synthetic.cases)
     colours = {c.get_label(): c.lines[0].get_color() for c in eager_ax.containers}
-    assert colours[plots.VERDICTS[0][1]] == plots.VERMILLION
-    path = plots.plot_comparison(synthetic, cur, tmp_path)
+    assert colours[fig_comparison.verdicts(0.05)[0][1]] == fig_style.VERMILLION
+    path = fig_style.save_figure(fig, tmp_path, fig_write.COMPARISON_FIGURE)
     assert path.name == "comparison_ratio.png"
     check_image(path)
 
@@ -565,9 +590,9 @@ def test_cli_plot_writes_into_the_run_directory(synthetic: RunRecord, tmp_path: 
 
 def test_dpi_sets_the_pixels(synthetic: RunRecord, tmp_path: Path) -> None:
     """8 inches wide: 1600 px at the default 200 dpi, 800 at 100; the height in proportion."""
-    fig = plots.figure_speedup(small(synthetic))
-    default = png_size(plots.save_figure(fig, tmp_path / "a", "s"))
-    half = png_size(plots.save_figure(fig, tmp_path / "b", "s", dpi=100))
+    fig = fig_speedup.figure_speedup(small(synthetic))
+    default = png_size(fig_style.save_figure(fig, tmp_path / "a", "s"))
+    half = png_size(fig_style.save_figure(fig, tmp_path / "b", "s", dpi=100))
     assert default[0] == 1600 and half[0] == 800
     assert abs(default[1] - 2 * half[1]) <= 2
     write_run(tmp_path / "run", small(synthetic))
@@ -584,23 +609,24 @@ def test_captions_name_the_interval_they_draw(
     run: RunRecord, real_figures: dict[str, Figure], synthetic: RunRecord
 ) -> None:
     for name in ("wall_per_launch_vs_chain_length", "cpu_per_launch"):
-        assert plots.MEDIAN_CI in figure_text(real_figures[name])
-    assert "order statistics, widened to the spread between passes" in plots.MEDIAN_CI
+        assert fig_style.MEDIAN_CI in figure_text(real_figures[name])
+    assert "order statistics, widened to the spread between passes" in fig_style.MEDIAN_CI
     assert "no interval drawn" in figure_text(real_figures["speedup_vs_chain_length"])
     assert "no interval drawn" in figure_text(real_figures["graph_lifecycle"])
-    multi_pass = figure_text(plots.figure_comparison(run, run))
+    multi_pass = figure_text(fig_comparison.figure_comparison(compared(run, run), run, run))
     assert (
         f"t interval over passes ({2 * len(run.cases)} rows)" in multi_pass and "bootstrap" not in multi_pass
     )
-    one_pass = figure_text(plots.figure_comparison(synthetic, make_run(seed=1)))
+    other = make_run(seed=1)
+    one_pass = figure_text(fig_comparison.figure_comparison(compared(synthetic, other), synthetic, other))
     assert f"bootstrap of the medians, one pass ({2 * len(synthetic.cases)} rows)" in one_pass
     assert "t interval" not in one_pass
 
 
 def test_the_plot_table_is_results_csvs_for_the_metrics_it_draws(run: RunRecord) -> None:
-    full, mine = run_table(run), plots.plot_table(run)
+    full, mine = run_table(run), fig_panels.plot_table(run).rows
     levels = [c for c in full.columns if "_level" in c or c.endswith("_passes_apart")]
-    drawn = [c for c in full.columns if c.startswith(plots.PLOT_METRICS) and c not in levels]
+    drawn = [c for c in full.columns if c.startswith(fig_panels.PLOT_METRICS) and c not in levels]
     assert len(drawn) > 3 * 10  # each metric's median, CI and the other summary columns
     pd.testing.assert_frame_equal(mine[drawn], full[drawn])
     assert mine["latency_us"].isna().all() and full["latency_us"].notna().any()
@@ -630,3 +656,24 @@ def test_cli_plot_bad_results_file_exits_2(tmp_path: Path) -> None:
 def test_cli_plot_has_help() -> None:
     result = CliRunner().invoke(cli, ["plot", "--help"])
     assert result.exit_code == 0 and "--format" in result.output and "--out" in result.output
+
+
+def test_a_figure_of_many_chains_draws_the_first_ones_and_says_how_many_it_left_out() -> None:
+    """Past MAX_PANELS chains swept over length, a figure draws the first of them (a figure of hundreds
+    of panels takes minutes and is taller than a PNG can be) and its subtitle names how many there were."""
+    from launchbench.report.plots import bars as fig_bars
+
+    base = make_run()
+    count = fig_bars.MAX_PANELS + 3
+    cases = [
+        c.model_copy(update={"case_id": f"{c.case_id}/size={i}", "params": {**c.params, "size": i}})
+        for i in range(count)
+        for c in base.cases
+    ]
+    run = base.model_copy(update={"cases": cases})
+    chains = len({(c.scenario, c.chain) for c in base.cases})
+    fig = fig_modes.figure_wall_per_launch(run)
+    assert len(panel_axes(fig)) == fig_bars.MAX_PANELS
+    said = f"shown: the first {fig_bars.MAX_PANELS} of {count * chains} chains swept over length"
+    assert said in figure_text(fig)
+    assert "shown:" not in figure_text(fig_modes.figure_wall_per_launch(base))

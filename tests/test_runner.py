@@ -210,3 +210,74 @@ def test_a_crashed_run_is_read_and_resumed_from_its_journal(tmp_path, monkeypatc
     assert record.status == "complete" and len(record.cases) == 5
     back = load_run(tmp_path / "run")
     assert back.status == "complete" and back.cases == record.cases
+
+
+PHASES = ("prepare_s", "warmup_s", "settle_s", "calibrate_s", "sampling_s", "check_s", "write_s")
+WORKER_PHASES = ("boot_s", "backend_s", "canary_s", "ready_s")
+
+
+def _samples(record: RunRecord) -> list:
+    return [
+        (c.case_id, mode, [p.samples for p in m.passes]) for c in record.cases for mode, m in c.modes.items()
+    ]
+
+
+def test_a_profiled_run_records_every_case_pass_phase_and_measures_the_same(tmp_path):
+    import dataclasses
+    import json
+
+    plan = runner.plan([DATA / "three.yaml"], overrides={"passes": 2})
+    plain = runner.run(plan, tmp_path / "plain", options(isolate=True))
+    profile = tmp_path / "profile.jsonl"
+    profiled = runner.run(
+        plan, tmp_path / "profiled", dataclasses.replace(options(isolate=True), profile=profile)
+    )
+    assert _samples(profiled) == _samples(plain)  # the scripted clock: the same samples, profile or not
+    lines = [json.loads(line) for line in profile.read_text().splitlines()]
+    assert [(e["case_id"], e["pass"]) for e in lines] == [(c.case_id, k) for k in (0, 1) for c in plan.cases]
+    for entry in lines:
+        phases = entry["phases"]
+        assert set(PHASES) <= set(phases) and all(phases[p] >= 0 for p in phases)
+        assert phases["sampling_s"] > 0  # by the scripted clock: the rounds' simulated seconds
+    # a fresh worker starts for every pass: its start is charged to the pass's first case
+    started = [(e["case_id"], e["pass"]) for e in lines if set(WORKER_PHASES) <= set(e["phases"])]
+    assert started == [(plan.cases[0].case_id, 0), (plan.cases[0].case_id, 1)]
+    assert all(lines[0]["phases"][p] > 0 for p in ("boot_s", "ready_s"))
+
+
+def test_an_in_process_profile_has_the_case_phases_without_a_worker_start(tmp_path):
+    import dataclasses
+    import json
+
+    profile = tmp_path / "profile.jsonl"
+    plan = runner.plan([DATA / "three.yaml"])
+    runner.run(plan, tmp_path / "run", dataclasses.replace(options(isolate=False), profile=profile))
+    lines = [json.loads(line) for line in profile.read_text().splitlines()]
+    assert len(lines) == len(plan.cases) * plan.cases[0].measure.passes
+    assert all(set(PHASES) <= set(e["phases"]) and "boot_s" not in e["phases"] for e in lines)
+
+
+def test_the_profile_script_accounts_for_the_wall_time_by_phase(tmp_path, capsys):
+    import importlib.util
+    import json
+
+    path = Path(__file__).parent.parent / "benchmarks" / "profile_phases.py"
+    spec = importlib.util.spec_from_file_location("profile_phases", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    worker = {"boot_s": 0.5, "backend_s": 1.0, "canary_s": 0.25, "ready_s": 2.0}
+    case = {"prepare_s": 0.1, "warmup_s": 0.2, "settle_s": 0.0, "calibrate_s": 0.1, "sampling_s": 1.0}
+    case |= {"check_s": 0.05, "write_s": 0.05}
+    profile = tmp_path / "profile.jsonl"
+    lines = [
+        {"case_id": "a", "pass": 0, "phases": {**worker, **case}},
+        {"case_id": "b", "pass": 0, "phases": case},
+    ]
+    profile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    totals = script.summarize(profile, wall=10.0)
+    assert totals["sampling_s"] == 2.0 and totals["boot_s"] == 0.5 and totals["wall"] == 10.0
+    # 10 s less the parts (1.75 s of worker start, 3 s of the cases' phases) less the rest of the start
+    assert totals["other"] == pytest.approx(10.0 - 1.75 - 3.0 - 0.25)
+    script.main(["--summarize", str(profile), "--wall", "10"])
+    assert "sampling_s" in capsys.readouterr().out

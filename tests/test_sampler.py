@@ -1,10 +1,22 @@
 """The sampling loop and stopping rules, driven by scripted workloads and a stepping clock."""
 
+import numpy as np
 from fakes import ScriptedMonitor, ScriptedWorkload, SteppingClock
 
 from launchbench.measure.clock import ClockReading
 from launchbench.measure.sampler import SAMPLES_PER_ROUND, Sampler
-from launchbench.measure.stopping import StopRule
+from launchbench.measure.stopping import (
+    FirstOf,
+    NoiseTarget,
+    Plateau,
+    SampleCap,
+    SamplingView,
+    StopRule,
+    TimeBudget,
+    default_rule,
+    plateau_rule,
+    relative_width,
+)
 from launchbench.scenario.core import MeasureSettings
 
 
@@ -143,3 +155,159 @@ def test_a_budget_spent_before_sampling_still_gives_one_round():
     out = Sampler(settings(max_time=0.1, warmup_time=0.0, sample_time=0.001), clock).run(work)
     assert out.budget_hit
     assert all(len(out.modes[m].wall) == SAMPLES_PER_ROUND for m in ("eager", "graph"))
+
+
+# Every sampling decision of these scripted runs, pinned: for each run the clock at its end, whether the
+# budget ended it, the settling time, the throttle reasons and, per mode, (iterations per sample, samples,
+# target met, throttled samples, the sum of the wall samples). The figures are those of the sampler before
+# its stopping rules became named rules: the rules decide exactly as the one rule did.
+DECISIONS = {
+    "quiet": (
+        0.155386782,
+        False,
+        0.0,
+        (),
+        {"eager": (37, 10, True, 0, 0.000599972542), "graph": (367, 10, True, 0, 6.0004101e-05)},
+    ),
+    "noisy": (0.541224025, True, 0.0, (), {"eager": (1965, 40, False, 0, 0.000237735814)}),
+    "mixed": (
+        0.070392827,
+        False,
+        0.0,
+        (),
+        {"eager": (11, 10, True, 0, 0.000995431066), "graph": (116, 30, True, 0, 0.000296928378)},
+    ),
+    "cap": (
+        0.124906387,
+        False,
+        0.0,
+        (),
+        {"eager": (11, 40, False, 0, 0.003992137044), "graph": (12, 40, False, 0, 0.003998871267)},
+    ),
+    "throttled": (
+        0.206749129,
+        False,
+        0.008898805,
+        ("sw_power_cap",),
+        {"eager": (23, 20, True, 15, 0.001998791163), "graph": (106, 20, True, 15, 0.000400606042)},
+    ),
+}
+
+
+def _scripted_runs():
+    quiet = {
+        "target_noise": 0.01,
+        "min_samples": 10,
+        "max_time": 5.0,
+        "warmup_time": 0.05,
+        "sample_time": 0.002,
+    }
+    yield "quiet", quiet, [(10, 60e-6, 0.001, 0), (10, 6e-6, 0.001, 3)], None
+    noisy = {**quiet, "max_time": 0.5, "sample_time": 0.01}
+    yield "noisy", noisy, [(1, 6e-6, 0.5, 0)], None
+    mixed = {
+        "target_noise": 0.02,
+        "latency_target_noise": 0.05,
+        "min_samples": 10,
+        "max_time": 2.0,
+        "warmup_time": 0.01,
+        "sample_time": 0.001,
+    }
+    yield "mixed", mixed, [(1, 1e-4, 0.05, 1), (1, 1e-5, 0.2, 2)], None
+    cap = {**mixed, "target_noise": 0.001, "latency_target_noise": 0.03, "max_samples": 40, "max_time": 100.0}
+    yield "cap", cap, [(1, 1e-4, 0.1, 5), (1, 1e-4, 0.01, 6)], None
+    readings = (
+        [ClockReading(345, 3201), ClockReading(1200, 3201)]
+        + [ClockReading(1980, 3201)] * 5
+        + [ClockReading(1500, 3201, ("sw_power_cap",))] * 500
+    )
+    throttled = {**quiet, "min_samples": 20, "max_time": 3.0}
+    yield "throttled", throttled, [(1, 1e-4, 0.01, 0), (1, 2e-5, 0.05, 9)], readings
+
+
+def test_every_sampling_decision_is_the_pinned_one():
+    for name, kw, works, readings in _scripted_runs():
+        clock = SteppingClock()
+        work = {
+            mode: ScriptedWorkload(clock, launches, per_iter, noise=noise, seed=seed)
+            for mode, (launches, per_iter, noise, seed) in zip(("eager", "graph"), works)
+        }
+        monitor = ScriptedMonitor(list(readings)) if readings else None
+        out = Sampler(MeasureSettings(**kw), clock, monitor).run(work)
+        modes = {
+            m: (s.iters_per_sample, len(s.wall), s.target_met, s.throttled, round(sum(s.wall), 12))
+            for m, s in out.modes.items()
+        }
+        got = (round(clock.now, 9), out.budget_hit, round(out.settle_s, 9), out.throttle_reasons, modes)
+        assert got == DECISIONS[name], name
+
+
+def test_the_sampler_steps_round_by_round_as_it_runs_whole():
+    kw = {"target_noise": 0.02, "min_samples": 10, "max_time": 2.0, "warmup_time": 0.01, "sample_time": 0.001}
+    outcomes = []
+    for stepped in (False, True):
+        clock = SteppingClock()
+        work = {"eager": ScriptedWorkload(clock, 1, 1e-4, noise=0.05, seed=1)}
+        sampler = Sampler(MeasureSettings(**kw), clock)
+        if stepped:
+            sampler.start(work)
+            while not sampler.done:
+                sampler.round()
+            out = sampler.finish()
+        else:
+            out = sampler.run(work)
+        outcomes.append((clock.now, out.modes["eager"].wall))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_the_named_rules():
+    quiet = SamplingView(wall=[1.0] * 10, latency=[2.0] * 10)
+    noisy = SamplingView(wall=[1.0, 2.0] * 5, latency=[2.0] * 10)
+    target = NoiseTarget(StopRule(0.01, 10, 100), StopRule(0.03, 10, 100))
+    assert target.finished(quiet) and not target.finished(noisy)
+    assert not target.finished(SamplingView(wall=[1.0] * 10, latency=[1.0, 2.0] * 5))  # latency counts too
+    assert SampleCap(10).finished(quiet) and not SampleCap(11).finished(quiet)
+    assert not TimeBudget(1.0).finished(SamplingView((), spent=5.0, rounds=0))  # one round at least
+    assert TimeBudget(1.0).finished(SamplingView((), spent=1.0, rounds=1))
+    assert not TimeBudget(1.0).finished(SamplingView((), spent=0.9, rounds=3))
+    assert FirstOf((target, SampleCap(10))).finished(noisy)
+    assert not FirstOf((target, SampleCap(11))).finished(noisy)
+    assert [r.name for r in default_rule(MeasureSettings()).rules] == ["noise", "samples"]
+    assert [r.name for r in plateau_rule(MeasureSettings(), 5).rules] == ["noise", "samples", "plateau"]
+
+
+def test_the_plateau_rule_stops_when_the_interval_no_longer_narrows():
+    rule = Plateau(min_samples=10, batches=3, batch=5, tolerance=0.05)
+    rng = np.random.default_rng(0)
+    first = list(1 + 0.1 * rng.standard_normal(25))
+    widening = [*first, *[0.8, 1.2] * 7, 1.0]  # the last three batches spread wider than the first 25
+    assert len(widening) == 40 and relative_width(widening) > relative_width(first)
+    assert rule.finished(SamplingView(widening))
+    assert not rule.finished(SamplingView(widening[:24]))  # too short to look back three batches past ten
+    narrowing = [*first, *(1 + 0.1 * rng.standard_normal(15))]
+    assert relative_width(narrowing) < 0.95 * relative_width(first)
+    assert not rule.finished(SamplingView(narrowing))
+    assert not rule.finished(SamplingView(widening, latency=narrowing))  # both series must have plateaued
+    loose = Plateau(min_samples=10, batches=3, batch=5, tolerance=0.5)  # a 50% narrowing counts as flat
+    assert loose.finished(SamplingView(narrowing))
+
+
+def test_the_plateau_rule_ends_sampling_before_the_cap_with_a_scripted_clock():
+    kw = {"target_noise": 0.001, "min_samples": 10, "max_samples": 2000, "max_time": 1000.0}
+    kw |= {"warmup_time": 0.0, "sample_time": 1e-3}
+    counts = {}
+    for name in ("default", "plateau"):
+        clock = SteppingClock()
+        work = {"eager": ScriptedWorkload(clock, 1, 1e-4, noise=0.3, seed=2)}
+        settings = MeasureSettings(**kw)
+        rule = plateau_rule(settings, SAMPLES_PER_ROUND) if name == "plateau" else None
+        out = Sampler(settings, clock, rule=rule).run(work)
+        counts[name] = len(out.modes["eager"].wall)
+        assert not out.modes["eager"].target_met and not out.budget_hit
+        if name == "plateau":
+            wall, plateau = out.modes["eager"].wall, rule.rules[-1]
+            assert plateau.finished(SamplingView(wall, out.modes["eager"].latency))
+            shorter = SamplingView(wall[:-SAMPLES_PER_ROUND], out.modes["eager"].latency[:-SAMPLES_PER_ROUND])
+            assert not plateau.finished(shorter)  # it stopped at the first round that had plateaued
+    assert counts["default"] == 2000
+    assert 10 < counts["plateau"] < 2000

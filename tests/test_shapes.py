@@ -22,8 +22,11 @@ from launchbench.analysis.table import run_table
 from launchbench.cli import cli
 from launchbench.errors import ScenarioError
 from launchbench.measure.sampler import Sampler
-from launchbench.report import plots
 from launchbench.report.console import plain_console, print_summary
+from launchbench.report.plots import panels as fig_panels
+from launchbench.report.plots import shapes as fig_shapes
+from launchbench.report.plots import style as fig_style
+from launchbench.report.plots import write as fig_write
 from launchbench.results.schema import WALL, RunRecord
 from launchbench.results.store import load_run, write_run
 from launchbench.run import runner
@@ -363,12 +366,15 @@ def test_the_fit_groups_by_the_other_sweep_values(shape_run: RunRecord):
 
 
 def test_the_shape_figure_draws_every_mode_its_fit_and_crossovers(shape_run: RunRecord):
-    fig = plots.figure_shape_changes(shape_run)
+    fig = fig_shapes.figure_shape_changes(shape_run)
     assert isinstance(fig, Figure)
     panels = [ax for ax in fig.axes if ax.get_label() == "panel"]
     assert [ax.get_title() for ax in panels] == ["mlp, 4 shapes", "refused, 4 shapes"]
     labels = [text.get_text() for text in fig.legends[0].get_texts()]
-    assert plots.MODE_LABELS["update"] in labels and "lines: model, max(GPU, host + per change / k)" in labels
+    assert (
+        fig_style.MODE_LABELS["update"] in labels
+        and "lines: model, max(GPU, host + per change / k)" in labels
+    )
     assert "iterations per shape" in panels[0].get_xlabel() and panels[0].get_xscale() == "log"
     # in `refused`, recapture and update cross eager between 1 and 16 iterations per shape; cache beats it from 1
     crossings = [line for line in panels[1].get_lines() if line.get_label() == "_beats"]
@@ -376,9 +382,9 @@ def test_the_shape_figure_draws_every_mode_its_fit_and_crossovers(shape_run: Run
 
 
 def test_shape_runs_get_a_sixth_figure_and_other_figures_leave_them_out(shape_run: RunRecord, tmp_path: Path):
-    paths = plots.write_run_plots(shape_run, tmp_path)
-    assert [p.stem for p in paths] == [*plots.FIGURES, plots.SHAPE_FIGURE]
-    assert [p.title for p in plots.panels(run_table(shape_run))] == ["fixed (scale)"]
+    paths = fig_write.write_run_plots(shape_run, tmp_path)
+    assert [p.stem for p in paths] == [*fig_write.FIGURES, fig_write.SHAPE_FIGURE]
+    assert [p.title for p in fig_panels.panels(fig_panels.plot_table(shape_run))] == ["fixed (scale)"]
 
 
 def test_the_run_summary_has_the_shape_table_and_the_fitted_crossovers(shape_run: RunRecord, tmp_path: Path):
@@ -444,4 +450,4 @@ def test_compare_and_plot_work_on_the_committed_h200_run(tmp_path: Path):
     assert modes == {"eager", "recapture", "cache", "update"}
     run = load_run(run_dir)
     assert all(case.outputs_match for case in run.cases) and len(run.cases) == 9
-    assert [p.stem for p in plots.write_run_plots(run, tmp_path)][-1] == plots.SHAPE_FIGURE
+    assert [p.stem for p in fig_write.write_run_plots(run, tmp_path)][-1] == fig_write.SHAPE_FIGURE

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from launchbench.analysis.compare import Comparison, RowKey
-from launchbench.analysis.gate import RULE_KINDS, GateCheck, GateReport
+from launchbench.analysis.checks import RULE_KINDS, GateCheck, GateReport
+from launchbench.analysis.comparison import Comparison, RowKey
 from launchbench.results.schema import RunRecord
 
 

@@ -18,6 +18,9 @@ COMPARED_METRICS: tuple[str, ...] = (
     "latency_us",
 )
 DEFAULT_THRESHOLD = 0.05  # the smallest relative change that counts
-DEFAULT_ALPHA = 0.01  # a false 'slower' or 'faster' in at most 1% of a row-metric's A/A comparisons
+# the significance level of compare's and ab's t tests (a false 'slower' or 'faster' in at most 1% of a
+# row-metric's A/A comparisons) and of the history's change points
+DEFAULT_ALPHA = 0.01
 GateScope = Literal["all", "gpu-bound", "host-bound"]  # which rows a --fail-on gate judges
 GATE_SCOPES: tuple[GateScope, ...] = ("all", "gpu-bound", "host-bound")
+DEFAULT_GATE_SCOPE: GateScope = "all"

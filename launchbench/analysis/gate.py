@@ -38,9 +38,17 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from launchbench.analysis.checks import RULE_KINDS, CheckKind, GateCheck, GateReport
 from launchbench.analysis.columns import COLUMNS
-from launchbench.analysis.compare import COMPARABLE_STATUSES, Comparison, MetricComparison, RowComparison
-from launchbench.analysis.defaults import GateScope
+from launchbench.analysis.comparison import (
+    COMPARABLE_STATUSES,
+    CompareSettings,
+    Comparison,
+    MetricComparison,
+    RowComparison,
+)
+from launchbench.analysis.coverage import CoveragePolicy, check_coverage, comparison_coverage
+from launchbench.analysis.defaults import DEFAULT_GATE_SCOPE, DEFAULT_METRICS, DEFAULT_THRESHOLD, GateScope
 from launchbench.analysis.expectations import load_checked, stale_scenarios
 from launchbench.analysis.formatting import format_change_summary
 from launchbench.analysis.table import run_table
@@ -48,11 +56,14 @@ from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.scenario.model import Expectation, Scenario
 
-CheckKind = Literal[
-    "regression", "missing", "expectation", "blind", "coverage", "disturbed"
-]  # coverage and disturbed: see coverage.py
+__all__ = [  # the checks' model, imported from here by report/
+    "RULE_KINDS",
+    "CheckKind",
+    "GateCheck",
+    "GateReport",
+]
+
 BLIND_ADVICE = "use `launchbench ab` or more passes"
-RULE_KINDS: frozenset[CheckKind] = frozenset({"regression", "blind"})  # the checks of a --fail-on rule
 
 
 class GateRuleError(LaunchbenchError):
@@ -121,66 +132,6 @@ def parse_rule(text: str) -> GateRule:
     return GateRule(metric, amount / 100 if unit == "%" else amount, unit)
 
 
-@dataclass(frozen=True)
-class GateCheck:
-    """One rule applied to one row (or one expectation that matched no row)."""
-
-    kind: CheckKind
-    scenario: str | None
-    case: str
-    mode: str
-    metric: str
-    rule: str
-    passed: bool
-    message: str
-    value: float | None = None
-    improved: bool = False
-    blind: bool = False  # the row's MDE exceeds the rule: it could not have failed
-
-    @property
-    def subject(self) -> str:
-        prefix = f"{self.scenario}/" if self.scenario else ""
-        return f"{prefix}{self.case} [{self.mode}]"
-
-
-@dataclass(frozen=True)
-class GateReport:
-    checks: tuple[GateCheck, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    @property
-    def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
-
-    @property
-    def failures(self) -> tuple[GateCheck, ...]:
-        return tuple(c for c in self.checks if not c.passed)
-
-    @property
-    def improvements(self) -> tuple[GateCheck, ...]:
-        return tuple(c for c in self.checks if c.improved)
-
-    @property
-    def blind(self) -> tuple[GateCheck, ...]:
-        """Checks whose row could not have shown a change of the rule's size."""
-        return tuple(c for c in self.checks if c.blind)
-
-    def of_kind(self, *kinds: CheckKind) -> tuple[GateCheck, ...]:
-        return tuple(c for c in self.checks if c.kind in kinds)
-
-    def checks_for(self, key: tuple[str | None, str, str], metric: str) -> tuple[GateCheck, ...]:
-        """The checks that judge one row's metric: its rules for that metric, and a --fail-on-missing
-        check of the row (which has no metric: it judges every metric of the row)."""
-        return tuple(
-            c for c in self.checks if (c.scenario, c.case, c.mode) == key and c.metric in (metric, "")
-        )
-
-    def verdict_for(self, key: tuple[str | None, str, str], metric: str) -> str:
-        """'fail', 'pass', or '' when no check judges the row's metric."""
-        checks = self.checks_for(key, metric)
-        return "" if not checks else ("pass" if all(c.passed for c in checks) else "fail")
-
-
 # ------------------------------------------------------------------------------------- regression gate
 
 
@@ -240,7 +191,7 @@ def evaluate_rules(
     rules: Sequence[GateRule],
     fail_on_missing: bool = False,
     allow_blind: bool = False,
-    scope: GateScope = "all",
+    scope: GateScope = DEFAULT_GATE_SCOPE,
 ) -> GateReport:
     """Apply every rule to every compared row in ``scope``. With ``fail_on_missing``, a row that was ok
     (or budget) in the baseline and is absent or not ok in the current run fails too. A row whose MDE
@@ -417,3 +368,69 @@ def run_expectations(
     if not expectations:
         raise NoExpectationsError(f"{', '.join(map(str, paths))}: no 'expect:' entries; nothing to check")
     return expectations, notes
+
+
+# ---------------------------------------------------------------------------------------- the gate
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    """What fails a gate: the --fail-on rules of a comparison's gate, the rows they judge (--gate-rows),
+    whether blind rows are allowed, and what the other --allow-* flags relax (coverage.CoveragePolicy)."""
+
+    rules: tuple[GateRule, ...] = ()
+    rows: GateScope = DEFAULT_GATE_SCOPE
+    allow_blind: bool = False
+    coverage: CoveragePolicy = CoveragePolicy()
+
+
+@dataclass(frozen=True)
+class ComparedRuns:
+    """A comparison and the two runs it compared: what compare's and ab's gates judge."""
+
+    comparison: Comparison
+    baseline: RunRecord
+    current: RunRecord
+
+
+@dataclass(frozen=True)
+class CheckedRun:
+    """One run and the scenario files whose expectations it is checked against (none: the files the
+    run recorded): what check's gate judges."""
+
+    run: RunRecord
+    scenario_files: Sequence[str | Path] = ()
+
+
+def gate(subject: ComparedRuns | CheckedRun, policy: GatePolicy) -> GateReport:
+    """The gate of compare, ab and check: the rules over a comparison (evaluate_rules; a row lost in the
+    current run fails unless allowed) or the expectations over a run (check_against_scenarios), then
+    what the gate failed to cover (coverage.py: nothing checked, no rows in common, an unfinished run,
+    a gated row measured in a disturbed state), each failing unless its --allow-* flag relaxes it."""
+    if isinstance(subject, CheckedRun):
+        report = check_against_scenarios(subject.run, subject.scenario_files)
+        return check_coverage(report, subject.run, policy.coverage)
+    comparison = subject.comparison
+    lost_fails = not policy.coverage.allow_missing
+    report = evaluate_rules(comparison, policy.rules, lost_fails, policy.allow_blind, policy.rows)
+    return comparison_coverage(report, comparison, subject.baseline, subject.current, policy.coverage)
+
+
+def gated_settings(
+    metrics: Sequence[str],
+    thresholds: Sequence[tuple[str | None, float]],
+    alpha: float,
+    rules: Sequence[GateRule],
+) -> CompareSettings:
+    """The settings of a gated comparison: ``metrics`` (none: DEFAULT_METRICS) and every rule's metric;
+    the last threshold without a metric as the default (none: DEFAULT_THRESHOLD), the others per
+    metric. A metric named in a ``N%`` rule gets a threshold no larger than N%: the gate fails only
+    rows whose verdict is slower, so a rule tighter than the threshold would otherwise never fire.
+    CompareSettingsError on a setting that cannot be used."""
+    chosen = tuple(dict.fromkeys([*(metrics or DEFAULT_METRICS), *(r.metric for r in rules)]))
+    default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
+    per_metric = {m: v for m, v in thresholds if m is not None}
+    for rule in rules:
+        if rule.unit == "%":
+            per_metric[rule.metric] = min(per_metric.get(rule.metric, default), rule.amount)
+    return CompareSettings(metrics=chosen, default_threshold=default, thresholds=per_metric, alpha=alpha)

@@ -2,7 +2,7 @@
 
 A row's levels come from its pass medians (launchbench.measure.levels: the rule and its constants).
 results.json stores every pass's samples, so the levels are derived here, not stored: results.csv
-carries them (``level_columns``), the run summary names the rows at two levels or with passes apart
+carries them (the level columns of launchbench.analysis.columns), the run summary names the rows at two levels or with passes apart
 (``level_lines``), and ``compare`` notes rows at two levels per metric (``comparison_note``).
 """
 
@@ -12,7 +12,6 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from launchbench.analysis.columns import LEVEL_METRICS
 from launchbench.measure.levels import Level, Levels, find_levels
@@ -29,21 +28,6 @@ def metric_levels(case: CaseResult, mode: str, metric: str) -> Levels:
     m = METRIC_BY_NAME[metric]
     scale = m.scale(case.launches_per_iter)
     return find_levels([v * scale for v in result.pass_medians(m.sample_key)])
-
-
-def level_columns(case: CaseResult, mode: str) -> dict[str, Any]:
-    """The level columns of one row of results.csv (columns.level_columns says what each holds)."""
-    out: dict[str, Any] = {}
-    for metric in LEVEL_METRICS:
-        levels = metric_levels(case, mode, metric)
-        low, high = (levels.levels[0], levels.levels[1]) if levels.two else (None, None)
-        out[f"{metric}_levels"] = levels.count or None
-        out[f"{metric}_level_low"] = None if low is None else low.center
-        out[f"{metric}_level_low_share"] = None if low is None else low.share
-        out[f"{metric}_level_high"] = None if high is None else high.center
-        out[f"{metric}_level_high_share"] = None if high is None else high.share
-        out[f"{metric}_passes_apart"] = len(levels.apart) if levels.count else None
-    return out
 
 
 def _level_text(level: Level, total: int) -> str:

@@ -1,23 +1,34 @@
-"""results.csv: one row per case and mode, summarising the raw samples in the units the columns name
-(COLUMNS, from launchbench.analysis.columns)."""
+"""results.csv: one row per case and mode, summarising the raw samples in the units the columns name;
+each row's values come from the declared columns (launchbench.analysis.columns.DECLARED) over the row's
+facts (``RowFactsOf``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import special
 
-from launchbench.analysis.columns import COLUMNS, GRAPH_COLUMNS, SHAPE_COLUMNS
+from launchbench.analysis.columns import COLUMNS, DECLARED, Column
 from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors, is_host_bound, stratum
-from launchbench.analysis.host_levels import level_columns
+from launchbench.analysis.host_levels import metric_levels
 from launchbench.analysis.stats import Summary, log_pass_medians, summarize
-from launchbench.results.schema import METRICS, WALL, CaseResult, Metric, ModeResult, RunRecord
+from launchbench.measure.levels import Levels
+from launchbench.results.schema import (
+    METRIC_BY_NAME,
+    METRICS,
+    WALL,
+    CaseResult,
+    GraphLifecycle,
+    Metric,
+    ModeResult,
+    RunRecord,
+)
 
 
 def _median(values: np.ndarray) -> float:
@@ -54,10 +65,6 @@ def noise_priors(run: RunRecord, metrics: Sequence[Metric] = METRICS) -> dict[tu
     return fit_priors(variances)
 
 
-def _us(seconds: float | None) -> float | None:
-    return None if seconds is None else seconds * 1e6
-
-
 def _rank_walls(result: ModeResult) -> str | None:
     """Each rank's median wall µs per iteration over the mode's passes, ';'-separated (None on one GPU)."""
     pooled: dict[int, list[float]] = {}
@@ -69,126 +76,92 @@ def _rank_walls(result: ModeResult) -> str | None:
     return ";".join(f"{_median(np.asarray(pooled[r])) * 1e6:.4g}" for r in sorted(pooled))
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a case ran: its GPU's name, node and device."""
+
+    gpu_name: str
+    node: str | None = None
+    device: int | None = None
+
+
+GRAPH_MODES = ("graph", "torch_graph")  # the modes whose rows carry a graph's life cycle
+
+
+class RowFactsOf:
+    """The facts of one row (columns.RowFacts) that the declared columns compute their values from; the
+    summaries (each metric's CI widened to its pass noise, shrunk toward ``priors``) and levels made once."""
+
+    def __init__(
+        self, case: CaseResult, mode: str, placement: Placement, priors: Mapping[tuple[str, bool], NoisePrior]
+    ):
+        self.case, self.mode, self.result = case, mode, case.modes[mode]  # type: ignore[index]
+        self.gpu_name, self.node, self.device = placement.gpu_name, placement.node, placement.device
+        self.priors = priors
+        self.host_bound = is_host_bound(case, mode)
+        self.rank_walls = _rank_walls(self.result)
+
+    @property
+    def graph_life(self) -> GraphLifecycle | None:
+        return self.result.lifecycle if self.mode in GRAPH_MODES else None
+
+    def _wall(self, mode: str) -> float:
+        return _median(self.case.samples(mode, WALL))
+
+    @property
+    def speedup(self) -> float | None:
+        eager_wall = self._wall("eager")
+        if self.mode == "eager":
+            return None
+        mode_wall = self._wall(self.mode)
+        return eager_wall / mode_wall if mode_wall > 0 and not math.isnan(eager_wall) else None
+
+    @property
+    def break_even_iters(self) -> float | None:
+        """Graph setup over the wall time a replay saves per iteration (None where it saves none)."""
+        if self.graph_life is None:
+            return None
+        saving = self._wall("eager") - self._wall(self.mode)
+        return self.graph_life.setup_s / saving if saving > 0 else None
+
+    def summary(self, metric: str) -> Summary:
+        m = METRIC_BY_NAME[metric]
+        samples, sizes = self.case.metric_samples(self.mode, m), self.case.pass_sizes(self.mode)
+        summary = summarize(samples, sizes)
+        if sizes is None:
+            return summary
+        prior = self.priors.get(stratum(metric, self.host_bound))
+        return widen_to_pass_noise(summary, log_pass_medians(samples, sizes), prior)
+
+    def levels(self, metric: str) -> Levels:
+        return metric_levels(self.case, self.mode, metric)
+
+
+def _wanted(column: Column, metrics: frozenset[str], levels: bool) -> bool:
+    """Whether a row carries the column: a metric's columns only where it is summarised, the levels'
+    per-metric columns only with ``levels``."""
+    if column.metric is None:
+        return True
+    return column.metric in metrics if column.group == "metric" else levels
+
+
 def case_rows(
     case: CaseResult,
-    gpu_name: str,
+    placement: Placement,
     priors: Mapping[tuple[str, bool], NoisePrior] | None = None,
     metrics: Sequence[Metric] = METRICS,
     levels: bool = True,
 ) -> list[dict[str, Any]]:
-    """The case's rows; a multi-pass row's CI covers its pass noise, shrunk toward ``priors`` (noise_priors).
-    Only ``metrics`` are summarised (the columns of the others stay empty); without ``levels`` the host
-    level columns stay empty too."""
-    rows: list[dict[str, Any]] = []
-    eager_wall = _median(case.samples("eager", WALL))
-    priors = priors or {}
-    for mode, result in case.modes.items():
-        host_bound = is_host_bound(case, mode)
-        row: dict[str, Any] = {
-            "scenario": case.scenario,
-            "case": case.case_id,
-            "chain": case.chain,
-            "kinds": case.kinds,
-            "params": json.dumps(case.params, sort_keys=True),
-            "mode": mode,
-            "status": result.status,
-            "reason": result.reason or case.error or "",
-            "launches_per_iter": case.launches_per_iter,
-            "iters_per_sample": result.iters_per_sample or None,
-        }
-        for metric in metrics:
-            samples, sizes = case.metric_samples(mode, metric), case.pass_sizes(mode)
-            summary = summarize(samples, sizes)
-            if sizes is not None:
-                prior = priors.get(stratum(metric.name, host_bound))
-                summary = widen_to_pass_noise(summary, log_pass_medians(samples, sizes), prior)
-            row[metric.name] = summary.median
-            for suffix, value in summary.as_dict().items():
-                if suffix != "median":
-                    row[f"{metric.name}_{suffix}"] = value
-        for column in GRAPH_COLUMNS:
-            row[column] = None
-        life = result.lifecycle
-        if mode != "eager":
-            mode_wall = _median(case.samples(mode, WALL))
-            if mode_wall > 0 and not math.isnan(eager_wall):
-                row["speedup"] = eager_wall / mode_wall
-        if mode == "graph":
-            graph_wall = _median(case.samples("graph", WALL))
-            if life is not None:
-                row.update(
-                    capture_us=life.capture_s * 1e6,
-                    instantiate_us=None if life.instantiate_s is None else life.instantiate_s * 1e6,
-                    upload_us=life.upload_s * 1e6,
-                    first_launch_us=life.first_launch_s * 1e6,
-                    setup_us=life.setup_s * 1e6,
-                    instantiate_upload_us=_us(life.instantiate_upload_s),
-                    instantiate_then_upload_us=_us(life.instantiate_then_upload_s),
-                    lifecycle_split=life.split,
-                    graph_nodes=life.nodes,
-                    graph_mem_bytes=life.mem_bytes,
-                )
-                saving = eager_wall - graph_wall
-                if saving > 0:
-                    row["break_even_iters"] = life.setup_s / saving
-        row.update(
-            outputs_match=case.outputs_match,
-            target_met=result.target_met,
-            throttled_samples=result.throttled_samples,
-            passes=case.passes_done,
-            host_bound=host_bound,
-            sm_clock_mhz=case.clocks.sm_mhz,
-            mem_clock_mhz=case.clocks.mem_mhz,
-            throttle_reasons=";".join(case.clocks.throttle_reasons),
-            harness_us_per_iter=None if case.harness_s_per_iter is None else case.harness_s_per_iter * 1e6,
-            gpu_name=gpu_name,
-            devices=max(1, len(result.passes[0].ranks)) if result.passes else 1,
-            rank_wall_us_per_iter=_rank_walls(result),
-        )
-        row.update(_shape_columns(case, result))
-        row.update(level_columns(case, mode) if levels else {}, extra_passes=case.extra_passes)
-        row.update(_canary_columns(result))
-        rows.append(row)
+    """The case's rows, a value for every declared column (columns.DECLARED); a multi-pass row's CI
+    covers its pass noise, shrunk toward ``priors`` (noise_priors). Only ``metrics`` are summarised (the
+    columns of the others stay empty); without ``levels`` the host level columns stay empty too."""
+    names = frozenset(m.name for m in metrics)
+    columns = [c for c in DECLARED if _wanted(c, names, levels)]
+    rows = []
+    for mode in case.modes:
+        facts = RowFactsOf(case, mode, placement, priors or {})
+        rows.append({column.name: column.value(facts) for column in columns})
     return rows
-
-
-def _largest_shift(shifts: list[float]) -> float | None:
-    """The shift farthest from zero, in percent (None without any)."""
-    return max(shifts, key=abs) * 100 if shifts else None
-
-
-def _canary_columns(result: ModeResult) -> dict[str, Any]:
-    """The worker's reference around this row's passes: passes measured in a disturbed state, and the
-    largest moves of its graph and eager readings from the worker's start."""
-    checks = result.canary_checks
-    return {
-        "disturbed_passes": result.disturbed_passes if checks else None,
-        "canary_graph_shift_pct": _largest_shift([c.graph_shift for c in checks]),
-        "canary_eager_shift_pct": _largest_shift([c.eager_shift for c in checks]),
-    }
-
-
-def _shape_columns(case: CaseResult, result: ModeResult) -> dict[str, Any]:
-    """The shape columns of one row: empty for a chain of fixed sizes."""
-    out: dict[str, Any] = dict.fromkeys(SHAPE_COLUMNS)
-    if case.shapes is None:
-        return out
-    out.update(iterations_per_shape=case.shapes.per_shape, distinct_shapes=case.shapes.distinct)
-    counts = result.shape_counts
-    if counts is None:
-        return out
-    per_change = counts.setup_s_per_change
-    out.update(
-        shape_changes=counts.changes,
-        setup_us_per_change=None if per_change is None else per_change * 1e6,
-        graph_updates=counts.updates if result.mode == "update" else None,
-        update_refusals=counts.update_refusals if result.mode == "update" else None,
-        update_refusal_reasons=";".join(f"{k}:{v}" for k, v in sorted(counts.refusal_reasons.items())),
-        recaptures=counts.recaptures if result.mode != "eager" else None,
-        cache_hits=counts.cache_hits if result.mode == "cache" else None,
-        cache_misses=counts.cache_misses if result.mode == "cache" else None,
-    )
-    return out
 
 
 def _placement(run: RunRecord) -> dict[tuple[str | None, int | None], tuple[str, str | None, int | None]]:
@@ -218,10 +191,7 @@ def run_table(run: RunRecord, metrics: Sequence[Metric] = METRICS, levels: bool 
     placement = _placement(run)
     rows = []
     for case in run.cases:
-        gpu_name, node, device = placement.get(
-            (case.node, case.device), (run.gpu_name, case.node, case.device)
-        )
-        for row in case_rows(case, gpu_name, priors, metrics, levels):
-            rows.append({**row, "node": node, "device": device})
+        where = Placement(*placement.get((case.node, case.device), (run.gpu_name, case.node, case.device)))
+        rows.extend(case_rows(case, where, priors, metrics, levels))
     frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
     return frame.replace([math.inf, -math.inf], math.nan)

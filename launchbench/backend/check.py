@@ -60,3 +60,16 @@ def compare_reference(reference: dict[str, np.ndarray], eager: dict[str, np.ndar
     if mismatches:
         return OutputCheck(False, "eager output differs from the host reference: " + "; ".join(mismatches))
     return OutputCheck(True, f"{len(reference)} buffer(s) equal to the host reference")
+
+
+def combine_checks(graph: OutputCheck, others: dict[str, OutputCheck], graph_measured: bool) -> OutputCheck:
+    """One check of a case with several graph modes: CuPy's graph's check (``graph``; it fails only where
+    that graph was measured) and each other mode's, by mode. The modes whose outputs differ fail, each
+    named; the detail gives every mode's."""
+    failed = ["graph"] if graph.match is False and graph_measured else []
+    failed += [mode for mode, check in others.items() if check.match is False]
+    detail = "; ".join([f"graph: {graph.detail}", *(f"{mode}: {c.detail}" for mode, c in others.items())])
+    if failed:
+        return OutputCheck(False, detail, failed_modes=tuple(failed))
+    matches = [graph.match, *(check.match for check in others.values())]
+    return OutputCheck(None if all(m is None for m in matches) else True, detail)

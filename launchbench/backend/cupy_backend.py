@@ -17,6 +17,7 @@ from launchbench.backend.nvml import NvmlMonitor
 from launchbench.backend.prepared import CupyPreparedCase
 from launchbench.backend.shapes import ShapePreparedCase
 from launchbench.kinds.empty import EMPTY_NAME, EMPTY_SOURCE
+from launchbench.kinds.torch_step import holds_torch
 from launchbench.measure.clock import Clock
 from launchbench.results.schema import CanaryReading
 from launchbench.scenario.core import Case
@@ -82,6 +83,10 @@ class CupyBackend:
     def prepare(self, case: Case, ranks: RankInfo | None = None) -> PreparedCase:
         if case.shapes is not None:
             return ShapePreparedCase(case, self.clock, self.stream)
+        if holds_torch(case.steps):
+            from launchbench.backend.torch_graph import TorchPreparedCase
+
+            return TorchPreparedCase(case, self.clock, self.stream, ranks)
         return CupyPreparedCase(case, self.clock, self.stream, ranks)
 
     def nccl_unique_id(self) -> Any:

@@ -60,15 +60,24 @@ def checked(result: tuple[Any, ...], what: str) -> Any:
 
 
 def abort_capture(stream: cupy.cuda.Stream) -> None:
-    """End a capture that failed half-way so the stream is usable again."""
+    """End a capture that failed half-way so the stream is usable again: an active capture and an
+    invalidated one alike (CuPy's ``is_capturing`` raises on an invalidated capture, which an error
+    inside it leaves, e.g. a synchronize; cudaStreamEndCapture ends it and returns no graph)."""
     try:
-        if stream.is_capturing():
-            if cudart is not None:
-                result = cudart.cudaStreamEndCapture(stream.ptr)
-                if int(result[0]) == 0 and result[1] is not None:
-                    cudart.cudaGraphDestroy(result[1])
-            else:
-                stream.end_capture()
+        try:
+            capturing = bool(stream.is_capturing())
+        except RuntimeError:  # invalidated: still in capture mode until it is ended
+            capturing = True
+        if not capturing:
+            return
+        if cudart is not None:
+            result = cudart.cudaStreamEndCapture(stream.ptr)
+            if int(result[0]) == 0 and result[1] is not None:
+                cudart.cudaGraphDestroy(result[1])
+        else:
+            graph = cupy.cuda.runtime.streamEndCapture(stream.ptr)
+            if graph:
+                cupy.cuda.runtime.graphDestroy(graph)
     except Exception:  # noqa: BLE001 - best effort clean-up after the real error
         pass
 
@@ -240,4 +249,5 @@ def capture(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock:
         nodes=_count_nodes(graph),
         mem_bytes=max(0, free0 - free1),
     )
+    life = life.model_copy(update={"pool_bytes": int(pool.total_bytes())})
     return CapturedGraph(graph=graph, pool=pool, lifecycle=life)

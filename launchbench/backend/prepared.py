@@ -58,10 +58,11 @@ class CupyPreparedCase:
         self.eager.run_batch(1)  # compile and load every kernel before anything is timed or captured
         self.workloads: dict[str, Any] = {"eager": self.eager}
         self.lifecycle: GraphLifecycle | None = None
-        self.graph_failure: str | None = None
         self.captured = None
+        self.graph_failure: str | None = next((b.graph_refusal for b in self.steps if b.graph_refusal), None)
         try:
-            self.captured = capture(self.stream, self.calls, clock)
+            if self.graph_failure is None:
+                self.captured = capture(self.stream, self.calls, clock)
         except CaptureFailed as err:
             self.graph_failure = str(err)
         if self.captured is not None:

@@ -37,6 +37,10 @@ COMMANDS: dict[str, Entry] = {
     "check": Entry("launchbench.cli.check", "Check a run against the expectations of its scenario files."),
     "plot": Entry("launchbench.cli.plot", "Draw figures from result files; no GPU needed."),
     "graph": Entry("launchbench.cli.graph", "Capture one case and write its CUDA Graph as DOT, SVG or PNG."),
+    "capture-table": Entry(
+        "launchbench.cli.capture_table",
+        "Tabulate each graph mode's capture cost per size of a sweep, with the break-even in steps.",
+    ),
     "merge": Entry(
         "launchbench.cli.merge",
         "Merge runs into one: the shards of a run, or each node's or device's run of the same scenarios.",
@@ -44,6 +48,10 @@ COMMANDS: dict[str, Entry] = {
     "fleet": Entry(
         "launchbench.cli.fleet",
         "Run on a fleet: Slurm and Kubernetes launchers, and a report that names the slow nodes.",
+    ),
+    "floor": Entry(
+        "launchbench.cli.floor",
+        "Measure the launch path layer by layer: C over the driver API, cuda-bindings, CuPy, torch.",
     ),
     "history": Entry(
         "launchbench.cli.history",

@@ -33,7 +33,7 @@ from launchbench.cli.common import (
     usage_errors,
     warn_unused_axes,
 )
-from launchbench.cli.compare import FORMATS, compare_settings, comparison_options
+from launchbench.cli.compare import FORMATS, comparison_options, usable_settings
 from launchbench.cli.history import ingest_after_run, ingest_options, wants_history
 from launchbench.run.overrides import (
     AB_ROUNDS,
@@ -46,7 +46,7 @@ from launchbench.run.overrides import (
 
 if TYPE_CHECKING:
     from launchbench.analysis.compare import CompareSettings, Comparison
-    from launchbench.analysis.gate import GateReport, GateRule, GateScope
+    from launchbench.analysis.gate import GatePolicy, GateReport, GateRule, GateScope
     from launchbench.results.schema import RunRecord
     from launchbench.run.ab import Side, Variant
     from launchbench.run.runner import RunOptions
@@ -54,39 +54,18 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class AbGate:
-    """What fails ab's gate: the --fail-on rules and the --allow-* and --gate-rows choices."""
-
-    rules: tuple[GateRule, ...]
-    allow_missing: bool = False
-    allow_empty: bool = False
-    allow_disturbed: bool = False
-    allow_blind: bool = False
-    rows: GateScope = "all"
-
-
 def judge(
-    a: RunRecord, b: RunRecord, labels: tuple[str, str], settings: CompareSettings, gate: AbGate
+    a: RunRecord, b: RunRecord, labels: tuple[str, str], settings: CompareSettings, policy: GatePolicy | None
 ) -> tuple[Comparison, GateReport | None]:
     """The paired comparison of both sides and its gate (None without rules; as in compare, a gate that
     checks nothing fails)."""
     from launchbench.analysis.compare import compare_paired
-    from launchbench.analysis.coverage import CoveragePolicy, comparison_coverage
-    from launchbench.analysis.gate import evaluate_rules
+    from launchbench.analysis.gate import ComparedRuns, gate
 
     comparison = compare_paired(a, b, settings, a_label=labels[0], b_label=labels[1])
-    if not gate.rules:
+    if policy is None:
         return comparison, None
-    policy = CoveragePolicy(
-        allow_empty=gate.allow_empty,
-        allow_missing=gate.allow_missing,
-        allow_interrupted=False,
-        allow_disturbed=gate.allow_disturbed,
-    )
-    rules = list(gate.rules)
-    checked = evaluate_rules(comparison, rules, not gate.allow_missing, gate.allow_blind, gate.rows)
-    return comparison, comparison_coverage(checked, comparison, a, b, policy)
+    return comparison, gate(ComparedRuns(comparison, a, b), policy)
 
 
 def said_failed_cases(*records: RunRecord, where: str = "") -> bool:
@@ -244,14 +223,19 @@ class AbArgs(MeasureArgs):
         with usage_errors(OverridesError):
             return ab_overrides(self.given(), self.passes, self.preset)
 
-    def gate(self) -> AbGate:
-        return AbGate(
-            tuple(self.rules),
-            self.allow_missing,
+    def gate(self) -> GatePolicy | None:
+        """ab's gate: its --fail-on rules and --allow-* choices (None without rules)."""
+        from launchbench.analysis.coverage import CoveragePolicy
+        from launchbench.analysis.gate import GatePolicy
+
+        coverage = CoveragePolicy(
             self.allow_empty,
-            self.allow_disturbed,
-            self.allow_blind,
-            self.gate_rows,
+            self.allow_missing,
+            allow_interrupted=False,
+            allow_disturbed=self.allow_disturbed,
+        )
+        return (
+            GatePolicy(tuple(self.rules), self.gate_rows, self.allow_blind, coverage) if self.rules else None
         )
 
     def output_to(self, root: Path) -> AbOutput:
@@ -262,7 +246,6 @@ class AbArgs(MeasureArgs):
 
 def _ab(args: AbArgs) -> int:
     """Plan both sides, measure them (on one device or on each of --devices), compare; the exit code."""
-    from launchbench.analysis.compare import CompareSettingsError
     from launchbench.cli.common import check_outputs
     from launchbench.run.ab import check_interpreter, chosen_cpus, parse_variant
     from launchbench.run.devices import parse_devices
@@ -270,8 +253,7 @@ def _ab(args: AbArgs) -> int:
     check_outputs(
         [("-o", args.output), ("--junit", args.junit)], inputs=list(args.scenarios)
     )  # before measuring
-    with usage_errors(CompareSettingsError):
-        settings = compare_settings(args.metrics, args.thresholds, args.alpha, args.rules)
+    settings = usable_settings(args.metrics, args.thresholds, args.alpha, args.rules)
     listed = parse_devices(args.devices_spec) if args.devices_spec is not None else ()
     cpus = chosen_cpus(args.cpu) if args.devices_spec is None else ()  # with --devices: once they are known
     variants = (parse_variant(args.a_spec), parse_variant(args.b_spec))
@@ -291,9 +273,11 @@ def _ab(args: AbArgs) -> int:
 def _sides(args: AbArgs, variants: tuple[Variant, Variant], overrides: dict[str, Any]) -> tuple[Side, Side]:
     """Each variant's plan (its own scenario files where it names some), in OUT/a and OUT/b."""
     from launchbench.run import runner
-    from launchbench.run.ab import Side
+    from launchbench.run.ab import Side, refuse_floor_blocks
 
     plans = tuple(runner.plan(v.scenarios or args.scenarios, overrides, args.max_cases) for v in variants)
+    for the_plan in plans:
+        refuse_floor_blocks(the_plan)
     for the_plan in plans[: 1 if variants[0].scenarios == variants[1].scenarios else 2]:
         warn_unused_axes(the_plan, args.max_cases)
     root = args.out_dir or runner.default_run_dir(
@@ -361,7 +345,7 @@ def _ab_on_one_device(
     options: RunOptions,
     cpus: tuple[int, ...],
     settings: CompareSettings,
-    gate: AbGate,
+    gate: GatePolicy | None,
     out: AbOutput,
 ) -> int:
     """One paired run, its comparison and gate written; the exit code."""

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from launchbench.cli.ab import AbGate, AbOutput, judge, measured, said_failed_cases
+from launchbench.cli.ab import AbOutput, judge, measured, said_failed_cases
 from launchbench.cli.common import EXIT_FAIL, EXIT_OK
 from launchbench.cli.history import ingest_after_run, wants_history
 
 if TYPE_CHECKING:
     from launchbench.analysis.compare import CompareSettings
-    from launchbench.cli.output import Report
+    from launchbench.analysis.gate import GatePolicy
     from launchbench.report.ab_devices import DeviceVerdict
     from launchbench.run.ab import Side
     from launchbench.run.ab_devices import DevicePair
@@ -41,7 +41,7 @@ def _pinned(
 
 
 def _verdicts(
-    pairs: Sequence[DevicePair], out: AbOutput, settings: CompareSettings, gate: AbGate
+    pairs: Sequence[DevicePair], out: AbOutput, settings: CompareSettings, gate: GatePolicy | None
 ) -> list[DeviceVerdict]:
     from launchbench.report.ab_devices import DeviceVerdict
 
@@ -51,24 +51,6 @@ def _verdicts(
         comparison, report = judge(pair.a, pair.b, (str(a_dir), str(b_dir)), settings, gate)
         verdicts.append(DeviceVerdict(pair.device, pair.cpus, comparison, report))
     return verdicts
-
-
-def _report(verdicts: Sequence[DeviceVerdict]) -> Report:
-    from launchbench.cli.compare import STEP_SUMMARY_ROWS
-    from launchbench.cli.output import Report
-    from launchbench.report import ab_devices as shown
-
-    return Report(
-        {
-            "markdown": lambda: shown.devices_markdown(verdicts),
-            "csv": lambda: shown.devices_csv(verdicts),
-            "json": lambda: shown.devices_json(verdicts),
-        },
-        lambda console: shown.render_devices(console, verdicts),
-        shown.devices_outcome(verdicts),
-        lambda: shown.devices_junit(verdicts),
-        lambda: shown.devices_markdown(verdicts, max_rows=STEP_SUMMARY_ROWS),
-    )
 
 
 def _write_markdown(verdicts: Sequence[DeviceVerdict], out: AbOutput) -> None:
@@ -89,7 +71,7 @@ def ab_on_devices(
     sides: tuple[Side, Side],
     options: RunOptions,
     settings: CompareSettings,
-    gate: AbGate,
+    gate: GatePolicy | None,
     out: AbOutput,
 ) -> int:
     """ab on every listed device at once; each device's comparison and gate written; the exit code (1
@@ -98,6 +80,7 @@ def ab_on_devices(
     from launchbench.report.ab_devices import failed_devices
     from launchbench.report.console import make_console
     from launchbench.report.devices import DeviceLines
+    from launchbench.report.export import Devices
     from launchbench.run.ab_devices import run_ab_devices
 
     console = make_console(stderr=out.data_on_stdout)
@@ -110,7 +93,7 @@ def ab_on_devices(
     where = f"what each device's sides measured is in {out.root}/devices/N/a and {out.root}/devices/N/b"
     pairs = measured(measure, console, lambda: None, out, where)
     verdicts = _verdicts(pairs, out, settings, gate)
-    publish(_report(verdicts), out.fmt, out.output, out.junit, quiet=False)
+    publish(Devices(verdicts), out.fmt, out.output, out.junit, quiet=False)
     _write_markdown(verdicts, out)
     failed = [said_failed_cases(p.a, p.b, where=f"device {p.device}: ") for p in pairs]
     code = EXIT_FAIL if failed_devices(verdicts) or any(failed) else EXIT_OK

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 
 from launchbench.cli.common import EXIT_FAIL, EXIT_OK, allow_options, check_outputs, handle_errors, short_help
-from launchbench.cli.output import Report, publish, report_options
+from launchbench.cli.output import publish, report_options
 
 
 @click.command("check", short_help=short_help("check"))
@@ -58,34 +57,15 @@ def check(
     check_outputs([("-o", output), ("--junit", junit)], inputs=[run, *scenarios])
     record = load_run(run)  # a bad run is refused before the statistics and tables are imported
 
-    from launchbench.analysis.coverage import CoveragePolicy, check_coverage
-    from launchbench.analysis.gate import check_against_scenarios
-    from launchbench.report.compare_console import outcome_line, render_checks
-    from launchbench.report.junit import report_junit
-    from launchbench.report.markdown import check_markdown
-    from launchbench.report.tables import report_csv, report_json
+    from launchbench.analysis.coverage import CoveragePolicy
+    from launchbench.analysis.gate import CheckedRun, GatePolicy, gate
+    from launchbench.report.export import Checked
 
-    report = check_against_scenarios(record, scenarios)
-    report = check_coverage(
-        report,
-        record,
-        CoveragePolicy(
-            allow_empty=allow_empty, allow_interrupted=allow_interrupted, allow_disturbed=allow_disturbed
-        ),
+    coverage = CoveragePolicy(
+        allow_empty=allow_empty, allow_interrupted=allow_interrupted, allow_disturbed=allow_disturbed
     )
-    formats: dict[str, Callable[[], str]] = {
-        "markdown": lambda: check_markdown(report),
-        "csv": lambda: report_csv(report),
-        "json": lambda: report_json(report),
-    }
-    rendered = Report(
-        formats,
-        lambda console: render_checks(console, report),
-        outcome_line(report, "failed expectation"),
-        lambda: report_junit(report),
-        lambda: check_markdown(report),
-    )
-    publish(rendered, fmt, output, junit, quiet)
+    report = gate(CheckedRun(record, scenarios), GatePolicy(coverage=coverage))
+    publish(Checked(report), fmt, output, junit, quiet)
     sys.exit(EXIT_OK if report.passed else EXIT_FAIL)
 
 

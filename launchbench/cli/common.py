@@ -111,6 +111,18 @@ def _path_option(
     )
 
 
+def image_format_option() -> Callable[[F], F]:
+    """``--format png|svg`` of the commands that draw figures."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["png", "svg"]),
+        default="png",
+        show_default=True,
+        help="Image format.",
+    )
+
+
 def quiet_option(help: str = "Print only errors and the one-line outcome.") -> Callable[[F], F]:
     """``-q/--quiet`` on every command."""
     return click.option("-q", "--quiet", is_flag=True, help=help)
@@ -125,6 +137,22 @@ def stack(*options: Callable[[F], F]) -> Callable[[F], F]:
         return func
 
     return apply
+
+
+def run_dir_options() -> Callable[[F], F]:
+    """``-d/--out-dir DIR`` and ``--results-root PATH``: where a new run directory goes."""
+    return stack(
+        out_dir_option(
+            "Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results."
+        ),
+        click.option(
+            "--results-root",
+            type=click.Path(path_type=Path),
+            default=Path("results"),
+            show_default=True,
+            help="Where default run directories go (created with its parents).",
+        ),
+    )
 
 
 def device_option() -> Callable[[F], F]:

@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD, GATE_SCOPES
+from launchbench.analysis.defaults import (
+    DEFAULT_ALPHA,
+    DEFAULT_GATE_SCOPE,
+    DEFAULT_METRICS,
+    DEFAULT_THRESHOLD,
+    GATE_SCOPES,
+)
 from launchbench.cli.common import (
     EXIT_FAIL,
     EXIT_OK,
@@ -23,31 +29,14 @@ from launchbench.cli.common import (
     stack,
 )
 from launchbench.cli.history import baseline_query, history_baseline_options
-from launchbench.cli.output import REPORT_FORMATS, Report, publish, report_options
+from launchbench.cli.output import REPORT_FORMATS, publish, report_options
 
 if TYPE_CHECKING:  # the statistics (numpy, SciPy) load when a comparison runs, not for --help
-    from launchbench.analysis.compare import CompareSettings, Comparison
-    from launchbench.analysis.gate import GateReport, GateRule, GateScope
+    from launchbench.analysis.compare import CompareSettings, Comparison, Evidence
+    from launchbench.analysis.gate import GatePolicy, GateReport, GateRule, GateScope
 
 FORMATS = REPORT_FORMATS  # ab writes the same formats
 F = Callable[..., Any]
-STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
-
-
-def compare_settings(
-    metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
-) -> CompareSettings:
-    """A metric named in a ``N%`` rule gets a threshold no larger than N%: the gate fails only rows whose
-    verdict is slower, so a rule tighter than the threshold would otherwise never fire."""
-    from launchbench.analysis.compare import CompareSettings
-
-    chosen = tuple(dict.fromkeys([*(metrics or DEFAULT_METRICS), *(r.metric for r in rules)]))
-    default = next((v for m, v in reversed(thresholds) if m is None), DEFAULT_THRESHOLD)
-    per_metric = {m: v for m, v in thresholds if m is not None}
-    for rule in rules:
-        if rule.unit == "%":
-            per_metric[rule.metric] = min(per_metric.get(rule.metric, default), rule.amount)
-    return CompareSettings(metrics=chosen, default_threshold=default, thresholds=per_metric, alpha=alpha)
 
 
 def _threshold(text: str) -> tuple[str | None, float]:
@@ -72,7 +61,8 @@ def comparison_options(unit: str) -> Callable[[F], F]:
             "thresholds",
             "[METRIC:]N%",
             _threshold,
-            "Smallest change that counts, per metric (latency_us:10%) or for all (10%). Default 5%.",
+            "Smallest change that counts, per metric (latency_us:10%) or for all (10%). "
+            f"Default {DEFAULT_THRESHOLD:.0%}.",
         ),
         click.option(
             "--alpha",
@@ -104,7 +94,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
         click.option(
             "--gate-rows",
             type=click.Choice(GATE_SCOPES),
-            default="all",
+            default=DEFAULT_GATE_SCOPE,
             show_default=True,
             help="Rows the gate judges: all, gpu-bound (the GPU's own time sets them: graph replays) or "
             "host-bound (the launch cost: eager chains, one-launch graphs; results.csv host_bound).",
@@ -132,32 +122,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
 @report_options("one testcase per row and metric")
 @history_baseline_options
 @handle_errors
-def compare(
-    runs: tuple[str, ...],
-    metrics: tuple[str, ...],
-    thresholds: list[tuple[str | None, float]],
-    alpha: float,
-    rules: list[GateRule],
-    fail_on_missing: bool,
-    allow_missing: bool,
-    allow_empty: bool,
-    allow_interrupted: bool,
-    allow_disturbed: bool,
-    allow_blind: bool,
-    fail_on_blind: bool,
-    gate_rows: GateScope,
-    allow_different_gpu: bool,
-    fmt: str,
-    output: Path | None,
-    junit: Path | None,
-    quiet: bool,
-    baseline_from: str | None,
-    db: str | None,
-    same_driver: bool,
-    same_cupy: bool,
-    git_branch: str | None,
-    last: int,
-) -> None:
+def compare(**given: Any) -> None:
     """Compare runs (run directories or results files): BASELINE → CURRENT, or BASELINE → each CURRENT.
 
     With more than one CURRENT, the table lays them side by side, a change and a verdict per run
@@ -182,72 +147,122 @@ def compare(
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
-    from launchbench.analysis.compare import CompareSettingsError
-    from launchbench.analysis.coverage import CoveragePolicy
-    from launchbench.results.store import load_run
-
-    if baseline_from == "history" and len(runs) != 1:
-        raise click.UsageError("with --baseline history give only CURRENT")
-    if baseline_from is None and len(runs) < 2:
-        raise click.UsageError("give BASELINE and CURRENT (or --baseline history and CURRENT)")
-    check_outputs([("-o", output), ("--junit", junit)], inputs=list(runs))
-    try:
-        settings = compare_settings(metrics, thresholds, alpha, rules)
-    except CompareSettingsError as err:
-        raise click.UsageError(str(err)) from None
-    if baseline_from == "history":
-        from launchbench.history.baseline import history_baseline_for
-
-        drawn = history_baseline_for(runs[0], baseline_query(db, same_driver, same_cupy, git_branch, last))
-        sides = [(drawn.label, drawn.baseline), (runs[0], drawn.current)]
-    else:
-        sides = [(path, load_run(path)) for path in runs]
-    gate = Gate(
-        rules,
-        bool(rules or fail_on_missing),
-        allow_blind,
-        gate_rows,
-        CoveragePolicy(
-            allow_empty=allow_empty,
-            allow_missing=allow_missing,
-            allow_interrupted=allow_interrupted,
-            allow_disturbed=allow_disturbed,
-        ),
-    )
-    pairs = [
-        _compare_pair(sides[0], side, settings, gate, allow_different_gpu, baseline_from is None)
-        for side in sides[1:]
-    ]
-    if len(pairs) == 1:
-        emit_comparison(*pairs[0], fmt, output, junit, quiet)
-    else:
-        emit_series(pairs, fmt, output, junit, quiet)
-    sys.exit(EXIT_FAIL if any(report is not None and not report.passed for _, report in pairs) else EXIT_OK)
+    sys.exit(_compare(CompareArgs(**given)))
 
 
 @dataclass(frozen=True)
-class Gate:
-    """What fails the gate of each pair: the --fail-on rules, the rows judged and what is allowed."""
+class CompareArgs:
+    """What the compare command was given, as click parsed it."""
 
+    runs: tuple[str, ...]
+    metrics: tuple[str, ...]
+    thresholds: list[tuple[str | None, float]]
+    alpha: float
     rules: list[GateRule]
-    active: bool  # rules were given (or the hidden --fail-on-missing)
+    fail_on_missing: bool
+    allow_missing: bool
+    allow_empty: bool
+    allow_interrupted: bool
+    allow_disturbed: bool
     allow_blind: bool
-    rows: GateScope
-    policy: Any  # analysis.coverage.CoveragePolicy (loaded with the statistics)
+    fail_on_blind: bool
+    gate_rows: GateScope
+    allow_different_gpu: bool
+    fmt: str
+    output: Path | None
+    junit: Path | None
+    quiet: bool
+    baseline_from: str | None
+    db: str | None
+    same_driver: bool
+    same_cupy: bool
+    git_branch: str | None
+    last: int
+
+
+def _compare(args: CompareArgs) -> int:
+    """The runs loaded (or the baseline drawn from the history), each CURRENT compared with BASELINE and
+    gated, the report written; the exit code."""
+    from launchbench.analysis.coverage import CoveragePolicy
+    from launchbench.analysis.gate import GatePolicy
+    from launchbench.results.store import load_run
+
+    if args.baseline_from == "history" and len(args.runs) != 1:
+        raise click.UsageError("with --baseline history give only CURRENT")
+    if args.baseline_from is None and len(args.runs) < 2:
+        raise click.UsageError("give BASELINE and CURRENT (or --baseline history and CURRENT)")
+    check_outputs([("-o", args.output), ("--junit", args.junit)], inputs=list(args.runs))
+    settings = usable_settings(args.metrics, args.thresholds, args.alpha, args.rules)
+    if args.baseline_from == "history":
+        from launchbench.history.baseline import history_baseline_for
+
+        drawn = history_baseline_for(
+            args.runs[0],
+            baseline_query(args.db, args.same_driver, args.same_cupy, args.git_branch, args.last),
+        )
+        sides = [(drawn.label, drawn.baseline), (args.runs[0], drawn.current)]
+    else:
+        sides = [(path, load_run(path)) for path in args.runs]
+    coverage = CoveragePolicy(
+        args.allow_empty, args.allow_missing, args.allow_interrupted, args.allow_disturbed
+    )
+    policy = (
+        GatePolicy(tuple(args.rules), args.gate_rows, args.allow_blind, coverage)
+        if args.rules or args.fail_on_missing
+        else None
+    )
+    pairs = [
+        _compare_pair(
+            sides[0],
+            side,
+            settings,
+            policy,
+            args.allow_different_gpu,
+            _design(sides[0], side, args.baseline_from),
+        )
+        for side in sides[1:]
+    ]
+    if len(pairs) == 1:
+        emit_comparison(*pairs[0], args.fmt, args.output, args.junit, args.quiet)
+    else:
+        emit_series(pairs, args.fmt, args.output, args.junit, args.quiet)
+    return EXIT_FAIL if any(report is not None and not report.passed for _, report in pairs) else EXIT_OK
+
+
+def usable_settings(
+    metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
+) -> CompareSettings:
+    """The comparison's settings (analysis.gate.gated_settings); one that cannot be used: a usage error."""
+    from launchbench.analysis.compare import CompareSettingsError
+    from launchbench.analysis.gate import gated_settings
+
+    try:
+        return gated_settings(metrics, thresholds, alpha, rules)
+    except CompareSettingsError as err:
+        raise click.UsageError(str(err)) from None
+
+
+def _design(baseline: tuple[str, Any], current: tuple[str, Any], baseline_from: str | None) -> Evidence:
+    """Paired rounds for side A and side B of one ab directory given as paths; separate runs otherwise."""
+    from launchbench.analysis.compare import PAIRED_ROUNDS, SEPARATE_RUNS, sides_of_one_ab
+
+    (base_label, base_run), (cur_label, cur_run) = baseline, current
+    if baseline_from is None and sides_of_one_ab(base_run, cur_run, base_label, cur_label):
+        return PAIRED_ROUNDS
+    return SEPARATE_RUNS
 
 
 def _compare_pair(
     baseline: tuple[str, Any],
     current: tuple[str, Any],
     settings: CompareSettings,
-    gate: Gate,
+    policy: GatePolicy | None,
     allow_different_gpu: bool,
-    may_pair: bool,
+    design: Evidence,
 ) -> tuple[Comparison, GateReport | None]:
     """One BASELINE → CURRENT comparison with its warnings, and its gate report where a gate was asked."""
-    from launchbench.analysis.compare import compare_runs, sides_of_one_ab
-    from launchbench.analysis.coverage import comparison_coverage
-    from launchbench.analysis.gate import evaluate_rules
+    from launchbench.analysis.compare import compare_runs
+    from launchbench.analysis.gate import ComparedRuns, gate
     from launchbench.results.merge_runs import refuse_repeated_cases
 
     (base_label, base_run), (cur_label, cur_run) = baseline, current
@@ -262,16 +277,14 @@ def _compare_pair(
         allow_different_gpu=allow_different_gpu,
         baseline_label=base_label,
         current_label=cur_label,
-        paired=may_pair and sides_of_one_ab(base_run, cur_run, base_label, cur_label),
+        design=design,
     )
     comparison = replace(comparison, warnings=run_warnings(base_run, cur_run, comparison))
-    if not gate.active:
+    if policy is None:
         for warning in comparison.all_warnings:
             click.echo(f"launchbench: warning: {warning}", err=True)
         return comparison, None
-    allow_missing = gate.policy.allow_missing
-    report = evaluate_rules(comparison, gate.rules, not allow_missing, gate.allow_blind, gate.rows)
-    return comparison, comparison_coverage(report, comparison, base_run, cur_run, gate.policy)
+    return comparison, gate(ComparedRuns(comparison, base_run, cur_run), policy)
 
 
 def run_warnings(baseline: Any, current: Any, comparison: Comparison) -> tuple[str, ...]:
@@ -296,24 +309,9 @@ def emit_comparison(
 ) -> None:
     """What compare and ab print and write: the chosen format (to FILE or the terminal), JUnit, and the
     step summary."""
-    from launchbench.report.compare_console import outcome_line, render_comparison, verdict_counts
-    from launchbench.report.junit import comparison_junit
-    from launchbench.report.markdown import comparison_markdown
-    from launchbench.report.tables import comparison_csv, comparison_json
+    from launchbench.report.export import Compared
 
-    formats: dict[str, Callable[[], str]] = {
-        "markdown": lambda: comparison_markdown(comparison, report),
-        "csv": lambda: comparison_csv(comparison, report),
-        "json": lambda: comparison_json(comparison, report),
-    }
-    rendered = Report(
-        formats,
-        lambda console: render_comparison(console, comparison, report),
-        outcome_line(report, "regression") if report is not None else verdict_counts(comparison),
-        lambda: comparison_junit(comparison, report),
-        lambda: comparison_markdown(comparison, report, max_rows=STEP_SUMMARY_ROWS),
-    )
-    publish(rendered, fmt, output, junit, quiet)
+    publish(Compared(comparison, report), fmt, output, junit, quiet)
 
 
 command = compare
@@ -327,18 +325,6 @@ def emit_series(
     quiet: bool,
 ) -> None:
     """What compare prints and writes for one BASELINE and several CURRENT runs."""
-    from launchbench.report import compare_series as series
+    from launchbench.report.export import Series
 
-    formats: dict[str, Callable[[], str]] = {
-        "markdown": lambda: series.series_markdown(pairs),
-        "csv": lambda: series.series_csv(pairs),
-        "json": lambda: series.series_json(pairs),
-    }
-    rendered = Report(
-        formats,
-        lambda console: series.render_series(console, pairs),
-        series.series_outcome(pairs),
-        lambda: series.series_junit(pairs),
-        lambda: series.series_markdown(pairs, max_rows=STEP_SUMMARY_ROWS),
-    )
-    publish(rendered, fmt, output, junit, quiet)
+    publish(Series(pairs), fmt, output, junit, quiet)

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from launchbench.cli.common import REPLACED, F, output_option, quiet_option, stack
+from launchbench.report.export import REPORT_FORMATS
+
+if TYPE_CHECKING:
+    from launchbench.report.export import Subject
 
 SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
 
-REPORT_FORMATS = ("table", "markdown", "csv", "json")
+STEP_SUMMARY_ROWS = 500  # per table: GitHub keeps at most 1 MiB of step summary
 
 
 def report_options(junit_help: str) -> Callable[[F], F]:
@@ -40,39 +43,28 @@ def report_options(junit_help: str) -> Callable[[F], F]:
     )
 
 
-@dataclass(frozen=True)
-class Report:
-    """A command's report in every form it is written: ``formats`` give the text of each data format
-    (markdown, csv, json), ``draw`` prints the table on a rich console, ``outcome`` is the one-line
-    verdict, ``junit`` the JUnit XML and ``summary`` the markdown for the step summary."""
-
-    formats: dict[str, Callable[[], str]]
-    draw: Callable[[Any], None]
-    outcome: str
-    junit: Callable[[], str]
-    summary: Callable[[], str]
-
-
-def publish(report: Report, fmt: str, output: Path | None, junit: Path | None, quiet: bool) -> None:
-    """Print or write a report in the chosen format, then the JUnit XML where asked and the step summary.
-    The one-line outcome goes to stdout after the table or the file, to stderr after data on stdout; with
-    ``quiet`` the table is left out."""
-    from launchbench.report.compare_console import render_text
+def publish(subject: Subject, fmt: str, output: Path | None, junit: Path | None, quiet: bool) -> None:
+    """Print or write a report in the chosen format (report.export's registry), then the JUnit XML where
+    asked and the step summary (markdown, each table cut at STEP_SUMMARY_ROWS). The one-line outcome
+    goes to stdout after the table or the file, to stderr after data on stdout; with ``quiet`` the table
+    is left out."""
     from launchbench.report.console import make_console
+    from launchbench.report.export import draw, export, outcome
 
+    said = outcome(subject)
     if output is not None:
-        write_output(output, render_text(report.draw) if fmt == "table" else report.formats[fmt](), "-o")
-        click.echo(report.outcome if quiet else f"wrote {output}; {report.outcome}")
+        write_output(output, export(fmt, subject), "-o")
+        click.echo(said if quiet else f"wrote {output}; {said}")
     elif fmt != "table":
-        click.echo(report.formats[fmt](), nl=False)
-        click.echo(report.outcome, err=True)
+        click.echo(export(fmt, subject), nl=False)
+        click.echo(said, err=True)
     elif quiet:
-        click.echo(report.outcome)
+        click.echo(said)
     else:
-        report.draw(make_console())
+        draw(make_console(), subject)
     if junit:
-        write_output(Path(junit), report.junit(), "--junit")
-    append_step_summary(report.summary())
+        write_output(Path(junit), export("junit", subject), "--junit")
+    append_step_summary(export("markdown", subject, max_rows=STEP_SUMMARY_ROWS))
 
 
 def write_output(path: Path, text: str, option: str) -> None:

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from launchbench.cli.common import handle_errors, out_dir_option, quiet_option, short_help
+from launchbench.cli.common import (
+    handle_errors,
+    image_format_option,
+    out_dir_option,
+    quiet_option,
+    short_help,
+)
 
-DEFAULT_DPI = 200  # launchbench.report.plots.DPI, without loading matplotlib for --help
+if TYPE_CHECKING:
+    from launchbench.analysis.compare import Comparison
+    from launchbench.results.schema import RunRecord
+
+DEFAULT_DPI = 200  # launchbench.report.plots.style.DPI, without loading matplotlib for --help
 
 
 @click.command("plot", short_help=short_help("plot"))
@@ -17,14 +28,7 @@ DEFAULT_DPI = 200  # launchbench.report.plots.DPI, without loading matplotlib fo
     "Folder for the figures, created with its parents (default: plots/ inside the first run's directory); "
     "existing figures of the same name are replaced."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["png", "svg"]),
-    default="png",
-    show_default=True,
-    help="Image format.",
-)
+@image_format_option()
 @click.option(
     "--dpi",
     type=click.IntRange(30, 1200),
@@ -55,8 +59,8 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, quiet:
     check_output_dir(target, "-d")
     records = [load_run(run) for run in runs]
     labels = [resolve_results_file(run).parent.resolve().name or f"run{i + 1}" for i, run in enumerate(runs)]
-    paired = len(runs) == 2 and _ab_sides(records, runs)
-    written = draw_plots(records, target, fmt, labels=labels, dpi=dpi, paired=paired)
+    comparison = comparison_of(records, runs) if len(runs) == 2 else None
+    written = draw_plots(records, target, fmt, labels=labels, dpi=dpi, comparison=comparison)
     if not quiet:
         for path in written.paths:
             click.echo(str(path))
@@ -64,11 +68,16 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, quiet:
             click.echo(f"launchbench: not writing {skipped.path}: {skipped.reason}", err=True)
 
 
-def _ab_sides(records: list, runs: tuple[str, ...]) -> bool:
-    """Whether the two runs are side A and side B of one `launchbench ab` run (compare pairs those)."""
-    from launchbench.analysis.compare import sides_of_one_ab
+def comparison_of(records: list[RunRecord], runs: tuple[str, ...]) -> Comparison:
+    """The Comparison `launchbench compare BASE CUR` makes of two runs at its defaults (every default
+    metric, so the p adjustment over rows and the noise priors are the command's), the two sides of one
+    `launchbench ab` run paired round by round as compare pairs them; runs on different GPU models are
+    drawn (compare refuses them without --allow-different-gpu)."""
+    from launchbench.analysis.compare import PAIRED_ROUNDS, SEPARATE_RUNS, compare_runs, sides_of_one_ab
 
-    return sides_of_one_ab(records[0], records[1], runs[0], runs[1])
+    base, cur = records
+    design = PAIRED_ROUNDS if sides_of_one_ab(base, cur, runs[0], runs[1]) else SEPARATE_RUNS
+    return compare_runs(base, cur, allow_different_gpu=True, design=design)
 
 
 command = plot

@@ -21,8 +21,8 @@ from launchbench.cli.common import (
     backend_option,
     device_option,
     handle_errors,
-    out_dir_option,
     quiet_option,
+    run_dir_options,
     short_help,
     stack,
     terminate_as_interrupt,
@@ -93,16 +93,7 @@ class RunArgs(MeasureArgs):
 
 @click.command("run", short_help=short_help("run"))
 @click.argument("scenarios", nargs=-1, type=click.Path(dir_okay=False))
-@out_dir_option(
-    "Run directory, created with its parents (default: <results-root>/<timestamp>-<scenario>); never one that holds results."
-)
-@click.option(
-    "--results-root",
-    type=click.Path(path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Where default run directories go (created with its parents).",
-)
+@run_dir_options()
 @device_option()
 @click.option(
     "--devices",
@@ -315,10 +306,25 @@ def _planned(
     the_plan = runner.plan(scenarios, settings.overrides, settings.max_cases)
     warn_unused_axes(the_plan, settings.max_cases)
     _check_plan_expectations(the_plan)
+    _check_requirements(the_plan)
     if resume is not None and out_dir is not None:
         for warning in check_scenarios(the_plan.scenarios, resume, out_dir, allow_changed):
             click.echo(f"launchbench: warning: {warning}", err=True)
     return the_plan
+
+
+def _check_requirements(the_plan: Any) -> None:
+    """Refuse, before any worker starts, a scenario whose steps need a module that is not installed."""
+    from launchbench.kinds.registry import missing_requirement
+
+    for case in the_plan.cases:
+        missing = missing_requirement(case.steps)
+        if missing is not None:
+            kind, module = missing
+            raise LaunchbenchError(
+                f"{case.source or case.scenario}: reading it: its {kind} steps need {module}, which is not "
+                f"installed here (pip install 'launchbench[{module}]')"
+            )
 
 
 def _finish_hint(run_dir: Path, devices_spec: str | None) -> str:

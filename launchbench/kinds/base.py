@@ -56,6 +56,8 @@ class BuiltStep:
     # where the kind knows them: the outputs' contents after one chain iteration, computed on the host
     # (by name, as in ``outputs``); the output check holds eager's outputs to them
     reference: Callable[[], dict[str, np.ndarray]] | None = None
+    # why CuPy's stream capture must not take this step (the graph mode is then not_capturable with it)
+    graph_refusal: str | None = None
 
     def reset(self) -> None:
         for target, initial in self.resets:
@@ -111,6 +113,8 @@ class KindSpec:
     # launches (a WHILE node holds its loop in a body graph; an allocation adds a node but no launch)
     graph_nodes: Callable[[Any], int] | None = None
     collective: bool = False  # an NCCL collective: the scenario must run on 2 or more devices
+    # the Python modules its builder imports besides CuPy (a run refuses the scenario up front without them)
+    requires: tuple[str, ...] = ()
     check_ranks: Callable[[Any, int], KindProblem | None] | None = None
 
     @property

@@ -22,6 +22,7 @@ import importlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,16 @@ class UserWorkload:
     reset: Callable[[], Any] | None = None
 
 
-def _where(spec: str, source: str) -> str:
-    return f"{source or '<no scenario file>'}: python step '{spec}'"
+@dataclass(frozen=True)
+class ArrayRule:
+    """Which output values a kind accepts (``test``), and how its messages name them (``text``)."""
+
+    test: Callable[[Any], bool]
+    text: str
+
+
+def _where(spec: str, source: str, kind: str = "python") -> str:
+    return f"{source or '<no scenario file>'}: {kind} step '{spec}'"
 
 
 @contextlib.contextmanager
@@ -60,9 +69,10 @@ def _scenario_dir_on_path(source: str) -> Iterator[None]:
             sys.path.remove(folder)
 
 
-def load_callable(spec: str, source: str) -> Callable[..., Any]:
-    """Import ``module:function`` (from sys.path, or the folder of the scenario file ``source``)."""
-    where = _where(spec, source)
+def load_callable(spec: str, source: str, kind: str = "python") -> Callable[..., Any]:
+    """Import ``module:function`` (from sys.path, or the folder of the scenario file ``source``) for a
+    step of ``kind``."""
+    where = _where(spec, source, kind)
     module_name, sep, function_name = spec.partition(":")
     if not sep or not module_name or not function_name:
         raise PythonStepError(f"{where}: callable must be 'module:function'")
@@ -88,21 +98,33 @@ def load_callable(spec: str, source: str) -> Callable[..., Any]:
 
 
 def call_user_function(
-    function: Callable[..., Any], spec: str, source: str, xp: Any, stream: Any, args: Mapping[str, Any]
+    function: Callable[..., Any],
+    spec: str,
+    source: str,
+    passed: Mapping[str, Any],
+    args: Mapping[str, Any],
+    arrays: ArrayRule | None = None,
+    kind: str = "python",
 ) -> UserWorkload:
-    """Call the user's function once (it allocates), and check what it returned."""
-    where = _where(spec, source)
+    """Call the user's function once (it allocates) with the keywords launchbench ``passed`` (a python
+    step's ``xp`` and ``stream``) and the step's ``args``, and check what it returned."""
+    where = _where(spec, source, kind)
     try:
-        result = function(xp=xp, stream=stream, **dict(args))
+        result = function(**dict(passed), **dict(args))
     except LaunchbenchError:
         raise
     except Exception as err:  # noqa: BLE001 - the user's code: report it with the step it belongs to
         raise PythonStepError(f"{where}: the function raised {type(err).__name__}: {err}") from err
-    return normalise_result(result, spec, source, xp)
+    return normalise_result(result, spec, source, passed.get("xp"), arrays, kind)
 
 
-def normalise_result(result: Any, spec: str, source: str, xp: Any = None) -> UserWorkload:
-    where = _where(spec, source)
+def normalise_result(
+    result: Any, spec: str, source: str, xp: Any = None, arrays: ArrayRule | None = None, kind: str = "python"
+) -> UserWorkload:
+    """The function's result as a UserWorkload; outputs must pass ``arrays`` (default: CuPy or NumPy
+    arrays, CuPy being ``xp``)."""
+    where = _where(spec, source, kind)
+    rule = arrays or ArrayRule(partial(_is_array, xp=xp), "a CuPy or NumPy array")
     expected = "a zero-argument callable, or a dict or object with 'run' (and optional 'outputs', 'reset')"
     if isinstance(result, Mapping):
         unknown = sorted(str(k) for k in result if k not in RESULT_KEYS)
@@ -133,9 +155,9 @@ def normalise_result(result: Any, spec: str, source: str, xp: Any = None) -> Use
     for name, array in outputs.items():
         if not isinstance(name, str) or not name:
             raise PythonStepError(f"{where}: output names must be non-empty strings, not {name!r}")
-        if not _is_array(array, xp):
+        if not rule.test(array):
             raise PythonStepError(
-                f"{where}: output '{name}' is a {type(array).__name__}; expected a CuPy or NumPy array"
+                f"{where}: output '{name}' is a {type(array).__name__}; expected {rule.text}"
             )
         checked[name] = array
     return UserWorkload(run=run, outputs=checked, reset=reset)

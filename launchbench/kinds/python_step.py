@@ -4,7 +4,7 @@ its node count is the user's."""
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -21,6 +21,9 @@ class PythonStep(StepBase):
     """The user's own Python function: imported at build time (the scenario file's folder is searched too)
     and called as ``function(xp=cupy, stream=stream, **args)``; it allocates its buffers and returns what
     launches one iteration (see docs/scenarios.md for the contract)."""
+
+    # keyword arguments launchbench passes to the function itself
+    PASSED: ClassVar[tuple[str, ...]] = ("xp", "stream")
 
     kind: Literal["python"]
     callable: str = Field(..., description="'module:function', e.g. workloads.mlp:training_step")
@@ -49,7 +52,7 @@ class PythonStep(StepBase):
         for name in args:
             if not isinstance(name, str) or not _IDENTIFIER.match(name):
                 raise ValueError(f"argument name {name!r} is not a Python identifier")
-            if name in ("xp", "stream"):
+            if name in cls.PASSED:
                 raise ValueError(f"argument '{name}' is passed by launchbench itself; choose another name")
         return args
 
@@ -63,7 +66,9 @@ def build(step: PythonStep, context: BuildContext, prefix: str, stream: Any) -> 
 
     function = load_callable(step.callable, context.source)
     with stream:
-        work = call_user_function(function, step.callable, context.source, cupy, stream, step.args)
+        work = call_user_function(
+            function, step.callable, context.source, {"xp": cupy, "stream": stream}, step.args
+        )
         built = BuiltStep([work.run] * step.repeat)
         for name, array in work.outputs.items():
             if work.reset is None:

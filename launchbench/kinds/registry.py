@@ -5,7 +5,9 @@ spec_of, and the run checks graph node counts against nodes_per_launch."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
+from collections.abc import Iterable
 from typing import Any
 
 from launchbench import kinds as _package
@@ -33,3 +35,15 @@ def spec_of(step: Any) -> KindSpec:
 def step_bytes(step: Any) -> int:
     """Device memory a step allocates (buffers and their initial copies), to refuse what cannot fit."""
     return spec_of(step).nbytes(step)
+
+
+def missing_requirement(steps: Iterable[Any]) -> tuple[str, str] | None:
+    """The first (kind, module) among ``steps`` whose kind requires a module that is not installed
+    (looked up without importing it), None where every requirement is met."""
+    seen: set[str] = set()
+    for step in steps:
+        for module in spec_of(step).requires:
+            if module not in seen and importlib.util.find_spec(module) is None:
+                return step.kind, module
+            seen.add(module)
+    return None

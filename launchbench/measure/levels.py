@@ -112,7 +112,11 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
     }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence notes on a handful of points
-        one = GaussianMixture(1, covariance_type="tied", reg_covar=REG_COVAR, random_state=SEED).fit(data)
+        # one component: its first M-step gives the fit whatever the start, so no k-means start (whose
+        # threads and thread-pool checks cost far more than the fit on a handful of points)
+        one = GaussianMixture(
+            1, covariance_type="tied", reg_covar=REG_COVAR, random_state=SEED, init_params="random_from_data"
+        ).fit(data)
         two = GaussianMixture(
             2,
             covariance_type="tied",

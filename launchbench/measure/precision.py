@@ -1,7 +1,7 @@
 """How precise a set of samples pins its median: a distribution-free confidence interval of the median
 from order statistics (the ranks come from the binomial(n, 1/2) quantiles; see e.g. Conover, *Practical
 Nonparametric Statistics*, 3rd ed., §3.2), and that interval's half-width relative to the median, which
-the stopping rule compares with its noise target."""
+the noise-target stopping rule (stopping.NoiseTarget) compares with its target."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from launchbench.measure.clock import Clock, ClockMonitor, ClockReading
-from launchbench.measure.stopping import StopRule
+from launchbench.measure.stopping import NoiseTarget, SamplingView, StoppingRule, TimeBudget, default_rule
 from launchbench.scenario.core import MeasureSettings
 
 SAMPLES_PER_ROUND = 5
@@ -66,6 +66,17 @@ class SamplingOutcome:
     throttle_reasons: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SamplerPhases:
+    """Seconds one case's sampling spent in each phase, by its clock: warming up, settling the clocks
+    (which calibrates once itself), calibrating every mode, and the sampling rounds."""
+
+    warmup_s: float
+    settle_s: float
+    calibrate_s: float
+    sampling_s: float
+
+
 Progress = Callable[[float], None]
 
 
@@ -74,27 +85,120 @@ def _noop(_fraction: float) -> None:
 
 
 class Sampler:
-    def __init__(self, settings: MeasureSettings, clock: Clock, monitor: ClockMonitor | None = None):
+    """One case's sampling: ``start`` warms up, settles the clocks and calibrates; ``round`` samples one
+    round; ``finish`` gives the outcome (``run`` does all three). The time budget counts the time spent
+    inside the sampler's own calls (preparation and rounds), not the time between them, so a sampling
+    whose rounds alternate with another process's spends its own budget, not the pair's.
+
+    ``rule`` decides when a mode's sampling stops (by default its noise target or its sample cap:
+    stopping.default_rule); the case ends when every mode has stopped or its TimeBudget is spent."""
+
+    def __init__(
+        self,
+        settings: MeasureSettings,
+        clock: Clock,
+        monitor: ClockMonitor | None = None,
+        rule: StoppingRule | None = None,
+    ):
         self.settings = settings
         self.clock = clock
         self.monitor = monitor
-        self.rule = StopRule(settings.target_noise, settings.min_samples, settings.max_samples)
-        self.latency_rule = StopRule(
-            settings.latency_target_noise, settings.min_samples, settings.max_samples
-        )
+        self.rule = rule or default_rule(settings)
+        self.target = NoiseTarget.of(settings)
+        self.budget = TimeBudget(settings.max_time)
+        self.workloads: Mapping[str, Workload] = {}
+        self.progress: Progress = _noop
+        self.samples: dict[str, ModeSamples] = {}
+        self.reasons: set[str] = set()
+        self.reading: ClockReading | None = None
+        self.settle_s = 0.0
+        self.rounds = 0
+        self.spent = 0.0
+        self._prepared = (0.0, 0.0, 0.0)  # warm-up, settling and calibration seconds
+        self._sampling_s = 0.0
 
     def run(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingOutcome:
         """Sample every mode until each is precise enough or the budget is spent."""
-        session = self.start(workloads, progress)
-        done = session.done
+        self.start(workloads, progress)
+        done = self.done
         while not done:
-            done = session.round()
-        return session.finish()
+            done = self.round()
+        return self.finish()
 
-    def start(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingSession:
-        """Warm up, settle the clocks and calibrate; the session then samples one round per call, so a
-        caller can interleave the rounds of two processes (``launchbench ab``)."""
-        return SamplingSession(self, workloads, progress)
+    def start(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> Sampler:
+        """Warm up, settle the clocks and calibrate; then sample one round per ``round`` call, so a
+        caller can interleave the rounds of two processes (``launchbench ab``). Returns itself."""
+        self.workloads, self.progress = workloads, progress
+        begin = self.clock.wall()
+        for workload in workloads.values():
+            self._warm_up(workload)
+        warmed = self.clock.wall()
+        self.settle_s = self._settle_clocks(next(iter(workloads.values())))
+        settled = self.clock.wall()
+        self.samples = {m: ModeSamples(iters_per_sample=self._calibrate(w)) for m, w in workloads.items()}
+        self.reasons = set()
+        self.reading = self.monitor.read() if self.monitor else None
+        self.rounds = 0
+        self.spent = self.clock.wall() - begin
+        self._prepared = (warmed - begin, settled - warmed, begin + self.spent - settled)
+        self._sampling_s = 0.0
+        return self
+
+    @property
+    def phases(self) -> SamplerPhases:
+        """Where the sampling's time went so far."""
+        return SamplerPhases(*self._prepared, sampling_s=self._sampling_s)
+
+    def _view(self, samples: ModeSamples) -> SamplingView:
+        return SamplingView(samples.wall, samples.latency, self.spent, self.rounds)
+
+    def _pending(self) -> list[str]:
+        return [m for m in self.workloads if not self.rule.finished(self._view(self.samples[m]))]
+
+    @property
+    def done(self) -> bool:
+        """Every mode's rule finished, or the budget spent (after at least one round)."""
+        if not self._pending():
+            return True
+        return self.budget.finished(SamplingView((), (), self.spent, self.rounds))
+
+    def round(self) -> bool:
+        """One round (SAMPLES_PER_ROUND samples of every mode still pending, every mode once when none
+        is); whether the sampling is done afterwards."""
+        begin = self.clock.wall()
+        pending = self._pending() or list(self.workloads)
+        if self.rounds % 2:
+            pending.reverse()
+        for mode in pending:
+            taken = self._round(self.workloads[mode], self.samples[mode])
+            if self.monitor:
+                self._read_clocks(self.samples[mode], taken)
+        self.rounds += 1
+        took = self.clock.wall() - begin
+        self.spent += took
+        self._sampling_s += took
+        self.progress(min(1.0, self.spent / self.settings.max_time))
+        return self.done
+
+    def _read_clocks(self, samples: ModeSamples, taken: int) -> None:
+        """The SM clock after a mode's round, and its samples counted as throttled where it was."""
+        assert self.monitor is not None
+        self.reading = self.monitor.read()
+        if self.reading.sm_mhz is not None:
+            samples.sm_mhz.append(self.reading.sm_mhz)
+        if self.reading.throttled:
+            samples.throttled += taken
+            samples.throttle_reasons.update(self.reading.throttle_reasons)
+            self.reasons.update(self.reading.throttle_reasons)
+
+    def finish(self) -> SamplingOutcome:
+        budget_hit = bool(self._pending()) and self.rounds > 0  # the budget ended sampling
+        for mode_samples in self.samples.values():
+            mode_samples.target_met = self.target.finished(self._view(mode_samples))
+        self.progress(1.0)
+        return SamplingOutcome(
+            self.samples, budget_hit, self.settle_s, self.reading, tuple(sorted(self.reasons))
+        )
 
     def _warm_up(self, workload: Workload) -> None:
         """Run the workload until warmup_time has passed (at least once): JIT, caches, clocks."""
@@ -150,74 +254,3 @@ class Sampler:
                 samples.gpu.append(timing.gpu_s / n)
             samples.latency.append(workload.run_latency())
         return SAMPLES_PER_ROUND
-
-    def _precise(self, samples: ModeSamples) -> bool:
-        return self.rule.precise_enough(samples.wall) and self.latency_rule.precise_enough(samples.latency)
-
-    def _done(self, samples: ModeSamples) -> bool:
-        return self._precise(samples) or self.rule.full(samples.wall)
-
-
-class SamplingSession:
-    """One case's sampling, a round at a time. The time budget counts the time spent inside this
-    session's own calls (preparation and rounds), not the time between them, so a session whose rounds
-    alternate with another process's spends its own budget, not the pair's."""
-
-    def __init__(self, sampler: Sampler, workloads: Mapping[str, Workload], progress: Progress = _noop):
-        self.sampler = sampler
-        self.workloads = workloads
-        self.progress = progress
-        clock = sampler.clock
-        begin = clock.wall()
-        for workload in workloads.values():
-            sampler._warm_up(workload)
-        self.settle_s = sampler._settle_clocks(next(iter(workloads.values())))
-        self.samples = {m: ModeSamples(iters_per_sample=sampler._calibrate(w)) for m, w in workloads.items()}
-        self.reasons: set[str] = set()
-        self.reading = sampler.monitor.read() if sampler.monitor else None
-        self.rounds = 0
-        self.budget_hit = False
-        self.spent = clock.wall() - begin
-
-    def _pending(self) -> list[str]:
-        return [m for m in self.workloads if not self.sampler._done(self.samples[m])]
-
-    @property
-    def done(self) -> bool:
-        """Every mode precise enough or full, or the budget spent (after at least one round)."""
-        if not self._pending():
-            return True
-        return self.rounds > 0 and self.spent >= self.sampler.settings.max_time
-
-    def round(self) -> bool:
-        """One round (SAMPLES_PER_ROUND samples of every mode still pending, every mode once when none
-        is); whether the session is done afterwards."""
-        sampler, clock = self.sampler, self.sampler.clock
-        begin = clock.wall()
-        pending = self._pending() or list(self.workloads)
-        if self.rounds % 2:
-            pending.reverse()
-        for mode in pending:
-            taken = sampler._round(self.workloads[mode], self.samples[mode])
-            if sampler.monitor:
-                self.reading = sampler.monitor.read()
-                if self.reading.sm_mhz is not None:
-                    self.samples[mode].sm_mhz.append(self.reading.sm_mhz)
-                if self.reading.throttled:
-                    self.samples[mode].throttled += taken
-                    self.samples[mode].throttle_reasons.update(self.reading.throttle_reasons)
-                    self.reasons.update(self.reading.throttle_reasons)
-        self.rounds += 1
-        self.spent += clock.wall() - begin
-        self.progress(min(1.0, self.spent / sampler.settings.max_time))
-        return self.done
-
-    def finish(self) -> SamplingOutcome:
-        if self._pending() and self.rounds > 0:
-            self.budget_hit = True  # the budget ended sampling
-        for mode_samples in self.samples.values():
-            mode_samples.target_met = self.sampler._precise(mode_samples)
-        self.progress(1.0)
-        return SamplingOutcome(
-            self.samples, self.budget_hit, self.settle_s, self.reading, tuple(sorted(self.reasons))
-        )

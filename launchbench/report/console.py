@@ -26,6 +26,7 @@ from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.scenario.core import Case
 
 PLAIN_WIDTH = 4096  # columns of a console that is not a terminal: wider than any table it prints
+TORCH_GRAPH = "torch_graph"  # the graph mode a chain with torch steps has besides "graph"
 
 
 def plain_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
@@ -98,10 +99,12 @@ class ConsoleEvents:
         if result.error:
             self.console.print(f"[red]✗ {result.scenario} {result.case_id}: {result.error}[/]")
         elif not self.quiet:
-            graph = result.modes.get("graph")
-            note = (
-                f" (graph: {graph.reason})" if graph is not None and graph.status == "not_capturable" else ""
-            )
+            refused = [
+                f"{mode}: {result.modes[mode].reason}"
+                for mode in ("graph", TORCH_GRAPH)
+                if mode in result.modes and result.modes[mode].status == "not_capturable"
+            ]
+            note = f" ({'; '.join(refused)})" if refused else ""
             self.console.print(
                 f"[green]✓[/] {result.scenario} {result.case_id} in {result.elapsed_s:.1f} s{note}"
             )
@@ -116,50 +119,58 @@ class ConsoleEvents:
             self._task = None
 
 
+SUMMARY_HEADERS = (
+    "launches",
+    "eager µs/launch",
+    "graph µs/launch",
+    "eager CPU µs/launch",
+    "graph CPU µs/launch",
+    "speedup",
+    "graph setup µs",
+    "break-even iters",
+    "match",
+)
+
+
 def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
-    """The run's headline table (``frame``: its run_table, when the caller has it already)."""
+    """The run's headline table (``frame``: its run_table, when the caller has it already): a row per
+    case against its ``graph`` mode; where the run has torch_graph rows, a row per case and graph mode,
+    the mode named in a column of its own."""
     frame = run_table(run) if frame is None else frame
     table = Table(title=f"{', '.join(s.name for s in run.scenarios)} on {run.gpu_name}", show_lines=False)
-    for header in (
-        "case",
-        "launches",
-        "eager µs/launch",
-        "graph µs/launch",
-        "eager CPU µs/launch",
-        "graph CPU µs/launch",
-        "speedup",
-        "graph setup µs",
-        "break-even iters",
-        "match",
-    ):
-        if header == "case":
-            table.add_column(header, justify="left", no_wrap=True, min_width=18)
-        else:
-            table.add_column(header, justify="right")
     fixed = frame[frame["iterations_per_shape"].isna()] if "iterations_per_shape" in frame else frame
+    graph_modes = ("graph", TORCH_GRAPH) if (fixed["mode"] == TORCH_GRAPH).any() else ("graph",)
+    table.add_column("case", justify="left", no_wrap=True, min_width=18)
+    if len(graph_modes) > 1:
+        table.add_column("graph mode", justify="left", no_wrap=True)
+    for header in SUMMARY_HEADERS:
+        table.add_column(header, justify="right")
     for (scenario, case), group in fixed.groupby(["scenario", "case"], sort=False):
         rows = {row["mode"]: row for _, row in group.iterrows()}
         eager = rows.get("eager", pd.Series(dtype=object))
-        graph = rows.get("graph", pd.Series(dtype=object))
-        match = graph.get("outputs_match")
-        match_text = (
-            "—"
-            if match is None or (isinstance(match, float) and math.isnan(match))
-            else ("✓" if match else "[red]✗[/]")
-        )
-        table.add_row(
-            f"{scenario} {case}" if len(run.scenarios) > 1 else str(case),
-            str(eager.get("launches_per_iter", "")),
-            _fmt(eager.get("wall_us_per_launch")),
-            _fmt(graph.get("wall_us_per_launch"), 3),
-            _fmt(eager.get("cpu_us_per_launch")),
-            _fmt(graph.get("cpu_us_per_launch"), 3),
-            _fmt(graph.get("speedup"), 1, "×"),
-            _fmt(graph.get("setup_us"), 0),
-            _fmt(graph.get("break_even_iters"), 1),
-            match_text,
-        )
+        name = f"{scenario} {case}" if len(run.scenarios) > 1 else str(case)
+        for mode in graph_modes:
+            if mode != "graph" and mode not in rows:
+                continue
+            graph = rows.get(mode, pd.Series(dtype=object))
+            head = [name, mode] if len(graph_modes) > 1 else [name]
+            table.add_row(*head, *_summary_cells(eager, graph))
     return table
+
+
+def _summary_cells(eager: pd.Series, graph: pd.Series) -> list[str]:
+    """A summary row's cells after its case (and graph mode): eager against one graph mode."""
+    return [
+        str(eager.get("launches_per_iter", "")),
+        _fmt(eager.get("wall_us_per_launch")),
+        _fmt(graph.get("wall_us_per_launch"), 3),
+        _fmt(eager.get("cpu_us_per_launch")),
+        _fmt(graph.get("cpu_us_per_launch"), 3),
+        _fmt(graph.get("speedup"), 1, "×"),
+        _fmt(graph.get("setup_us"), 0),
+        _fmt(graph.get("break_even_iters"), 1),
+        _match_text(graph.get("outputs_match")),
+    ]
 
 
 def _match_text(match: Any) -> str:

@@ -97,16 +97,8 @@ def _gate_sections(report: GateReport) -> list[str]:
     return lines
 
 
-def comparison_markdown(
-    comparison: Comparison,
-    report: GateReport | None = None,
-    max_rows: int | None = None,
-    title: str | None = None,
-) -> str:
-    """Headline, environment differences, verdict counts, gate results, changed rows, then all rows.
-    ``max_rows`` caps each table (a GitHub step summary holds at most 1 MiB); ``title`` names the
-    headline's comparison (default: the command)."""
-    counts = comparison.counts()
+def _headline(comparison: Comparison, report: GateReport | None, title: str | None) -> list[str]:
+    """The headline (the command, and the gate's outcome where there is one) and the two sides."""
     command = title or ("launchbench ab" if comparison.paired else "launchbench compare")
     if report is None:
         headline = f"## {command}"
@@ -114,25 +106,35 @@ def comparison_markdown(
         headline = f"## {command}: ✅ no regression"
     else:
         headline = f"## {command}: ❌ {'; '.join(failure_parts(report))}"
-    lines = [
+    return [
         headline,
         "",
         f"Baseline `{comparison.baseline_label}` → current `{comparison.current_label}`",
         "",
     ]
+
+
+def _environment(comparison: Comparison) -> list[str]:
+    """The environments' differences (or the one environment), then the runs' warnings."""
     diffs = comparison.env_differences
     if diffs:
-        lines += ["> [!WARNING]", "> The environments differ:"]
+        lines = ["> [!WARNING]", "> The environments differ:"]
         lines += [f"> - **{d.item}**: `{d.baseline}` → `{d.current}`" for d in diffs]
         lines.append("")
     else:
-        lines += [f"Same environment: {describe_environment(comparison.current_env)}", ""]
+        lines = [f"Same environment: {describe_environment(comparison.current_env)}", ""]
     if comparison.all_warnings:
         lines += ["> [!WARNING]", *[f"> - {_cell(w)}" for w in comparison.all_warnings], ""]
+    return lines
+
+
+def _verdicts(comparison: Comparison) -> list[str]:
+    """The verdict counts, the thresholds and the method, then the rows only one side has."""
+    counts = comparison.counts()
     thresholds = ", ".join(
         f"{m} {comparison.settings.threshold(m) * 100:g}%" for m in comparison.settings.metrics
     )
-    lines += [
+    lines = [
         "Verdicts (row × metric): " + " · ".join(f"{VERDICT_MARK[v]} {n}" for v, n in counts.items() if n),
         "",
         f"<sub>Thresholds: {thresholds}. {_cell(comparison.method_note)}.</sub>",
@@ -145,6 +147,19 @@ def comparison_markdown(
                 f"Only in the {side} ({len(only)}): " + ", ".join(f"`{_cell(r.label)}`" for r in only)
             )
             lines.append("")
+    return lines
+
+
+def comparison_markdown(
+    comparison: Comparison,
+    report: GateReport | None = None,
+    max_rows: int | None = None,
+    title: str | None = None,
+) -> str:
+    """Headline, environment differences, verdict counts, gate results, changed rows, then all rows.
+    ``max_rows`` caps each table (a GitHub step summary holds at most 1 MiB); ``title`` names the
+    headline's comparison (default: the command)."""
+    lines = [*_headline(comparison, report, title), *_environment(comparison), *_verdicts(comparison)]
     if report is not None:
         lines += _gate_sections(report)
     notes = level_notes(comparison)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Mode = Literal["eager", "graph", "recapture", "cache", "update"]
+Mode = Literal["eager", "graph", "recapture", "cache", "update", "torch_graph"]
 MODES: tuple[Mode, ...] = ("eager", "graph")  # the modes of a chain of fixed sizes
 SHAPE_MODES: tuple[Mode, ...] = ("recapture", "cache", "update")  # graph strategies when sizes change
-ALL_MODES: tuple[Mode, ...] = (*MODES, *SHAPE_MODES)
+TORCH_MODES: tuple[Mode, ...] = ("torch_graph",)  # a chain that holds torch steps, captured by torch
+ALL_MODES: tuple[Mode, ...] = (*MODES, *SHAPE_MODES, *TORCH_MODES)
 
 # Raw sample series kept per mode (seconds).
 WALL = "wall_s_per_iter"  # wall time of one chain iteration, launched back to back (throughput)

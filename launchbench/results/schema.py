@@ -60,6 +60,7 @@ from launchbench.results.metrics import (  # noqa: F401  (re-exported: the modes
     MODES,
     SAMPLE_KEYS,
     SHAPE_MODES,
+    TORCH_MODES,
     WALL,
     Metric,
     Mode,
@@ -113,6 +114,9 @@ class GraphLifecycle(_Frozen):
     # cudaGraphInstantiateFlagUpload, and instantiated then uploaded (the pair to compare)
     instantiate_upload_s: Seconds | None = Field(None, exclude_if=lambda value: value is None)
     instantiate_then_upload_s: Seconds | None = Field(None, exclude_if=lambda value: value is None)
+    # device memory the graph's memory pool holds once captured: CuPy's graph pool (its bytes in use and
+    # cached), or torch's private pool (torch.cuda.memory_reserved's growth over capture)
+    pool_bytes: Count | None = Field(None, exclude_if=lambda value: value is None)
 
     @property
     def setup_s(self) -> float:
@@ -139,7 +143,12 @@ def median_lifecycle(passes: list[GraphLifecycle]) -> GraphLifecycle:
         mem_bytes=None if mem is None else int(mem),
         instantiate_upload_s=med([p.instantiate_upload_s for p in passes]),
         instantiate_then_upload_s=med([p.instantiate_then_upload_s for p in passes]),
+        pool_bytes=_whole(med([p.pool_bytes for p in passes])),
     )
+
+
+def _whole(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _absent(value: Any) -> bool:

@@ -35,13 +35,19 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from launchbench import __version__
 from launchbench.errors import LaunchbenchError
-from launchbench.results.merge import merge_pass
 from launchbench.results.schema import CaseResult, RunRecord
-from launchbench.results.store import RunJournal, create_run_dir, refuse_used_run_dir
-from launchbench.run.executor import WorkerExecutor, WorkerProcess
-from launchbench.run.runner import Plan, RunEvents, RunOptions, SilentEvents, _now, pass_settings
+from launchbench.results.store import create_run_dir, refuse_used_run_dir
+from launchbench.run.executor import RemotePass, WorkerExecutor, WorkerProcess
+from launchbench.run.runner import Plan
+from launchbench.run.session import (
+    RunEvents,
+    RunOptions,
+    RunSession,
+    SilentEvents,
+    new_record,
+    pass_settings,
+)
 from launchbench.run.worker import CPUS_VARIABLE
 from launchbench.scenario.core import Case
 
@@ -155,6 +161,7 @@ class VariantWorker(WorkerProcess):
     def __init__(
         self, variant: Variant, factory: Callable[[int], Any], device: int, cpus: tuple[int, ...] = ()
     ):
+        self.mark_spawn()
         parent, child = socket.socketpair()
         env = child_environment(variant)
         if cpus:
@@ -204,6 +211,18 @@ def paired_cases(a: Plan, b: Plan) -> list[tuple[Case, Case]]:
             f" ({len(only_a)} case(s) only in A, {len(only_b)} only in B)"
         )
     return [(case, b_cases[key]) for case, key in zip(a.cases, a_keys)]
+
+
+def refuse_floor_blocks(plan: Plan) -> None:
+    """One line (exit 2) for a scenario with a floor: block: ab samples case by case in each side's
+    workers, while the floor's layers are built and sampled together in one process."""
+    for loaded, info in zip(plan.files, plan.scenarios, strict=False):
+        if loaded.scenario.floor is not None:
+            raise LaunchbenchError(
+                f"{info.file}: reading the scenario: ab cannot measure its floor: block paired (the floor's "
+                "layers are sampled together in one process, ab case by case in each side's workers); run "
+                "`launchbench run` (or `floor`) once per side and compare the two runs"
+            )
 
 
 def round_order(case_index: int, pass_index: int) -> tuple[int, int]:
@@ -286,83 +305,153 @@ def check_interpreter(variant: Variant) -> None:
 
 
 class _SideState:
+    """One side's executor (its variant's workers, pinned to ``cpus``) and, once started, its session."""
+
     def __init__(self, side: Side, options: RunOptions, cpus: tuple[int, ...]):
-        self.side, self.options, self.cpus = side, options, cpus
+        self.side, self.options = side, options
         self.executor = WorkerExecutor(
             options.backend_factory,
             options.device,
             spawn=lambda: VariantWorker(side.variant, options.backend_factory, options.device, cpus),
         )
-        self.record: RunRecord | None = None
-        self.journal = RunJournal(side.run_dir)
+        self._session: RunSession | None = None
 
-    def fresh_worker(self) -> dict[str, Any]:
-        return self.executor.start()
+    @property
+    def session(self) -> RunSession:
+        assert self._session is not None, "the side's session has not started"
+        return self._session
 
-    def stop(self) -> None:
-        self.executor.close()
+    def start_session(
+        self, environment: dict[str, Any], settings: dict[str, Any], argv: Sequence[str] | None
+    ) -> None:
+        record = new_record(environment, self.side.plan.scenarios, settings, argv)
+        self._session = RunSession(self.side.run_dir, record, self.options.write_tables)
 
-    def begin(self, case: Case, pass_index: int, events: RunEvents) -> CaseResult | None:
-        """Prepare the case in this side's worker (None), or its result when it cannot run."""
+    def begin(self, case: Case, pass_index: int, events: RunEvents) -> RemotePass | CaseResult:
+        """Prepare the case in this side's worker, or its result when it cannot run."""
         return self.executor.begin(pass_settings(case), pass_index, events.case_progress)
 
-    def round(self) -> bool | CaseResult:
-        return self.executor.round()
 
-    def finish(self) -> CaseResult:
-        return self.executor.finish()
+@dataclass(frozen=True)
+class _Slot:
+    """One case of one pass in the schedule: both sides' cases, the sides measuring it (in the order
+    they begin), the pass, and where it stands in the schedule (the index of its first side, of how
+    many)."""
 
-    def write(self, tables: bool) -> None:
-        """results.json once the run has ended (the journal holds every case-pass before), the tables when asked."""
-        assert self.record is not None
-        if self.record.status != "running":
-            self.journal.compact(self.record)
-        if tables and self.options.write_tables is not None:
-            self.options.write_tables(self.side.run_dir, self.record)
+    cases: tuple[Case, Case]
+    sides: Sequence[int]
+    pass_index: int
+    first: int
+    total: int
 
 
-def _measure_round(
-    states: Sequence[_SideState],
-    cases: tuple[Case, Case],
-    sides_in_order: Sequence[int],
-    pass_index: int,
-    events: RunEvents,
-    started: int,
-    total: int,
-) -> dict[int, CaseResult]:
+def _begin_sides(
+    states: Sequence[_SideState], slot: _Slot, events: RunEvents
+) -> tuple[dict[int, RemotePass], dict[int, CaseResult]]:
+    """Each side prepares its case in its own worker: the case-passes of the sides ready to sample (in
+    the order given), and the results of those whose case cannot run. A side whose case failed earlier
+    in the run is skipped."""
+    results: dict[int, CaseResult] = {}
+    begun: dict[int, RemotePass] = {}
+    for n, side in enumerate(slot.sides):
+        state, case = states[side], slot.cases[side]
+        if state.session.failed_before(case):
+            continue
+        events.case_started(case, slot.first + n, slot.total)
+        early = state.begin(case, slot.pass_index, events)
+        if isinstance(early, CaseResult):
+            results[side] = early
+        else:
+            begun[side] = early
+    return begun, results
+
+
+def _measure_round(states: Sequence[_SideState], slot: _Slot, events: RunEvents) -> dict[int, CaseResult]:
     """One round of one case: both sides prepare it in their own workers, then sample it round by
     round in turn (A B B A …, starting with the side this round's order puts first) until both are
-    done, so that both sides' samples come from the same seconds of the host's life. A side whose case
-    failed earlier in the run is skipped; a side whose case fails now leaves the other to go on alone."""
-    results: dict[int, CaseResult] = {}
-    active: list[int] = []
-    for n, side in enumerate(sides_in_order):
-        state = states[side]
-        assert state.record is not None
-        case = cases[side]
-        previous = state.record.case(case.scenario, case.case_id)
-        if previous is not None and previous.error:
-            continue
-        events.case_started(case, started + n, total)
-        early = state.begin(case, pass_index, events)
-        if early is None:
-            active.append(side)
-        else:
-            results[side] = early
-    done = dict.fromkeys(active, False)
+    done, so that both sides' samples come from the same seconds of the host's life (a side done first
+    samples on beside the other). A side whose case failed earlier in the run is skipped; a side whose
+    case fails now leaves the other to go on alone."""
+    begun, results = _begin_sides(states, slot, events)
+    active = list(begun)
     turn = 0
-    while active and not all(done[side] for side in active):
+    while active and not all(begun[side].done for side in active):
         for side in active if turn % 2 == 0 else active[::-1]:
-            outcome = states[side].round()
-            if isinstance(outcome, CaseResult):
-                results[side] = outcome
-            else:
-                done[side] = outcome
+            begun[side].round()
+            failure = begun[side].failure
+            if failure is not None:
+                results[side] = failure
         active = [side for side in active if side not in results]
         turn += 1
     for side in active:
-        results[side] = states[side].finish()
+        results[side] = begun[side].finish()
     return results
+
+
+def _ab_settings(
+    options: RunOptions, sides: tuple[Side, Side], n: int, ab_id: str, cpus: tuple[int, ...]
+) -> dict[str, Any]:
+    """Side ``n``'s recorded settings: the overrides, the device and its ``ab`` entry."""
+    side = sides[n]
+    return {
+        "overrides": options.overrides,
+        "isolate": True,
+        "device": options.device,
+        "ab": {
+            "id": ab_id,
+            "side": side.name,
+            "variant": side.variant.describe(),
+            "paired_with": str(sides[1 - n].run_dir),
+            "cpus": list(cpus),
+        },
+    }
+
+
+def _started_sides(
+    sides: tuple[Side, Side], options: RunOptions, argv: Sequence[str] | None, cpus: tuple[int, ...]
+) -> tuple[list[_SideState], list[dict[str, Any]]]:
+    """Both sides' first workers started, their run directories made and their sessions begun; the
+    environments the workers report."""
+    for side in sides:
+        refuse_used_run_dir(side.run_dir)
+    states = [_SideState(side, options, cpus) for side in sides]
+    try:
+        environments = [state.executor.start() for state in states]
+        for side in sides:
+            create_run_dir(side.run_dir)
+    except BaseException:
+        for state in states:
+            state.executor.close()
+        raise
+    ab_id = uuid.uuid4().hex[:12]  # both sides carry it: the history pairs them by it
+    for n, (state, environment) in enumerate(zip(states, environments)):
+        state.start_session(environment, _ab_settings(options, sides, n, ab_id, cpus), argv)
+    return states, environments
+
+
+def _measure_schedule(
+    states: Sequence[_SideState],
+    pairs: Sequence[tuple[Case, Case]],
+    schedule: Sequence[tuple[int, int, int]],
+    events: RunEvents,
+) -> None:
+    """Every (pass, case) of the schedule, both sides interleaved, into the sides' sessions; the
+    tables and fresh workers at every new pass."""
+    current_pass = 0
+    started = 0
+    for (pass_index, case_index), entries in itertools.groupby(schedule, key=lambda e: e[:2]):
+        if pass_index != current_pass:
+            for state in states:
+                state.session.pass_ended()
+                state.executor.close()  # every pass in fresh processes
+            current_pass = pass_index
+        sides_here = [side for _, _, side in entries]
+        slot = _Slot(pairs[case_index], sides_here, pass_index, started, len(schedule))
+        measured = _measure_round(states, slot, events)
+        started += len(sides_here)
+        for side_index, result in measured.items():
+            session = states[side_index].session
+            events.case_finished(session.add(pairs[case_index][side_index], pass_index, result))
 
 
 def run_ab(
@@ -376,76 +465,17 @@ def run_ab(
     CPUs every worker of both sides is pinned to (none: the OS places them)."""
     events = events or SilentEvents()
     pairs = paired_cases(sides[0].plan, sides[1].plan)
-    for side in sides:
-        refuse_used_run_dir(side.run_dir)
-    states = [_SideState(side, options, cpus) for side in sides]
-    try:
-        environments = [state.fresh_worker() for state in states]
-        for side in sides:
-            create_run_dir(side.run_dir)
-    except BaseException:
-        for state in states:
-            state.stop()
-        raise
-    other = {0: sides[1].run_dir, 1: sides[0].run_dir}
-    ab_id = uuid.uuid4().hex[:12]  # both sides carry it: the history pairs them by it
-    for n, (state, side, environment) in enumerate(zip(states, sides, environments)):
-        state.record = RunRecord(
-            launchbench_version=__version__,
-            started=_now(),
-            argv=list(argv or sys.argv),
-            environment=environment,
-            scenarios=side.plan.scenarios,
-            settings={
-                "overrides": options.overrides,
-                "isolate": True,
-                "device": options.device,
-                "ab": {
-                    "id": ab_id,
-                    "side": side.name,
-                    "variant": side.variant.describe(),
-                    "paired_with": str(other[n]),
-                    "cpus": list(cpus),
-                },
-            },
-        )
-        state.journal.start(state.record)
+    states, environments = _started_sides(sides, options, argv, cpus)
     schedule = ab_schedule(pairs)
     events.run_started(sides[0].run_dir.parent, [pairs[i][s] for _, i, s in schedule], environments[0])
-    current_pass = 0
-    started = 0
     try:
-        for (pass_index, case_index), entries in itertools.groupby(schedule, key=lambda e: e[:2]):
-            if pass_index != current_pass:
-                for state in states:
-                    state.write(tables=True)
-                    state.stop()  # every pass in fresh processes
-                current_pass = pass_index
-            sides_here = [side for _, _, side in entries]
-            measured = _measure_round(
-                states, pairs[case_index], sides_here, pass_index, events, started, len(schedule)
-            )
-            started += len(sides_here)
-            for side_index, result in measured.items():
-                state = states[side_index]
-                assert state.record is not None
-                case = pairs[case_index][side_index]
-                merged = merge_pass(state.record.case(case.scenario, case.case_id), result)
-                state.record = state.record.with_case(merged)
-                state.journal.append(result, pass_index)
-                events.case_finished(
-                    merged if pass_index == case.measure.passes - 1 or merged.error else result
-                )
+        _measure_schedule(states, pairs, schedule, events)
     except BaseException:
         for state in states:
-            assert state.record is not None
-            state.record = state.record.model_copy(update={"status": "interrupted", "finished": _now()})
-            state.write(tables=True)
-            state.stop()
+            state.session.finish("interrupted")
+            state.executor.close()
         raise
     for state in states:
-        assert state.record is not None
-        state.stop()
-        state.record = state.record.model_copy(update={"status": "complete", "finished": _now()})
-        state.write(tables=True)
-    return states[0].record, states[1].record  # type: ignore[return-value]
+        state.executor.close()
+        state.session.finish("complete")
+    return states[0].session.record, states[1].session.record

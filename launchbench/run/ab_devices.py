@@ -25,7 +25,7 @@ from launchbench.results.store import create_run_dir, refuse_used_run_dir, write
 from launchbench.run.ab import Side, Variant, VariantWorker, run_ab, shown_cpus
 from launchbench.run.devices import DEVICES_DIR, local_cpus, on_each_device
 from launchbench.run.executor import WorkerExecutor
-from launchbench.run.runner import RunEvents, RunOptions
+from launchbench.run.session import RunEvents, RunOptions
 
 
 class DeviceCpusError(LaunchbenchError):

@@ -24,7 +24,8 @@ from launchbench.results.merge_runs import SourceRun, merge_runs
 from launchbench.results.schema import SCHEMA_VERSION, CaseResult, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
 from launchbench.run.executor import WorkerExecutor
-from launchbench.run.runner import Plan, RunEvents, RunOptions, run
+from launchbench.run.runner import Plan, run
+from launchbench.run.session import RunEvents, RunOptions
 from launchbench.scenario.core import Case
 
 DEVICES_DIR = "devices"

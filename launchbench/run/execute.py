@@ -11,12 +11,14 @@ from typing import cast
 from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase
 from launchbench.errors import LaunchbenchError
 from launchbench.kinds.registry import spec_of
+from launchbench.kinds.torch_step import holds_torch
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import ModeSamples, Sampler, SamplingOutcome
 from launchbench.results.schema import (
     CPU,
     GPU,
     LATENCY,
+    TORCH_MODES,
     WALL,
     CaseResult,
     Clocks,
@@ -30,6 +32,8 @@ from launchbench.results.schema import (
     ShapeInfo,
 )
 from launchbench.results.thread_place import ROOT, pci_node, thread_place
+from launchbench.run.profile import CaseTimes
+from launchbench.run.protocol import run_through
 from launchbench.scenario.core import Case
 
 Progress = Callable[[float], None]
@@ -54,7 +58,7 @@ def pass_ended(host: HostData, root: Path = ROOT) -> HostData:
     return host.model_copy(update={"end": thread_place(root)})
 
 
-def _mode_result(
+def mode_result(
     mode: str,
     samples: ModeSamples,
     host: HostData,
@@ -109,9 +113,20 @@ def shape_info(case: Case) -> ShapeInfo | None:
 
 
 def case_modes(case: Case) -> tuple[Mode, ...]:
-    """The modes a case is measured in: eager and graph, or eager and the shape strategies."""
-    modes = ("eager", *case.shapes.strategies) if case.shapes is not None else ("eager", "graph")
-    return cast("tuple[Mode, ...]", modes)
+    """The modes a case is measured in: eager and graph (and torch_graph where the chain holds torch
+    steps), or eager and the shape strategies."""
+    if case.shapes is not None:
+        return cast("tuple[Mode, ...]", ("eager", *case.shapes.strategies))
+    return ("eager", "graph", *TORCH_MODES) if holds_torch(case.steps) else ("eager", "graph")
+
+
+def mode_graph(prepared: PreparedCase, mode: str) -> tuple[GraphLifecycle | None, str | None]:
+    """A graph mode's life cycle and why it is absent: from the prepared case's per-mode records where
+    it keeps them (a torch chain's, backend/torch_graph.py), else the CuPy graph's."""
+    lifecycles: dict[str, GraphLifecycle] = getattr(prepared, "mode_lifecycles", {})
+    failures: dict[str, str] = getattr(prepared, "mode_failures", {})
+    lifecycle = prepared.lifecycle if mode == "graph" else None
+    return lifecycles.get(mode, lifecycle), failures.get(mode, prepared.graph_failure)
 
 
 def case_identity(case: Case) -> dict[str, object]:
@@ -139,15 +154,23 @@ def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCh
 
 
 class CaseSession:
-    """One prepared case, sampled a round at a time (``launchbench ab`` alternates the rounds of two
+    """One prepared case, sampled a round at a time (a CasePass) (``launchbench ab`` alternates the rounds of two
     processes); ``finish`` checks the outputs and assembles the result, ``close`` frees the case."""
 
     def __init__(
-        self, backend: Backend, case: Case, clock: Clock, prepared: PreparedCase, progress: Progress
+        self,
+        backend: Backend,
+        case: Case,
+        clock: Clock,
+        prepared: PreparedCase,
+        progress: Progress,
+        prepare_s: float = 0.0,
     ):
+        """``prepare_s``: the seconds ``backend.prepare`` took (for ``times``)."""
         self.case, self.clock, self.prepared = case, clock, prepared
         self.start = clock.wall()
         self.host = host_data(backend.pci_address)
+        self.times = CaseTimes(prepare_s)
         try:
             self.harness = prepared.harness_cost()
             self.sampling = Sampler(case.measure, clock, backend.monitor).start(prepared.workloads, progress)
@@ -167,6 +190,7 @@ class CaseSession:
         """The case's result (the case is closed afterwards)."""
         try:
             outcome = self.sampling.finish()
+            checking = self.clock.wall()
             prepared = self.prepared
             counts = prepared.shape_counts()  # before the output check walks the shapes
             host = pass_ended(self.host)
@@ -175,9 +199,11 @@ class CaseSession:
                 check = _verify_nodes(
                     self.case, check, prepared.lifecycle.nodes if prepared.lifecycle else None
                 )
-            return _case_result(
+            result = _case_result(
                 self.case, outcome, check, prepared, host, self.harness, self.clock, self.start, counts
             )
+            self.times = CaseTimes(self.times.prepare_s, self.sampling.phases, self.clock.wall() - checking)
+            return result
         finally:
             self.close()
 
@@ -198,22 +224,13 @@ def start_case(
     except LaunchbenchError as err:  # the scenario's fault: a kernel that does not compile, a bad callable
         where = f"{case.source}: case {case.case_id}: " if case.source else ""
         return failed_case(case, f"{where}{err}", elapsed=clock.wall() - start, kind="input")
-    return CaseSession(backend, case, clock, prepared, progress or (lambda _f: None))
+    return CaseSession(backend, case, clock, prepared, progress or (lambda _f: None), clock.wall() - start)
 
 
 def execute_case(backend: Backend, case: Case, clock: Clock, progress: Progress | None = None) -> CaseResult:
     """Prepare, sample until done, check and assemble: one pass of one case."""
     session = start_case(backend, case, clock, progress)
-    if isinstance(session, CaseResult):
-        return session
-    try:
-        done = session.done
-        while not done:
-            done = session.round()
-    except BaseException:
-        session.close()
-        raise
-    return session.finish()
+    return session if isinstance(session, CaseResult) else run_through(session)
 
 
 def _case_result(
@@ -227,21 +244,14 @@ def _case_result(
     start: float,
     counts: dict[str, ShapeCounts],
 ) -> CaseResult:
-    lifecycle = prepared.lifecycle
-    graph_failure = prepared.graph_failure
     failed = set(check.failed_modes) or ({"graph"} if check.match is False else set())
     modes: dict[Mode, ModeResult] = {}
     for mode in case_modes(case):
+        lifecycle, graph_failure = mode_graph(prepared, mode)
         if mode not in outcome.modes:  # a graph mode that could not be prepared
             modes[mode] = ModeResult(mode=mode, status="not_capturable", reason=graph_failure)
             continue
-        result = _mode_result(
-            mode,
-            outcome.modes[mode],
-            host,
-            lifecycle=lifecycle if mode == "graph" else None,
-            shapes=counts.get(mode),
-        )
+        result = mode_result(mode, outcome.modes[mode], host, lifecycle=lifecycle, shapes=counts.get(mode))
         if mode in failed:
             result = result.model_copy(update={"status": "failed", "reason": check.detail})
         modes[mode] = result

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from launchbench.backend.base import Backend, CaseRefused, RankControl, RankInfo
+from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase, RankControl, RankInfo
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import BatchTiming, Sampler, Workload
@@ -31,26 +31,25 @@ from launchbench.results.schema import (
     SAMPLE_KEYS,
     WALL,
     CaseResult,
+    GraphLifecycle,
+    HostData,
     Mode,
     ModePass,
     ModeResult,
     RankSamples,
 )
 from launchbench.run.execute import case_identity, failed_case, host_data, pass_ended
+from launchbench.run.protocol import (
+    Answer,
+    NcclId,
+    ProgressReport,
+    RankCommand,
+    RankTask,
+    RankVerb,
+    Result,
+    run_through,
+)
 from launchbench.scenario.core import Case
-
-BATCH, LATENCY_RUN, STOP = 1, 2, 3
-
-
-@dataclass(frozen=True)
-class RankTask:
-    """What the parent sends a rank's worker: the case, the rank, and rank 0's NCCL unique id (None
-    for rank 0 itself, which makes it and sends it to the parent first)."""
-
-    case: Case
-    rank: int
-    world: int
-    unique_id: Any = None
 
 
 @dataclass
@@ -92,13 +91,13 @@ class LeaderWorkload:
         self.log = log
 
     def run_batch(self, iters: int) -> BatchTiming:
-        self.control.exchange((BATCH, self.mode, iters))
+        self.control.exchange(RankCommand(RankVerb.BATCH, self.mode, iters).wire())
         timing = self.workload.run_batch(iters)
         self.log.batch(self.mode, timing)
         return timing
 
     def run_latency(self) -> float:
-        self.control.exchange((LATENCY_RUN, self.mode, 0))
+        self.control.exchange(RankCommand(RankVerb.LATENCY, self.mode).wire())
         seconds = self.workload.run_latency()
         self.log.latency(self.mode, seconds)
         return seconds
@@ -107,15 +106,137 @@ class LeaderWorkload:
 def follow(workloads: Sequence[Workload], control: RankControl, log: RankLog) -> None:
     """A rank above 0: run what rank 0 sends until it says stop."""
     while True:
-        kind, mode, iters = control.exchange(None)
-        if kind == STOP:
+        command = RankCommand.from_wire(control.exchange(None))
+        if command.verb is RankVerb.STOP:
             return
-        if kind == BATCH:
-            log.batch(mode, workloads[mode].run_batch(iters))
-        elif kind == LATENCY_RUN:
-            log.latency(mode, workloads[mode].run_latency())
+        workload = workloads[command.mode]
+        if command.verb is RankVerb.BATCH:
+            log.batch(command.mode, workload.run_batch(command.iters))
         else:
-            raise LaunchbenchError(f"rank control: unknown command {kind}")
+            log.latency(command.mode, workload.run_latency())
+
+
+class RankPass:
+    """This rank's part of one pass of a case on several GPUs, stepped round by round (a CasePass):
+    rank 0 samples through LeaderWorkloads, so every call it makes reaches every rank; a rank above 0
+    follows rank 0 in its one round until rank 0's finish says stop."""
+
+    def __init__(self, case: Case, clock: Clock, prepared: PreparedCase, start: float, host: HostData):
+        """``start``: when the pass began (before ``prepared`` was prepared); ``host``: the host data then."""
+        self.case, self.clock, self.prepared, self.start, self.host = case, clock, prepared, start, host
+        control = prepared.control
+        if control is None:
+            raise LaunchbenchError("the backend gave no control channel for a case on several GPUs")
+        self.control = control
+        common = control.common([int(mode in prepared.workloads) for mode in MODES])
+        if "graph" in prepared.workloads and not common[MODES.index("graph")]:
+            prepared.drop_graph("another rank could not capture its graph")
+        self.order: list[Mode] = [mode for mode, flag in zip(MODES, common) if flag]
+        self.workloads = [prepared.workloads[mode] for mode in self.order]
+        self.harness = prepared.harness_cost()
+        self.log = RankLog()
+        self.sampling: Sampler | None = None
+        self.followed = False
+
+    def lead(self, sampler: Sampler, progress: Callable[[float], None]) -> None:
+        """Rank 0: warm up, settle and calibrate through the leader workloads."""
+        wrapped: dict[str, Workload] = {
+            mode: LeaderWorkload(w, i, self.control, self.log)
+            for i, (mode, w) in enumerate(zip(self.order, self.workloads))
+        }
+        self.sampling = sampler.start(wrapped, progress)
+
+    @property
+    def done(self) -> bool:
+        return self.sampling.done if self.sampling is not None else self.followed
+
+    def round(self) -> bool:
+        if self.sampling is not None:
+            return self.sampling.round()
+        follow(self.workloads, self.control, self.log)
+        self.followed = True
+        return True
+
+    def finish(self) -> CaseResult:
+        statuses: dict[str, tuple[str, bool]] = {}
+        try:
+            if self.sampling is not None:
+                outcome = self.sampling.finish()
+                self.control.exchange(RankCommand(RankVerb.STOP).wire())
+                statuses = {
+                    mode: ("ok" if samples.target_met else "budget", samples.target_met)
+                    for mode, samples in outcome.modes.items()
+                }
+            check = self.prepared.check_outputs()
+            lifecycle, graph_failure = self.prepared.lifecycle, self.prepared.graph_failure
+        finally:
+            self.close()
+        return self._result(statuses, check, lifecycle, graph_failure)
+
+    def _result(
+        self,
+        statuses: dict[str, tuple[str, bool]],
+        check: OutputCheck,
+        lifecycle: GraphLifecycle | None,
+        graph_failure: str | None,
+    ) -> CaseResult:
+        host = pass_ended(self.host)
+        modes: dict[Mode, ModeResult] = {}
+        for index, mode in enumerate(self.order):
+            iters, series = self.log.samples(index)
+            status, met = statuses.get(mode, ("ok", False))
+            one = ModePass(
+                iters_per_sample=iters,
+                samples=series,
+                target_met=met,
+                lifecycle=lifecycle if mode == "graph" else None,
+                host=host,
+            )
+            modes[mode] = ModeResult(mode=mode, status=status, passes=[one])
+        if "graph" not in modes:
+            modes["graph"] = ModeResult(mode="graph", status="not_capturable", reason=graph_failure)
+        if check.match is False and "graph" in self.order:
+            modes["graph"] = modes["graph"].model_copy(update={"status": "failed", "reason": check.detail})
+        return CaseResult(
+            **case_identity(self.case),
+            modes=modes,
+            outputs_match=check.match,
+            check_detail=check.detail,
+            harness_s_per_iter=self.harness,
+            elapsed_s=self.clock.wall() - self.start,
+            error=check.detail if check.match is False else None,
+            error_kind="mismatch" if check.match is False else None,
+        )
+
+    def close(self) -> None:
+        self.prepared.close()
+
+
+def start_rank(
+    backend: Backend,
+    case: Case,
+    clock: Clock,
+    ranks: RankInfo,
+    progress: Callable[[float], None] | None = None,
+) -> RankPass | CaseResult:
+    """Prepare this rank's part of the case (rank 0 also calibrates its sampling); a CaseResult
+    instead when it cannot run."""
+    start = clock.wall()
+    host = host_data(backend.pci_address)
+    try:
+        prepared = backend.prepare(case, ranks)
+    except CaseRefused as err:
+        return failed_case(case, f"rank {ranks.rank}: {err}", "skipped", clock.wall() - start, "resources")
+    except LaunchbenchError as err:
+        return failed_case(case, f"rank {ranks.rank}: {err}", elapsed=clock.wall() - start, kind="input")
+    try:
+        rank_pass = RankPass(case, clock, prepared, start, host)
+        if ranks.rank == 0:
+            rank_pass.lead(Sampler(case.measure, clock, backend.monitor), progress or (lambda _f: None))
+        return rank_pass
+    except BaseException:
+        prepared.close()
+        raise
 
 
 def execute_rank(
@@ -127,71 +248,8 @@ def execute_rank(
 ) -> CaseResult:
     """This rank's part of a case on several GPUs: its own samples (a pass per mode), its graph life
     cycle and its output check."""
-    start = clock.wall()
-    host = host_data(backend.pci_address)
-    try:
-        prepared = backend.prepare(case, ranks)
-    except CaseRefused as err:
-        return failed_case(case, f"rank {ranks.rank}: {err}", "skipped", clock.wall() - start, "resources")
-    except LaunchbenchError as err:
-        return failed_case(case, f"rank {ranks.rank}: {err}", elapsed=clock.wall() - start, kind="input")
-    try:
-        control = prepared.control
-        if control is None:
-            raise LaunchbenchError("the backend gave no control channel for a case on several GPUs")
-        common = control.common([int(mode in prepared.workloads) for mode in MODES])
-        if "graph" in prepared.workloads and not common[MODES.index("graph")]:
-            prepared.drop_graph("another rank could not capture its graph")
-        order: list[Mode] = [mode for mode, flag in zip(MODES, common) if flag]
-        workloads = [prepared.workloads[mode] for mode in order]
-        harness = prepared.harness_cost()
-        log = RankLog()
-        statuses: dict[str, tuple[str, bool]] = {}
-        if ranks.rank == 0:
-            wrapped: dict[str, Workload] = {
-                mode: LeaderWorkload(w, i, control, log) for i, (mode, w) in enumerate(zip(order, workloads))
-            }
-            outcome = Sampler(case.measure, clock, backend.monitor).run(
-                wrapped, progress or (lambda _f: None)
-            )
-            control.exchange((STOP, 0, 0))
-            statuses = {
-                mode: ("ok" if samples.target_met else "budget", samples.target_met)
-                for mode, samples in outcome.modes.items()
-            }
-        else:
-            follow(workloads, control, log)
-        check = prepared.check_outputs()
-        lifecycle, graph_failure = prepared.lifecycle, prepared.graph_failure
-    finally:
-        prepared.close()
-    host = pass_ended(host)
-    modes: dict[Mode, ModeResult] = {}
-    for index, mode in enumerate(order):
-        iters, series = log.samples(index)
-        status, met = statuses.get(mode, ("ok", False))
-        one = ModePass(
-            iters_per_sample=iters,
-            samples=series,
-            target_met=met,
-            lifecycle=lifecycle if mode == "graph" else None,
-            host=host,
-        )
-        modes[mode] = ModeResult(mode=mode, status=status, passes=[one])
-    if "graph" not in modes:
-        modes["graph"] = ModeResult(mode="graph", status="not_capturable", reason=graph_failure)
-    if check.match is False and "graph" in order:
-        modes["graph"] = modes["graph"].model_copy(update={"status": "failed", "reason": check.detail})
-    return CaseResult(
-        **case_identity(case),
-        modes=modes,
-        outputs_match=check.match,
-        check_detail=check.detail,
-        harness_s_per_iter=harness,
-        elapsed_s=clock.wall() - start,
-        error=check.detail if check.match is False else None,
-        error_kind="mismatch" if check.match is False else None,
-    )
+    started = start_rank(backend, case, clock, ranks, progress)
+    return started if isinstance(started, CaseResult) else run_through(started)
 
 
 def ranked(rank: int, text: str | None) -> str:
@@ -300,25 +358,31 @@ class RankGroup:
             for rank, worker in enumerate(workers):
                 if results[rank] is not None:
                     continue
-                if not worker.conn.poll(0.02):
-                    if not worker.alive():
-                        return failed_case(
-                            case, f"rank {rank}'s worker died (exit code {worker.process.exitcode})"
-                        )
-                    continue
-                try:
-                    kind, payload = worker.conn.recv()
-                except (EOFError, ConnectionError):
-                    return failed_case(case, f"rank {rank}'s worker died while running this case")
-                if kind == "nccl_id" and rank == 0 and not started:
+                answer = _answer(case, rank, worker)
+                if isinstance(answer, CaseResult):
+                    return answer  # a rank's worker died
+                if isinstance(answer, NcclId) and rank == 0 and not started:
                     for other in range(1, world):
-                        workers[other].conn.send(RankTask(case, other, world, payload))
+                        workers[other].conn.send(RankTask(case, other, world, answer.unique_id))
                     started = True
-                elif kind == "progress" and rank == 0:
-                    progress(payload)
-                elif kind == "result":
-                    result = payload[0]
-                    if result.error:  # the other ranks may wait for it forever: they are stopped
-                        return result.model_copy(update={"error": ranked(rank, result.error)})
-                    results[rank] = result
+                elif isinstance(answer, ProgressReport) and rank == 0:
+                    progress(answer.fraction)
+                elif isinstance(answer, Result):
+                    if answer.result.error:  # the other ranks may wait for it forever: they are stopped
+                        return answer.result.model_copy(update={"error": ranked(rank, answer.result.error)})
+                    results[rank] = answer.result
         return merge_ranks(case, [r for r in results if r is not None], devices)
+
+
+def _answer(case: Case, rank: int, worker: Any) -> Answer | ProgressReport | CaseResult | None:
+    """What rank ``rank``'s worker sent (None when it sent nothing within a moment), or a failed
+    result when it died."""
+    if not worker.conn.poll(0.02):
+        if not worker.alive():
+            return failed_case(case, f"rank {rank}'s worker died (exit code {worker.process.exitcode})")
+        return None
+    try:
+        answer: Answer | ProgressReport = worker.conn.recv()
+    except (EOFError, ConnectionError):
+        return failed_case(case, f"rank {rank}'s worker died while running this case")
+    return answer

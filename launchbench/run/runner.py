@@ -9,72 +9,37 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import math
 import re
-import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from launchbench import __version__
 from launchbench.errors import LaunchbenchError
-from launchbench.results.merge import merge_pass
-from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
-from launchbench.results.store import RunJournal, claim_new_dir, create_run_dir, refuse_used_run_dir
+from launchbench.results.schema import RunRecord, ScenarioInfo
+from launchbench.results.store import claim_new_dir, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
 from launchbench.run.extra_passes import extra_passes, marked, pass_cap
+from launchbench.run.profile import PassTimes, append_profile, profile_line
 from launchbench.run.resume import RunSettings, refuse_incomplete
-from launchbench.run.worker import cupy_backend
+from launchbench.run.session import (
+    RunEvents,
+    RunOptions,
+    RunSession,
+    SilentEvents,
+    new_record,
+    pass_settings,
+)
 from launchbench.scenario.core import Case, measure_overrides_error, with_overrides
 from launchbench.scenario.expand import expand_loaded, load_bounded
 from launchbench.scenario.load import ScenarioFile
 
+__all__ = ["Plan", "RunEvents", "RunOptions", "SilentEvents", "pass_settings", "plan", "run"]
+
 T = TypeVar("T")
-
-
-class RunEvents(Protocol):
-    """What a run reports as it goes (the console implements it; measurement code never prints)."""
-
-    def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None: ...
-
-    def case_started(self, case: Case, index: int, total: int) -> None: ...
-
-    def case_progress(self, fraction: float) -> None: ...
-
-    def case_finished(self, result: CaseResult) -> None: ...
-
-    def note(self, message: str) -> None: ...
-
-
-class SilentEvents:
-    def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
-        return None
-
-    def case_started(self, case: Case, index: int, total: int) -> None:
-        return None
-
-    def case_progress(self, fraction: float) -> None:
-        return None
-
-    def case_finished(self, result: CaseResult) -> None:
-        return None
-
-    def note(self, message: str) -> None:
-        return None
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    device: int = 0
-    overrides: dict[str, Any] = field(default_factory=dict)
-    isolate: bool = True
-    backend_factory: Callable[[int], Any] = cupy_backend
-    # writes the tables derived from results.json (after every pass and at the end); None writes none
-    write_tables: Callable[[Path, RunRecord], None] | None = None
-    shard: str | None = None  # "K/N" when the plan holds one shard of the cases (recorded in the settings)
 
 
 @dataclass(frozen=True)
@@ -132,26 +97,6 @@ def default_run_dir(root: Path, scenarios: Sequence[ScenarioInfo]) -> Path:
     return claim_new_dir(root / f"{stamp}-{safe}")
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def pass_settings(case: Case) -> Case:
-    """The case as one pass measures it: its time budget and sample counts split among its passes."""
-    m = case.measure
-    if m.passes == 1:
-        return case
-    share = m.model_copy(
-        update={
-            "max_time": m.max_time / m.passes,
-            "min_samples": max(3, math.ceil(m.min_samples / m.passes)),
-            "max_samples": max(3, math.ceil(m.max_samples / m.passes)),
-            "passes": 1,
-        }
-    )
-    return dataclasses.replace(case, measure=share)
-
-
 def pass_schedule(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, int]]:
     """(case, pass index) in run order: pass 1 over every case, then pass 2, …; done passes left out."""
     done = {(c.scenario, c.case_id): (c.passes_done, bool(c.error)) for c in record.cases}
@@ -187,39 +132,64 @@ def run(
         record = _started_record(the_plan, options, environment, resume, argv)
         if resume and resume.environment.get("gpu", {}).get("uuid") != environment.get("gpu", {}).get("uuid"):
             events.note("resuming on a different GPU than the run started on")
-        journal = RunJournal(run_dir)
-        journal.start(record)
-        schedule = pass_schedule(the_plan.cases, record)
-        events.run_started(run_dir, [case for case, _ in schedule], environment)
+        session = RunSession(run_dir, record, options.write_tables, options.profile)
         try:
-
-            def more() -> list[tuple[Case, int]]:
-                """Passes added for host levels, read from the record as it is when the schedule runs out."""
-                return _added_passes(the_plan.cases, record, events)
-
-            for index, (case, pass_index) in enumerate(growing(schedule, more)):
-                previous = record.case(case.scenario, case.case_id)
-                if previous is not None and previous.error:
-                    continue  # a case that failed in an earlier pass is not measured again
-                events.case_started(case, index, len(schedule))
-                result = executor.execute(pass_settings(case), pass_index, events.case_progress)
-                result = marked(result, case, pass_index)
-                merged = merge_pass(previous, result)
-                record = record.with_case(merged)
-                journal.append(result, pass_index)
-                pass_ends = index + 1 == len(schedule) or schedule[index + 1][1] != pass_index
-                if pass_ends:
-                    _write_tables(options, run_dir, record)
-                events.case_finished(
-                    merged if pass_index == case.measure.passes - 1 or merged.error else result
-                )
-            refuse_incomplete(the_plan.cases, record, run_dir)  # complete only with every case-pass
+            _measure_passes(the_plan, session, executor, events, environment)
+            session.record = _with_floors(the_plan, session.record, options, environment)
         except BaseException:
-            _finish(journal, record, "interrupted", options)
+            session.finish("interrupted")
             raise
     finally:
         executor.close()
-    return _finish(journal, record, "complete", options)
+    return session.finish("complete")
+
+
+def _measure_passes(
+    the_plan: Plan,
+    session: RunSession,
+    executor: Executor,
+    events: RunEvents,
+    environment: dict[str, Any],
+) -> None:
+    """Every scheduled case-pass (and the passes added for host levels) through the executor into the
+    session; the tables after every pass; IncompleteRun unless every case-pass is recorded."""
+    schedule = pass_schedule(the_plan.cases, session.record)
+    events.run_started(session.run_dir, [case for case, _ in schedule], environment)
+
+    profile = session.profile
+
+    def more() -> list[tuple[Case, int]]:
+        """Passes added for host levels, read from the record as it is when the schedule runs out."""
+        return _added_passes(the_plan.cases, session.record, events)
+
+    for index, (case, pass_index) in enumerate(growing(schedule, more)):
+        if session.failed_before(case):
+            continue  # a case that failed in an earlier pass is not measured again
+        events.case_started(case, index, len(schedule))
+        result = executor.execute(pass_settings(case), pass_index, events.case_progress)
+        writing = time.perf_counter()
+        shown = session.add(case, pass_index, marked(result, case, pass_index))
+        if index + 1 == len(schedule) or schedule[index + 1][1] != pass_index:
+            session.pass_ended()
+        if profile is not None:
+            times = executor.last_times or PassTimes()
+            line = profile_line(case.scenario, case.case_id, pass_index, times, time.perf_counter() - writing)
+            append_profile(profile, line)
+        events.case_finished(shown)
+    refuse_incomplete(the_plan.cases, session.record, session.run_dir)  # complete only with every case-pass
+
+
+def _with_floors(
+    the_plan: Plan, record: RunRecord, options: RunOptions, environment: dict[str, Any]
+) -> RunRecord:
+    """Each scenario's floor: block measured after the chains, its layers cases of the run."""
+    from launchbench.run.floor import floor_requests, measure_in_process, with_floors
+
+    requests = floor_requests(the_plan.files, the_plan.scenarios, options.overrides, options.device)
+    if not requests:
+        return record
+    address = environment.get("gpu", {}).get("pci_address")
+    return with_floors(record, requests, options.floor or measure_in_process, address)
 
 
 def growing(items: list[T], more: Callable[[], list[T]]) -> Iterator[T]:
@@ -302,24 +272,5 @@ def _started_record(
                 "settings": {**settings.as_settings(), **resume.settings},
             }
         )
-    record = RunRecord(launchbench_version=__version__, started=_now(), argv=list(argv or sys.argv))
-    return record.model_copy(
-        update={
-            "status": "running",
-            "environment": environment,
-            "scenarios": the_plan.scenarios,
-            "settings": {**settings.as_settings(), **({"shard": options.shard} if options.shard else {})},
-        }
-    )
-
-
-def _write_tables(options: RunOptions, run_dir: Path, record: RunRecord) -> None:
-    if options.write_tables is not None:
-        options.write_tables(run_dir, record)
-
-
-def _finish(journal: RunJournal, record: RunRecord, status: str, options: RunOptions) -> RunRecord:
-    record = record.model_copy(update={"status": status, "finished": _now()})
-    journal.compact(record)
-    _write_tables(options, journal.run_dir, record)
-    return record
+    shard = {"shard": options.shard} if options.shard else {}
+    return new_record(environment, the_plan.scenarios, {**settings.as_settings(), **shard}, argv)

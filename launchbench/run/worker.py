@@ -1,12 +1,11 @@
 """The worker process that owns the GPU: one case at a time, so a CUDA error that poisons the context
 (an out-of-bounds raw kernel, say) fails that case only; the parent starts a fresh worker for the rest.
 
-Messages to the parent: ("ready", environment) | ("error", message) once at start, then per case any
-number of ("progress", fraction) and one ("result", (CaseResult, restart)); with restart true the
-worker ends after sending it. The parent sends a Case to have it measured whole, or steps of a case
-sampled round by round (see ``_step``), or None to end the worker. A rank of a case on several GPUs
-(a RankTask) runs that case only; rank 0 first sends ("nccl_id", unique id) for the parent to pass to
-the other ranks.
+The messages both ways are launchbench.run.protocol's: the worker answers ``Ready`` (or
+``StartFailed``) once at start, then each request with any number of ``ProgressReport`` and one answer. A
+``MeasureCase`` is measured whole; ``BeginCase``, ``NextRound`` and ``FinishCase`` step a case round by
+round; a ``RankTask`` runs one rank of a case on several GPUs, after which the worker ends; a
+``Result`` whose ``ending`` is true ends the worker too, as does ``StopWorker``.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
@@ -23,8 +23,27 @@ from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import SystemClock
 from launchbench.results.schema import CaseResult
 from launchbench.run.canary import CanaryWatch, with_canary
-from launchbench.run.execute import CaseSession, execute_case, failed_case, start_case
-from launchbench.run.ranks import RankTask, execute_rank
+from launchbench.run.execute import CaseSession, failed_case, start_case
+from launchbench.run.profile import CaseTimes
+from launchbench.run.protocol import (
+    BeginCase,
+    Failed,
+    FinishCase,
+    MeasureCase,
+    NcclId,
+    NextRound,
+    Prepared,
+    ProgressReport,
+    RankTask,
+    Ready,
+    Request,
+    Result,
+    RoundDone,
+    StartFailed,
+    StopWorker,
+    run_through,
+)
+from launchbench.run.ranks import execute_rank
 from launchbench.scenario.core import Case
 
 PROGRESS_STEP = 0.05
@@ -60,44 +79,67 @@ class _ProgressSender:
     def __call__(self, fraction: float) -> None:
         if fraction - self.last >= PROGRESS_STEP or fraction >= 1.0:
             self.last = fraction
-            self.conn.send(("progress", fraction))
+            self.conn.send(ProgressReport(fraction))
+
+
+def _start_backend(
+    conn: Connection, backend_factory: Callable[[int], Any], device: int
+) -> tuple[Any, CanaryWatch] | None:
+    """The backend and its first canary reading, once the parent has its environment (``Ready``);
+    None after ``StartFailed``."""
+    entered_at, begin = time.time(), time.perf_counter()
+    try:
+        backend = backend_factory(device)
+        made = time.perf_counter()
+        watch = CanaryWatch(backend.canary())
+        read = time.perf_counter()
+        conn.send(Ready(backend.environment(), entered_at, made - begin, read - made))
+        return backend, watch
+    except LaunchbenchError as err:
+        conn.send(StartFailed(str(err)))
+    except Exception as err:  # noqa: BLE001 - report, never a traceback at the user
+        conn.send(StartFailed(f"the GPU backend failed to start: {type(err).__name__}: {err}"))
+    return None
 
 
 def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) -> None:
     """Worker main loop (runs in the child process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
     os.environ[NVLS_VARIABLE] = "0"  # NCCL's NVLink multicast stays off in every worker
-    try:
-        backend = backend_factory(device)
-        watch = CanaryWatch(backend.canary())
-        conn.send(("ready", backend.environment()))
-    except LaunchbenchError as err:
-        conn.send(("error", str(err)))
+    started = _start_backend(conn, backend_factory, device)
+    if started is None:
         return
-    except Exception as err:  # noqa: BLE001 - report, never a traceback at the user
-        conn.send(("error", f"the GPU backend failed to start: {type(err).__name__}: {err}"))
-        return
+    backend, watch = started
     session: CaseSession | None = None
     while True:
         try:
-            message = conn.recv()
+            message: Request = conn.recv()
         except EOFError:
             return
-        if message is None:
+        if isinstance(message, StopWorker):
             return
-        if isinstance(message, tuple):  # a case sampled round by round, as the parent asks
-            session = _step(conn, backend, watch, session, *message)
-            continue
         if isinstance(message, RankTask):
             _serve_rank(conn, backend, message)  # a rank's worker runs its one case, then ends
             return
-        case = message
-        try:
-            result = execute_case(backend, case, backend.clock, _ProgressSender(conn))
-        except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
-            conn.send(("result", (failed_case(case, f"{type(err).__name__}: {err}"), True)))
-            _exit_now()
-        _send_result(conn, result, backend, watch)
+        if isinstance(message, MeasureCase):
+            _measure(conn, backend, watch, message.case)
+        else:  # a case sampled round by round, as the parent asks
+            session = _step(conn, backend, watch, session, message)
+
+
+def _measure(conn: Connection, backend: Any, watch: CanaryWatch, case: Case) -> None:
+    """One pass of a case, whole (as execute_case, keeping the session's times)."""
+    times: CaseTimes | None = None
+    try:
+        started = start_case(backend, case, backend.clock, _ProgressSender(conn))
+        if isinstance(started, CaseResult):
+            result = started
+        else:
+            result, times = run_through(started), started.times
+    except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
+        conn.send(Result(failed_case(case, f"{type(err).__name__}: {err}"), True))
+        _exit_now()
+    _send_result(conn, result, backend, watch, times)
 
 
 def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
@@ -107,17 +149,19 @@ def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
     try:
         if unique_id is None:
             unique_id = backend.nccl_unique_id()
-            conn.send(("nccl_id", unique_id))
+            conn.send(NcclId(unique_id))
         progress = _ProgressSender(conn) if task.rank == 0 else None
         ranks = RankInfo(task.rank, task.world, unique_id)
         result = execute_rank(backend, task.case, backend.clock, ranks, progress)
     except Exception as err:  # noqa: BLE001 - the case fails on every rank: the parent stops them
         result = failed_case(task.case, f"rank {task.rank}: {type(err).__name__}: {err}")
-    conn.send(("result", (result, True)))
+    conn.send(Result(result, True))
     _exit_now()
 
 
-def _send_result(conn: Connection, result: CaseResult, backend: Any, watch: CanaryWatch) -> None:
+def _send_result(
+    conn: Connection, result: CaseResult, backend: Any, watch: CanaryWatch, times: CaseTimes | None = None
+) -> None:
     """Send the result, with the canary read after it. A failed case may have left the CUDA context
     unusable, and a disturbed one left the process in a state a fresh one does not have: the worker then
     ends and the parent starts afresh."""
@@ -129,7 +173,7 @@ def _send_result(conn: Connection, result: CaseResult, backend: Any, watch: Cana
     if not restart:
         result = with_canary(result, watch.check(backend.canary()))
         restart = result.disturbed_passes > 0
-    conn.send(("result", (result, restart)))
+    conn.send(Result(result, restart, times))
     if restart:
         _exit_now()
 
@@ -139,31 +183,29 @@ def _step(
     backend: Any,
     watch: CanaryWatch,
     session: CaseSession | None,
-    verb: str,
-    case: Case | None,
+    step: BeginCase | NextRound | FinishCase,
 ) -> CaseSession | None:
-    """One step of a case sampled round by round: ("begin", case) prepares it and answers ("ready",
-    None), or its result when it cannot run; ("round", None) samples one round and answers ("round",
-    done); ("finish", None) answers its result."""
+    """One step of a case sampled round by round: ``BeginCase`` prepares it and answers ``Prepared``
+    (or its result when it cannot run); ``NextRound`` samples one round and answers ``RoundDone``;
+    ``FinishCase`` answers its result. The session the next step continues."""
+    case = step.case if isinstance(step, BeginCase) else session.case if session is not None else None
     try:
-        if verb == "begin":
-            assert case is not None
-            started = start_case(backend, case, backend.clock, _ProgressSender(conn))
+        if isinstance(step, BeginCase):
+            started = start_case(backend, step.case, backend.clock, _ProgressSender(conn))
             if isinstance(started, CaseResult):
                 _send_result(conn, started, backend, watch)
                 return None
-            conn.send(("ready", None))
+            conn.send(Prepared())
             return started
-        assert session is not None, f"{verb} before begin"
-        if verb == "round":
-            conn.send(("round", session.round()))
+        assert session is not None, f"{type(step).__name__} before BeginCase"
+        if isinstance(step, NextRound):
+            conn.send(RoundDone(session.round()))
             return session
-        _send_result(conn, session.finish(), backend, watch)
+        _send_result(conn, session.finish(), backend, watch, session.times)
         return None
     except Exception as err:  # noqa: BLE001 - the case fails, the run goes on in a fresh worker
-        failing = case if case is not None else session.case if session is not None else None
         message = f"{type(err).__name__}: {err}"
-        conn.send(("result", (failed_case(failing, message), True)) if failing else ("error", message))
+        conn.send(Result(failed_case(case, message), True) if case is not None else Failed(message))
         _exit_now()
 
 

@@ -3,6 +3,7 @@ parameter fixed). The YAML schema (model.py) builds on these; measure/ imports o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,18 @@ class MeasureSettings(Strict):
         if min_samples is not None and min_samples > max_samples:
             raise ValueError(f"max_samples ({max_samples}) is below min_samples ({min_samples})")
         return max_samples
+
+    def one_pass(self) -> MeasureSettings:
+        """These settings as one of ``passes`` passes measures: the time budget split among the passes,
+        the sample counts too (at least 3 each), one pass."""
+        return self.model_copy(
+            update={
+                "max_time": self.max_time / self.passes,
+                "min_samples": max(3, math.ceil(self.min_samples / self.passes)),
+                "max_samples": max(3, math.ceil(self.max_samples / self.passes)),
+                "passes": 1,
+            }
+        )
 
 
 OVERRIDE_OPTIONS = {

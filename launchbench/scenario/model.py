@@ -17,6 +17,7 @@ from launchbench.kinds.base import KindSpec, StepBase
 from launchbench.kinds.fields import Bool, Float, Int, Number, ParamValue, Strict
 from launchbench.kinds.registry import KINDS
 from launchbench.scenario.core import MeasureSettings
+from launchbench.scenario.floor import Floor
 
 MAX_SWEEP_MAGNITUDE = 1e18  # range ends beyond this are typos, and their arithmetic overflows
 MAX_DEVICES = 16  # more GPUs than one host has
@@ -114,7 +115,7 @@ class Expectation(Strict):
     """A rule checked on a single run: e.g. graph wall time per launch below 1 µs for a case."""
 
     case: str = Field("*", description="case id or fnmatch pattern")
-    mode: Literal["eager", "graph", "recapture", "cache", "update"] = "graph"
+    mode: Literal["eager", "graph", "recapture", "cache", "update", "torch_graph"] = "graph"
     metric: str
     min: Float | None = None
     max: Float | None = None
@@ -169,6 +170,9 @@ class Scenario(Strict):
         ge=1,
         le=MAX_DEVICES,
         description="GPUs every chain runs on, one rank (worker process) each; collective steps pair them",
+    )
+    floor: Floor | None = Field(
+        None, description="the launch-path layers `launchbench floor` measures (`run`: after the chains)"
     )
 
     @model_validator(mode="before")

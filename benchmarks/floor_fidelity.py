@@ -1,0 +1,321 @@
+"""launchbench floor against standalone references, each in its own fresh process, alternated in rounds,
+compared level to level.
+
+The references: the C layer against benchmarks/floor_reference/launch.cu (built with nvcc: its
+cuLaunchKernel loop for eager, its cuGraphLaunch loop for graph; its <<<>>> loop printed beside them),
+each Python layer against its bare loop in benchmarks/floor_reference/bare_layers.py LAYER (which
+imports nothing of launchbench and launches, bounds the queue and times a batch as launchbench does).
+Each round runs one `launchbench floor` process and BARE processes of every reference (bare first in
+odd rounds), so both sides meet the host levels a process can sit at.
+
+The comparison: a process's host-bound numbers sit at one of two levels on some hosts (on the H200 an
+eager CuPy launch at 4.4–4.9 or 5.5–6.4 µs per process), so per layer, mode and argument count each side's
+per-process values (launchbench: one per floor process; the reference: one per process) are split into
+levels where the sorted values jump by more than LEVEL_GAP (benchmarks/_levels.py, shared with
+benchmarks/fidelity.py) and each launchbench level is compared with the reference's same level: the
+ratio of their medians, within ±5% to pass. A level only one side reached is reported as unmatched, not
+compared. fidelity.json keeps every per-process value, so --reanalyse rebuilds the table from it.
+
+Exit 0 when every compared row is within ±5%, 1 when one is not, 2 when a process failed (its log
+names why; it is left out of its round, the others still compared).
+
+    python benchmarks/floor_fidelity.py --launch BUILD/launch [--rounds 3] [--bare 3] [--max-time 6] [--out DIR]
+    python benchmarks/floor_fidelity.py --reanalyse --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from _levels import LEVEL_GAP, levels, match_levels
+
+from launchbench.results.schema import GPU, WALL
+from launchbench.results.store import load_run
+
+HERE = Path(__file__).resolve().parent
+BARE = HERE / "floor_reference" / "bare_layers.py"
+BARE_LAYERS = ("bindings", "cupy_raw", "cupy_raw_stream", "cupy_elementwise", "cupy_ufunc", "torch", "gpu")
+C_METHODS = {"cuLaunchKernel": "eager", "cuGraphLaunch": "graph", "triple_chevron": "chevron"}
+TOLERANCE = 0.05
+Key = tuple[str, str, int | None]  # layer, mode, argument count
+Values = dict[Key, list[float]]  # µs per launch, one value per process
+
+
+@dataclass(frozen=True)
+class LevelFidelity:
+    """One layer, mode and argument count at one host level: launchbench's median over its processes
+    at that level against the reference's; ``within`` None for a level only one side reached."""
+
+    layer: str
+    mode: str
+    args: int | None
+    level: str  # "one" (both sides at one level), "low", "high" or "unmatched"
+    reference: str
+    launchbench_us: float
+    reference_us: float
+    ratio: float
+    launchbench_n: int
+    reference_n: int
+    within: bool | None
+
+
+def reference_name(layer: str, mode: str) -> str:
+    """Which standalone program (and which of its loops) the row is held to."""
+    if layer == "c":
+        return "launch.cu " + ("cuLaunchKernel" if mode == "eager" else "cuGraphLaunch")
+    return f"bare_layers.py {layer}"
+
+
+def parse_reference(text: str) -> dict[Key, float]:
+    """The JSON lines of launch.cu or bare_layers.py as {(layer, mode, args): µs per launch}."""
+    values: dict[Key, float] = {}
+    for line in text.splitlines():
+        if not line.startswith("{"):
+            continue
+        item = json.loads(line)
+        mode = C_METHODS[item["method"]] if "method" in item else item["mode"]
+        values[(item["layer"], mode, item.get("args"))] = float(item["us_per_launch"])
+    return values
+
+
+def _stretches(samples: list[float], parts: int) -> list[float]:
+    """The medians of ``parts`` consecutive stretches of ``samples`` (time order), at least 5 samples each."""
+    parts = max(1, min(parts, len(samples) // 5))
+    size = len(samples) / parts
+    return [statistics.median(samples[round(i * size) : round((i + 1) * size)]) for i in range(parts)]
+
+
+def launchbench_values(run_dir: Path, stretches: int = 1) -> dict[Key, list[float]]:
+    """A floor run's µs per launch by layer, mode and argument count (the gpu layer: GPU time per node):
+    the medians of ``stretches`` consecutive stretches of each mode's samples (the host's level can move
+    within a process, and one floor process samples every layer for seconds)."""
+    values: dict[Key, list[float]] = {}
+    for case in (c for c in load_run(run_dir).cases if c.kinds == "floor"):
+        layer, args = case.params.get("layer", case.chain), case.params.get("args")
+        for mode, result in case.modes.items():
+            series = GPU if layer == "gpu" else WALL
+            samples = result.samples.get(series, []) if result.status in ("ok", "budget") else []
+            if samples and (layer != "gpu" or mode == "graph"):
+                per_launch = [v * 1e6 / case.launches_per_iter for v in samples]
+                values[(str(layer), mode, args)] = _stretches(per_launch, stretches)
+    return values
+
+
+def level_rows(key: Key, ours: list[float], theirs: list[float]) -> list[LevelFidelity]:
+    """``key``'s rows: launchbench's per-process values against the reference's, level to level."""
+    rows = []
+    for level, mine, refs in match_levels(levels(ours), levels(theirs)):
+        ratio = statistics.median(mine) / statistics.median(refs)
+        within = None if level == "unmatched" else abs(ratio - 1.0) <= TOLERANCE
+        rows.append(
+            LevelFidelity(
+                *key,
+                level,
+                reference_name(key[0], key[1]),
+                statistics.median(mine),
+                statistics.median(refs),
+                ratio,
+                len(mine),
+                len(refs),
+                within,
+            )  # fmt: skip
+        )
+    return rows
+
+
+def fidelity(ours: Values, refs: Values) -> list[LevelFidelity]:
+    """Every key both sides measured, level to level, in layer, mode and argument-count order."""
+    keys = sorted(set(ours) & set(refs), key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2]))
+    return [row for key in keys for row in level_rows(key, ours[key], refs[key])]
+
+
+class Rounds:
+    """The processes of the rounds, each logged in ``out``; a failed one is recorded and left out."""
+
+    def __init__(self, opts: argparse.Namespace):
+        self.opts = opts
+        self.ours: Values = {}
+        self.refs: Values = {}
+        self.failed: list[str] = []
+
+    def _run(self, command: list[str], log: Path) -> str:
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+        except OSError as err:
+            done = subprocess.CompletedProcess(command, 127, "", str(err))
+        log.write_text(f"$ {' '.join(command)}\n{done.stdout}\n{done.stderr}")
+        if done.returncode != 0:
+            self.failed.append(f"{log.name}: exit {done.returncode}")
+            print(
+                f"floor_fidelity: {' '.join(command[:4])} failed (exit {done.returncode}); see {log}",
+                file=sys.stderr,
+            )
+        return done.stdout
+
+    @staticmethod
+    def _add(into: Values, values: dict[Key, float]) -> None:
+        for key, value in values.items():
+            into.setdefault(key, []).append(value)
+
+    def references(self, index: int) -> None:
+        """BARE processes of launch.cu and of each bare layer, one after the other."""
+        opts, out = self.opts, self.opts.out
+        counts = [str(opts.count), str(opts.batches)]
+        for proc in range(opts.bare):
+            tag = f"r{index}-p{proc}"
+            self._add(
+                self.refs, parse_reference(self._run([opts.launch, *counts, "1"], out / f"launch-{tag}.log"))
+            )
+            for layer in opts.layers:
+                command = [sys.executable, str(BARE), layer, "--count", counts[0], "--batches", counts[1]]
+                self._add(self.refs, parse_reference(self._run(command, out / f"bare-{layer}-{tag}.log")))
+
+    def launchbench_turn(self, index: int) -> None:
+        """One `launchbench floor` process (its values: the medians of ``--stretches`` stretches)."""
+        run_dir = self.opts.out / f"floor-r{index}"
+        command = [
+            sys.executable,
+            "-m",
+            "launchbench",
+            "floor",
+            "-d",
+            str(run_dir),
+            "--max-time",
+            str(self.opts.max_time),
+            "-q",
+        ]
+        self._run(command, self.opts.out / f"floor-r{index}.log")
+        if (run_dir / "results.json").is_file():
+            for key, values in launchbench_values(run_dir, self.opts.stretches).items():
+                self.ours.setdefault(key, []).extend(values)
+
+    def all(self) -> None:
+        for index in range(self.opts.rounds):
+            sides = (self.launchbench_turn, self.references)
+            if index % 2:
+                sides = sides[::-1]
+            for side in sides:
+                side(index)
+
+
+def _key_text(key: Key) -> str:
+    return f"{key[0]}|{key[1]}|{'' if key[2] is None else key[2]}"
+
+
+def _text_key(text: str) -> Key:
+    layer, mode, args = text.split("|")
+    return layer, mode, int(args) if args else None
+
+
+def dump_values(values: Values) -> dict[str, list[float]]:
+    return {_key_text(key): [round(v, 4) for v in vs] for key, vs in sorted(values.items(), key=str)}
+
+
+def load_values(payload: dict[str, list[float]]) -> Values:
+    return {_text_key(text): list(vs) for text, vs in payload.items()}
+
+
+def header(ours: Values, refs: Values) -> list[str]:
+    """What was compared with what, and how."""
+    floor_n = max((len(v) for v in ours.values()), default=0)
+    ref_n = max((len(v) for k, v in refs.items() if k[0] != "c"), default=0)
+    return [
+        "# launchbench floor against standalone references",
+        "",
+        f"- launchbench: `launchbench floor` (every layer in one process): {floor_n} values, the medians of "
+        "consecutive stretches of each process's samples (the level can move within a process).",
+        "- references, each in its own fresh process: the `c` layer against "
+        "benchmarks/floor_reference/launch.cu built with nvcc (its cuLaunchKernel loop for eager, its "
+        f"cuGraphLaunch loop for graph); each Python layer against `bare_layers.py LAYER`; {ref_n} processes each.",
+        f"- levels: each side's per-process values split where the sorted values jump by more than "
+        f"{LEVEL_GAP:.0%}; each launchbench level against the reference's same level (ratio of medians), "
+        f"within ±{TOLERANCE:.0%} to pass; a level one side never reached: unmatched, not compared.",
+        "",
+        "| layer | mode | args | level | reference | launchbench µs | reference µs | ratio | n (launchbench / reference) | within ±5% |",
+        "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+
+
+def render(rows: list[LevelFidelity], ours: Values, refs: Values) -> str:
+    verdict = {True: "yes", False: "NO", None: "not compared"}
+    lines = header(ours, refs)
+    for r in rows:
+        lines.append(
+            f"| {r.layer} | {r.mode} | {'—' if r.args is None else r.args} | {r.level} | {r.reference} | "
+            f"{r.launchbench_us:.3f} | {r.reference_us:.3f} | {r.ratio:.3f} | {r.launchbench_n} / {r.reference_n} | "
+            f"{verdict[r.within]} |"
+        )
+    for key in sorted((k for k in refs if k[1] == "chevron"), key=lambda k: k[2] or 0):
+        lines.append(
+            f"| c | <<<>>> | {key[2]} | | launch.cu <<<>>> | | {statistics.median(refs[key]):.3f} | | 0 / {len(refs[key])} | |"
+        )
+    compared = [r for r in rows if r.within is not None]
+    lines += [
+        "",
+        f"{sum(bool(r.within) for r in compared)} of {len(compared)} compared rows within ±{TOLERANCE:.0%}; "
+        f"{len(rows) - len(compared)} unmatched levels.",
+    ]
+    return "\n".join(lines)
+
+
+def options() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--launch", help="the built launch.cu program")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bare", type=int, default=3, help="processes of each reference per round")
+    parser.add_argument("--max-time", type=float, default=6.0, help="launchbench floor's budget per round")
+    parser.add_argument(
+        "--stretches", type=int, default=4, help="values per floor process: its samples' stretches"
+    )
+    parser.add_argument("--count", type=int, default=1000, help="the references' iterations per batch")
+    parser.add_argument("--batches", type=int, default=15)
+    parser.add_argument("--layers", type=lambda t: t.split(","), default=list(BARE_LAYERS))
+    parser.add_argument("--out", type=Path, default=Path("results/floor-fidelity"))
+    parser.add_argument("--reanalyse", action="store_true", help="only the table, from OUT/fidelity.json")
+    opts = parser.parse_args()
+    if not opts.reanalyse and not opts.launch:
+        parser.error("--launch is required (the built launch.cu), unless --reanalyse")
+    return opts
+
+
+def main() -> None:
+    opts = options()
+    started = time.time()
+    if opts.reanalyse:
+        payload = json.loads((opts.out / "fidelity.json").read_text())
+        ours, refs, failed = (
+            load_values(payload["launchbench"]),
+            load_values(payload["references"]),
+            payload["failed"],
+        )
+    else:
+        opts.out.mkdir(parents=True, exist_ok=True)
+        rounds = Rounds(opts)
+        rounds.all()
+        ours, refs, failed = rounds.ours, rounds.refs, rounds.failed
+    rows = fidelity(ours, refs)
+    text = render(rows, ours, refs) + f"\n\n({time.time() - started:.0f} s)"
+    print(text)
+    (opts.out / "fidelity.md").write_text(text + "\n")
+    payload = {
+        "launchbench": dump_values(ours),
+        "references": dump_values(refs),
+        "rows": [asdict(r) for r in rows],
+        "failed": failed,
+    }
+    (opts.out / "fidelity.json").write_text(json.dumps(payload, indent=1) + "\n")
+    if failed:
+        print("failed: " + "; ".join(failed), file=sys.stderr)
+        sys.exit(2)
+    sys.exit(0 if all(r.within is not False for r in rows) else 1)
+
+
+if __name__ == "__main__":
+    main()

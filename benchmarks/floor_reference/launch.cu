@@ -1,0 +1,126 @@
+// The standalone reference for launchbench floor's native layer: the same empty kernels (0, 4 and 16
+// pointer arguments, one thread), launched with <<<>>>, cuLaunchKernel and cuGraphLaunch (a graph of
+// NODES launches) in C++ loops, the queue bounded as launchbench bounds it (an event after every block of
+// 256 launches, the thread waiting for the block before). Each batch is COUNT iterations, timed wall
+// clock from before the first launch to the stream's completion; printed: the median of BATCHES batches,
+// µs per launch, one JSON line per method and argument count.
+//
+//     nvcc -O2 -o launch launch.cu -lcuda && ./launch [COUNT] [BATCHES] [NODES]
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#define CHECK(call)                                                                  \
+    do {                                                                             \
+        auto status_ = (call);                                                       \
+        if (status_ != 0) {                                                          \
+            std::fprintf(stderr, "%s failed: error %d\n", #call, (int)status_);      \
+            std::exit(1);                                                            \
+        }                                                                            \
+    } while (0)
+
+typedef const float *P;
+__global__ void lb_floor_0() {}
+__global__ void lb_floor_4(P, P, P, P) {}
+__global__ void lb_floor_16(P, P, P, P, P, P, P, P, P, P, P, P, P, P, P, P) {}
+
+static const long BLOCK = 256;  // launchbench's default: max_in_flight 512, half of it per block
+
+struct Window {
+    cudaEvent_t events[3];
+    long marks = 0;
+    Window() {
+        for (auto &e : events) CHECK(cudaEventCreateWithFlags(&e, cudaEventBlockingSync | cudaEventDisableTiming));
+    }
+    void mark(cudaStream_t s) {
+        CHECK(cudaEventRecord(events[marks % 3], s));
+        if (marks > 0) CHECK(cudaEventSynchronize(events[(marks - 1) % 3]));
+        marks++;
+    }
+};
+
+// ``launch`` called ``count`` times (per_mark calls between marks), until the stream is done: µs per call
+static double batch(cudaStream_t s, Window &w, long count, long per_mark, const std::function<void()> &launch) {
+    w.marks = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (long done = 0; done < count;) {
+        long n = std::min(per_mark, count - done);
+        for (long i = 0; i < n; i++) launch();
+        done += n;
+        if (done < count) w.mark(s);
+    }
+    CHECK(cudaStreamSynchronize(s));
+    auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(t1 - t0).count() / count;
+}
+
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void report(const char *method, int args, long nodes, const std::vector<double> &per_launch) {
+    std::printf("{\"layer\": \"c\", \"method\": \"%s\", \"args\": %d, \"nodes\": %ld, \"us_per_launch\": %.4f}\n",
+                method, args, nodes, median(per_launch));
+    std::fflush(stdout);
+}
+
+template <typename Chevron>
+static void measure(int args, const void *symbol, Chevron chevron, P ptr, cudaStream_t s, long count, int batches,
+                    long nodes) {
+    Window w;
+    CUfunction f;
+    CHECK(cudaGetFuncBySymbol((cudaFunction_t *)&f, symbol));
+    std::vector<P> values(args, ptr);
+    std::vector<void *> params(args);
+    for (int i = 0; i < args; i++) params[i] = &values[i];
+    void **kp = args ? params.data() : nullptr;
+    auto driver = [&] { CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, (CUstream)s, kp, nullptr)); };
+    CUgraph graph;
+    CUgraphExec exec;
+    CHECK(cuStreamBeginCapture((CUstream)s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (long i = 0; i < nodes; i++) driver();
+    CHECK(cuStreamEndCapture((CUstream)s, &graph));
+    CHECK(cuGraphInstantiate(&exec, graph, 0));
+    auto replay = [&] { CHECK(cuGraphLaunch(exec, (CUstream)s)); };
+    auto chev = [&] { chevron(s); };
+    struct Method { const char *name; std::function<void()> call; long per_call; };
+    Method methods[] = {{"triple_chevron", chev, 1}, {"cuLaunchKernel", driver, 1}, {"cuGraphLaunch", replay, nodes}};
+    for (auto &m : methods) {
+        std::vector<double> samples;
+        long calls = m.per_call == 1 ? count * nodes : count;
+        batch(s, w, calls, std::max(1L, BLOCK / m.per_call), m.call);  // warm-up
+        for (int b = 0; b < batches; b++)
+            samples.push_back(batch(s, w, calls, std::max(1L, BLOCK / m.per_call), m.call) / m.per_call);
+        report(m.name, args, nodes, samples);
+    }
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(graph));
+}
+
+int main(int argc, char **argv) {
+    long count = argc > 1 ? std::atol(argv[1]) : 10000;
+    int batches = argc > 2 ? std::atoi(argv[2]) : 9;
+    long nodes = argc > 3 ? std::atol(argv[3]) : 1;
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    float *buffer;
+    CHECK(cudaMalloc(&buffer, sizeof(float)));
+    P p = buffer;
+    measure(0, (const void *)lb_floor_0, [](cudaStream_t st) { lb_floor_0<<<1, 1, 0, st>>>(); }, p, s, count,
+            batches, nodes);
+    measure(4, (const void *)lb_floor_4, [p](cudaStream_t st) { lb_floor_4<<<1, 1, 0, st>>>(p, p, p, p); }, p, s,
+            count, batches, nodes);
+    measure(16, (const void *)lb_floor_16,
+            [p](cudaStream_t st) { lb_floor_16<<<1, 1, 0, st>>>(p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p); }, p,
+            s, count, batches, nodes);
+    CHECK(cudaFree(buffer));
+    return 0;
+}

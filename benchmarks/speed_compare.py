@@ -1,0 +1,134 @@
+"""How long `launchbench compare` takes on two runs of 1,000 cases (the target: 2 s), written as JSON.
+
+Builds two runs of N cases each from the committed H200 quickstart runs (their 8 cases repeated under
+new case ids, raw samples and passes as measured: compare_speed.scaled), or takes two given run
+directories, and times the whole command in a fresh process, the way CI runs it (interpreter start,
+reading both results.json files, the statistics, the CSV written), several times:
+
+    python benchmarks/speed_compare.py [--cases 1000] [--repeat 5] [--runs A B] [--out results/speed/compare.json]
+
+It prints one line per repeat and the summary, and writes the summary (wall and CPU time of every
+repeat, their best and median, the machine, the versions, the load average before and after) to
+``--out``. The CPU time counts only the command's process, so it reads about the same on a busy
+machine; the wall time is meaningful on an idle one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+from compare_speed import SOURCES, scaled
+
+from launchbench.results.store import load_run, write_run
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("launchbench", "numpy", "scipy", "pandas", "pydantic", "scikit-learn", "click")
+
+
+def synthetic_runs(folder: Path, cases: int) -> list[Path]:
+    """Two run directories of ``cases`` cases each under ``folder`` (a: quickstart-h200, b: its -b)."""
+    dirs = []
+    for name, source in zip("ab", SOURCES):
+        target = folder / name
+        target.mkdir()
+        write_run(target, scaled(load_run(source), cases))
+        dirs.append(target)
+    return dirs
+
+
+def timed(command: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``command`` (CPU: the child's user + system time)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def machine() -> dict[str, object]:
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")),
+        platform.processor(),
+    )
+    return {"cpu": cpu, "cores": os.cpu_count(), "system": platform.platform()}
+
+
+def _cpuinfo() -> list[str]:
+    try:
+        return Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+
+
+def summary(
+    walls: list[float], cpus: list[float], cases: int, loads: tuple[float, float]
+) -> dict[str, object]:
+    return {
+        "benchmark": "launchbench compare A B --format csv -o FILE, two runs of 1,000 cases",
+        "cases": cases,
+        "repeats": len(walls),
+        "wall_s": [round(w, 3) for w in walls],
+        "cpu_s": [round(c, 3) for c in cpus],
+        "wall_best_s": round(min(walls), 3),
+        "wall_median_s": round(statistics.median(walls), 3),
+        "cpu_best_s": round(min(cpus), 3),
+        "cpu_median_s": round(statistics.median(cpus), 3),
+        "load_average_before": round(loads[0], 2),
+        "load_average_after": round(loads[1], 2),
+        "machine": machine(),
+        "versions": versions(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--runs", nargs=2, type=Path, metavar=("A", "B"), help="two run directories to compare"
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "speed" / "compare.json")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = args.runs or synthetic_runs(Path(tmp), args.cases)
+        cases = len(load_run(dirs[0]).cases)
+        command = [sys.executable, "-m", "launchbench", "compare", *map(str, dirs), "--format", "csv"]
+        command += ["-o", str(Path(tmp) / "out.csv")]
+        walls, cpus = [], []
+        for n in range(args.repeat):
+            wall, cpu = timed(command)
+            walls.append(wall)
+            cpus.append(cpu)
+            print(f"repeat {n + 1}: wall {wall:.2f} s, CPU {cpu:.2f} s")
+    result = summary(walls, cpus, cases, (load_before, os.getloadavg()[0]))
+    print(json.dumps(result, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""The evidence of one row-metric on log(current / baseline), at the level of passes: each side's raw
+series read once (``RowSeries``), the log pass medians turned into an estimate with the row's own
+variance (``LogEvidence``) by one of two designs (``Evidence``), and the t or bootstrap inference on it
+(``infer``).
+
+- ``SeparateRuns`` (``compare``): the difference of the sides' mean log pass medians, its variance the
+  row's pooled between-pass variance over 1/P_b + 1/P_c; the interval also reaches the log ratio of
+  the pooled medians that the row reports; host-bound rows that moved together count as run-to-run
+  noise (``host_shifts``).
+- ``PairedRounds`` (``ab``): pass k of both sides is one interleaved round; the trimmed mean of the
+  rounds' log ratios (inference.trimmed_rounds), whose exponential is the reported ratio.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+from launchbench.analysis.comparison import HOST_SHIFT_MIN_ROWS, CompareSettings, RowKey
+from launchbench.analysis.drift import HOST_BOUND_SHARE, NoisePrior, RowVariance, stratum
+from launchbench.analysis.inference import (
+    Inference,
+    bootstrap_inference,
+    fsum_mean,
+    t_inference,
+    trimmed_rounds,
+)
+from launchbench.analysis.stats import log_pass_medians, sorted_median
+from launchbench.results.schema import CPU, GPU, LATENCY, METRIC_BY_NAME, WALL, CaseResult
+
+
+@dataclass(frozen=True)
+class LogEvidence:
+    """A row-metric's evidence on log(current / baseline) at the level of passes (or paired rounds):
+    the estimate (first of ``centers``; the others are where the interval must reach too), the row's
+    own variance of its units, and the factor from that variance to the estimate's (1/P_b + 1/P_c, or
+    1/rounds)."""
+
+    centers: tuple[float, ...]
+    own: RowVariance
+    scale: float
+    units: tuple[int, int]  # passes (or rounds) on each side
+
+
+class Evidence(Protocol):
+    """How two sides' log pass medians become evidence on the log change: the design of the comparison."""
+
+    paired: ClassVar[bool]  # pass k of both sides is one interleaved round
+
+    def of_logs(self, log_b: np.ndarray, log_c: np.ndarray, medians: tuple[float, float]) -> LogEvidence:
+        """The evidence from each side's log pass medians and pooled median (both positive)."""
+        ...
+
+    def ratio(self, evidence: LogEvidence | None, medians: tuple[float, float]) -> float:
+        """The ratio the row reports (current / baseline)."""
+        ...
+
+    def host_shifts(
+        self, series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str]
+    ) -> dict[str, float]:
+        """Per metric, the run-to-run shift of host-bound rows counted in their intervals."""
+        ...
+
+
+class SeparateRuns:
+    """Two separate runs: passes of each side are independent of the other's."""
+
+    paired: ClassVar[bool] = False
+
+    def of_logs(self, log_b: np.ndarray, log_c: np.ndarray, medians: tuple[float, float]) -> LogEvidence:
+        centers = (fsum_mean(log_c) - fsum_mean(log_b), math.log(medians[1] / medians[0]))
+        scale = 1 / len(log_b) + 1 / len(log_c)
+        return LogEvidence(centers, RowVariance.of(log_b, log_c), scale, (len(log_b), len(log_c)))
+
+    def ratio(self, evidence: LogEvidence | None, medians: tuple[float, float]) -> float:
+        return medians[1] / medians[0]
+
+    def host_shifts(
+        self, series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str]
+    ) -> dict[str, float]:
+        return host_shifts(series, metrics)
+
+
+class PairedRounds:
+    """The two sides of one interleaved invocation (launchbench ab): round k is pass k of both sides
+    (rounds beyond the shorter side are left out); what both share in a round cancels."""
+
+    paired: ClassVar[bool] = True
+
+    def of_logs(self, log_b: np.ndarray, log_c: np.ndarray, medians: tuple[float, float]) -> LogEvidence:
+        rounds = min(len(log_b), len(log_c))
+        center, variance = trimmed_rounds(log_c[:rounds] - log_b[:rounds])
+        return LogEvidence((center,), variance, 1 / rounds, (rounds, rounds))
+
+    def ratio(self, evidence: LogEvidence | None, medians: tuple[float, float]) -> float:
+        return math.exp(evidence.centers[0]) if evidence is not None else medians[1] / medians[0]
+
+    def host_shifts(
+        self, series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str]
+    ) -> dict[str, float]:
+        return {}  # both sides measured in the same seconds: no run-to-run host noise
+
+
+SEPARATE_RUNS: Evidence = SeparateRuns()
+PAIRED_ROUNDS: Evidence = PairedRounds()
+
+
+def log_evidence(
+    baseline: np.ndarray,
+    current: np.ndarray,
+    baseline_passes: Sequence[int] | None,
+    current_passes: Sequence[int] | None,
+    design: Evidence = SEPARATE_RUNS,
+) -> LogEvidence | None:
+    """The evidence of one metric of one row, or None when a median is not positive or there is no
+    sample."""
+    if len(baseline) == 0 or len(current) == 0:
+        return None
+    log_b, log_c = log_pass_medians(baseline, baseline_passes), log_pass_medians(current, current_passes)
+    medians = (sorted_median(np.sort(baseline)), sorted_median(np.sort(current)))
+    return evidence_of(log_b, log_c, medians, design)
+
+
+def evidence_of(
+    log_b: np.ndarray | None, log_c: np.ndarray | None, medians: tuple[float, float], design: Evidence
+) -> LogEvidence | None:
+    """log_evidence from each side's log pass medians and pooled median."""
+    if log_b is None or log_c is None or not (medians[0] > 0 and medians[1] > 0):
+        return None
+    return design.of_logs(log_b, log_c, medians)
+
+
+class RowSeries:
+    """One side of one row, each raw series read and summarised once: samples (seconds), pass sizes, log
+    pass medians and pooled median. Metrics that share a series differ only by a scale factor."""
+
+    def __init__(self, case: CaseResult, mode: str):
+        self.case, self.mode = case, mode
+        self.sizes = case.pass_sizes(mode)
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray | None, float]] = {}
+        self._metrics: dict[str, tuple[np.ndarray, np.ndarray | None, float]] = {}
+
+    def series(self, key: str) -> tuple[np.ndarray, np.ndarray | None, float]:
+        if key not in self._cache:
+            samples = self.case.samples(self.mode, key)
+            logs = log_pass_medians(samples, self.sizes) if len(samples) else None
+            median = sorted_median(np.sort(samples)) if len(samples) else math.nan
+            self._cache[key] = (samples, logs, median)
+        return self._cache[key]
+
+    def metric(self, name: str) -> tuple[np.ndarray, np.ndarray | None, float]:
+        """Samples, log pass medians and median of a metric, in its unit (made once per metric)."""
+        if name not in self._metrics:
+            metric = METRIC_BY_NAME[name]
+            samples, logs, median = self.series(metric.sample_key)
+            scale = metric.scale(self.case.launches_per_iter)
+            shifted = None if logs is None else logs + math.log(scale)
+            self._metrics[name] = (samples * scale, shifted, median * scale)
+        return self._metrics[name]
+
+    @property
+    def host_bound(self) -> bool:
+        wall, cpu = self.series(WALL)[2], self.series(CPU)[2]
+        return wall > 0 and cpu >= HOST_BOUND_SHARE * wall
+
+    def host_paced(self, metric: str) -> bool:
+        """Whether the host's speed sets this metric of this row: every metric of a host-bound row, CPU
+        time always, and the latency (launch, run and synchronize one iteration) when the GPU's own
+        time is less than half of it (the rest is the host's launch and wake-up)."""
+        if self.host_bound:
+            return True
+        if METRIC_BY_NAME[metric].sample_key == LATENCY:
+            latency, gpu = self.series(LATENCY)[2], self.series(GPU)[2]
+            if latency > 0 and gpu > 0:
+                return gpu < 0.5 * latency
+        return stratum(metric, self.host_bound)[1]
+
+
+def infer(
+    evidence: LogEvidence | None,
+    prior: NoisePrior | None,
+    baseline: np.ndarray,
+    current: np.ndarray,
+    settings: CompareSettings,
+    run_noise: float = 0.0,
+) -> Inference:
+    """The t inference on the row's moderated variance (plus ``run_noise``², a run-to-run component in
+    log units); the samples' bootstrap when the row has no between-pass variance and no prior to borrow
+    one from."""
+    if evidence is not None and (evidence.own.df >= 1 or prior is not None):
+        variance, df = (
+            prior.moderate(evidence.own) if prior is not None else (evidence.own.variance, evidence.own.df)
+        )
+        if math.isfinite(variance) and df >= 1:
+            return t_inference(
+                evidence.centers,
+                math.sqrt(variance * evidence.scale + run_noise**2),
+                df,
+                settings.confidence,
+                settings.alpha,
+            )
+    return bootstrap_inference(baseline, current, settings)
+
+
+def host_shifts(
+    series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str]
+) -> dict[str, float]:
+    """Per metric, how far the host-bound rows of two separate runs moved together, beyond what the
+    GPU-bound rows moved: the median over host-bound rows of log(current / baseline median) minus the
+    same median over GPU-bound rows (none: 0). Only with at least HOST_SHIFT_MIN_ROWS host-bound rows.
+
+    Host-bound rows time the launching thread, whose speed is a property of the host's state when the
+    run was made; two runs minutes apart can meet states 20% apart, and then every host-bound row moves
+    by about that much together (the rows' own shifts differ by a few percent around it). No spread
+    inside one run shows that. A change of the chain (more launches, larger data) moves the GPU-bound
+    rows too, and a change in one row does not move the median, so what is left is the pair's
+    run-to-run host noise. compare adds it to every host-bound row's standard error, so that a host
+    state change is not called a regression; on a quiet host it is close to 0 and each row's own pass
+    spread decides. A change that slows every launch alike is indistinguishable from a slower host
+    here: ``launchbench ab`` measures both sides in the same seconds."""
+    shifts: dict[str, float] = {}
+    for metric in metrics:
+        moved: dict[bool, list[float]] = {True: [], False: []}
+        for b_series, c_series in series.values():
+            b_median, c_median = b_series.metric(metric)[2], c_series.metric(metric)[2]
+            if b_median > 0 and c_median > 0:
+                host_paced = b_series.host_paced(metric) or c_series.host_paced(metric)
+                moved[host_paced].append(math.log(c_median / b_median))
+        if len(moved[True]) >= HOST_SHIFT_MIN_ROWS:
+            gpu = float(np.median(moved[False])) if moved[False] else 0.0
+            shifts[metric] = float(np.median(moved[True])) - gpu
+    return shifts

@@ -1,0 +1,1 @@
+"""One module per report format, each defining ``EXPORTER`` (see report/export.py)."""

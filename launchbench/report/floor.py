@@ -1,0 +1,278 @@
+"""The floor report: each launch-path layer's cost per launch, what it adds above the C driver floor and
+above its parent on the real call path (µs and % of its own cost), what a graph saves at that layer, and
+the host facts that move these numbers. Built from a floor run's results.json alone (no GPU).
+
+The call path is a tree, not a column: cuda-bindings, CuPy's RawKernel and torch each reach the driver
+their own way (siblings over the C floor; CuPy does not call through cuda-bindings), and CuPy's
+ElementwiseKernel and ufunc launch through RawKernel's path."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from launchbench.results.schema import CPU, GPU, WALL, CaseResult, RunRecord, ThreadPlace
+from launchbench.scenario.floor import LAYERS, Layer
+
+US = 1e6
+NOT_EXPOSED = "not exposed by this host"  # what sysfs does not say (no cpufreq, a GPU's numa_node of -1)
+# each layer's parent on the real call path (its cost above the parent is what it adds); None: the root
+PARENT: dict[Layer, Layer | None] = {
+    "c": None,
+    "bindings": "c",
+    "cupy_raw": "c",
+    "cupy_raw_stream": "cupy_raw",
+    "cupy_elementwise": "cupy_raw",
+    "cupy_ufunc": "cupy_raw",
+    "torch": "c",
+    "gpu": None,
+}
+LABELS: dict[Layer, str] = {
+    "c": "C cuLaunchKernel / cuGraphLaunch",
+    "bindings": "cuda-bindings from Python",
+    "cupy_raw": "CuPy RawKernel",
+    "cupy_raw_stream": "CuPy RawKernel, stream=",
+    "cupy_elementwise": "CuPy ElementwiseKernel",
+    "cupy_ufunc": "CuPy ufunc (multiply)",
+    "torch": "torch Tensor.mul_",
+    "gpu": "GPU per-node floor (graph replay)",
+}
+
+
+@dataclass(frozen=True)
+class FloorRow:
+    """One layer at one argument count (seconds per launch; None where not measured)."""
+
+    layer: Layer
+    args: int | None
+    eager_s: float | None
+    eager_cpu_s: float | None
+    graph_s: float | None
+    graph_cpu_s: float | None
+    gpu_node_s: float | None  # the gpu layer's GPU time per node
+    below: Layer | None  # the measured ancestor on the call path its ``above_s`` is taken over
+    above_s: float | None
+    skipped: str | None  # why the layer (or its eager mode) was not measured
+    above_floor_s: float | None = None  # its eager cost above the C floor (None: no C floor measured)
+
+    @property
+    def above_pct(self) -> float | None:
+        if self.above_s is None or not self.eager_s:
+            return None
+        return 100.0 * self.above_s / self.eager_s
+
+    @property
+    def saves_s(self) -> float | None:
+        """What a graph saves per launch at this layer: eager wall minus graph wall."""
+        if self.eager_s is None or self.graph_s is None:
+            return None
+        return self.eager_s - self.graph_s
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    cpu_model: str | None
+    place: ThreadPlace | None  # where the launching thread ran as the layers were sampled
+    gpu_node: int | None
+    kernel: str | None
+    driver: str | None
+    gpu: str | None
+
+    @property
+    def smt(self) -> str | None:
+        """'on' where the launching CPU shares its core with another, 'off' where not (None: unknown)."""
+        if self.place is None or self.place.siblings is None:
+            return None
+        return "on" if any(sep in self.place.siblings for sep in ",-") else "off"
+
+
+@dataclass(frozen=True)
+class FloorReport:
+    rows: list[FloorRow]
+    host: HostFacts
+
+
+def _median(case: CaseResult, mode: str, key: str) -> float | None:
+    result = case.modes.get(mode)  # type: ignore[call-overload]
+    if result is None or result.status not in ("ok", "budget"):
+        return None
+    values = result.samples.get(key, [])
+    return statistics.median(values) / case.launches_per_iter if values else None
+
+
+def _reason(case: CaseResult) -> str | None:
+    """Why the layer was not measured: the reason of its skipped modes, where none was measured."""
+    if any(_median(case, mode, WALL) is not None for mode in case.modes):
+        return None
+    reasons = [m.reason for m in case.modes.values() if m.status == "skipped" and m.reason]
+    return reasons[0] if reasons else "not measured"
+
+
+def _layer(case: CaseResult) -> Layer | None:
+    layer = case.params.get("layer", case.chain)
+    return next((known for known in LAYERS if known == layer), None)
+
+
+def siblings(layer: Layer) -> list[Layer]:
+    """The other layers with the same parent: each reaches that parent its own way, so what one costs
+    above the other is no layer of either (bindings, cupy_raw and torch over the C floor)."""
+    parent = PARENT[layer]
+    return [other for other in LAYERS if other != layer and parent is not None and PARENT[other] == parent]
+
+
+def ancestors(layer: Layer) -> list[Layer]:
+    """The layers under ``layer`` on its call path, nearest first (the C floor last)."""
+    path: list[Layer] = []
+    parent = PARENT[layer]
+    while parent is not None:
+        path.append(parent)
+        parent = PARENT[parent]
+    return path
+
+
+def _at(eager: dict[tuple[Layer, int | None], float], layer: Layer, args: int | None) -> float | None:
+    """``layer``'s eager cost at ``args``, or for a layer without the axis at its lowest count measured."""
+    same = eager.get((layer, args))
+    if same is not None or args is not None:
+        return same
+    counts = sorted(a for (name, a) in eager if name == layer and a is not None)
+    return eager[(layer, counts[0])] if counts else None
+
+
+def _below(
+    layer: Layer, args: int | None, eager: dict[tuple[Layer, int | None], float]
+) -> tuple[Layer | None, float | None]:
+    """The nearest measured ancestor of ``layer`` on its call path and its eager cost: at the same
+    argument count, or for a layer without the axis at the lowest one measured."""
+    for parent in ancestors(layer):
+        value = _at(eager, parent, args)
+        if value is not None:
+            return parent, value
+    return None, None
+
+
+def floor_rows(record: RunRecord) -> list[FloorRow]:
+    """The run's floor cases as rows, in stacking order then argument count."""
+    cases = [(layer, case) for case in record.cases if case.kinds == "floor" and (layer := _layer(case))]
+    eager: dict[tuple[Layer, int | None], float] = {}
+    for layer, case in cases:
+        value = _median(case, "eager", WALL)
+        if value is not None:
+            eager[(layer, case.params.get("args"))] = value
+    rows = []
+    for layer, case in cases:
+        args = case.params.get("args")
+        own = eager.get((layer, args))
+        below, base = _below(layer, args, eager)
+        floor = _at(eager, "c", args) if layer not in ("c", "gpu") else None
+        rows.append(
+            FloorRow(
+                layer=layer,
+                args=args,
+                eager_s=own,
+                eager_cpu_s=_median(case, "eager", CPU),
+                graph_s=_median(case, "graph", WALL),
+                graph_cpu_s=_median(case, "graph", CPU),
+                gpu_node_s=_median(case, "graph", GPU) if layer == "gpu" else None,
+                below=below,
+                above_s=None if own is None else own - base if base is not None else own,
+                skipped=_reason(case),
+                above_floor_s=None if own is None or floor is None else own - floor,
+            )
+        )
+    return sorted(rows, key=lambda r: (LAYERS.index(r.layer), -1 if r.args is None else r.args))
+
+
+def host_facts(record: RunRecord) -> HostFacts:
+    env = record.environment
+    host = env.get("host", {}) if isinstance(env.get("host"), dict) else {}
+    gpu = env.get("gpu", {}) if isinstance(env.get("gpu"), dict) else {}
+    passes = [p for case in record.cases for mode in case.modes.values() for p in mode.passes]
+    place = next((p.host.start for p in passes if p.host.start is not None), None)
+    gpu_node = next((p.host.gpu_node for p in passes if p.host.gpu_node is not None), None)
+    return HostFacts(
+        cpu_model=host.get("cpu"),
+        place=place,
+        gpu_node=gpu_node,
+        kernel=host.get("kernel"),
+        driver=env.get("driver") or env.get("cuda_driver"),
+        gpu=gpu.get("name"),
+    )
+
+
+def floor_report(record: RunRecord) -> FloorReport:
+    return FloorReport(floor_rows(record), host_facts(record))
+
+
+def _us(value: float | None) -> str:
+    return "—" if value is None else f"{value * US:.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f}%"
+
+
+def _args(row: FloorRow) -> str:
+    return "—" if row.args is None else str(row.args)
+
+
+HEADER = (
+    "| layer | args | eager µs/launch | above the C floor µs | above its parent µs | % | parent | graph µs/launch | graph saves µs | eager CPU µs |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+)
+
+
+def _above(row: FloorRow) -> str:
+    """What the row adds above its parent; a negative value says the layer reads below its parent."""
+    text = _us(row.above_s)
+    return f"{text} (below its parent)" if row.above_s is not None and row.above_s < 0 else text
+
+
+def _row_line(row: FloorRow) -> str:
+    if row.skipped is not None:
+        return f"| {row.layer} | {_args(row)} | skipped: {row.skipped} | | | | | | | |"
+    graph = _us(row.gpu_node_s) + " (GPU/node)" if row.layer == "gpu" else _us(row.graph_s)
+    cells = (
+        row.layer, _args(row), _us(row.eager_s), _us(row.above_floor_s), _above(row), _pct(row.above_pct),
+        row.below or "—", graph, _us(row.saves_s), _us(row.eager_cpu_s),
+    )  # fmt: skip
+    return "| " + " | ".join(cells) + " |"
+
+
+def call_path_lines() -> list[str]:
+    """The tree the table stacks on, and what siblings mean."""
+    branches = []
+    for child in (layer for layer in LAYERS if PARENT[layer] == "c"):  # the tree is two deep
+        grandchildren = [layer for layer in LAYERS if PARENT[layer] == child]
+        branches.append(f"c → {child}" + (f" → {', '.join(grandchildren)}" if grandchildren else ""))
+    over_c = [layer for layer in LAYERS if PARENT[layer] == "c"]
+    return [
+        "Call path: " + " · ".join(branches) + ".",
+        f"{', '.join(over_c[:-1])} and {over_c[-1]} are siblings over the C floor: each reaches the driver "
+        "its own way (CuPy does not call through cuda-bindings), so each is stacked on the C floor and "
+        "what one costs above another is no layer of either.",
+    ]
+
+
+def host_lines(host: HostFacts) -> list[str]:
+    place = host.place or ThreadPlace()
+    mhz = f"{place.mhz:.0f} MHz" if place.mhz else f"MHz {NOT_EXPOSED}"
+    return [
+        f"- GPU: {host.gpu or 'unknown'}, driver {host.driver or 'unknown'}, NUMA node {_known(host.gpu_node)}",
+        f"- CPU: {host.cpu_model or 'unknown'}; the launching thread on CPU {_known(place.cpu)} ({mhz}, "
+        f"governor {place.governor or NOT_EXPOSED}, NUMA node {_known(place.node)}, SMT {host.smt or 'unknown'}"
+        f"{f': siblings {place.siblings}' if place.siblings else ''})",
+        f"- kernel: {host.kernel or 'unknown'}",
+    ]
+
+
+def _known(value: object) -> str:
+    return NOT_EXPOSED if value is None else str(value)
+
+
+def render_markdown(report: FloorReport) -> str:
+    """The report as Markdown: the table, then the host facts."""
+    lines = ["# Where a launch's time goes", "", *HEADER, *(_row_line(r) for r in report.rows), ""]
+    lines += [*call_path_lines(), ""]
+    lines += ["Host:", *host_lines(report.host), ""]
+    return "\n".join(lines)

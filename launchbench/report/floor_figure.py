@@ -1,0 +1,78 @@
+"""The floor figure: per layer and argument count a stacked bar of the eager cost per launch along the
+layer's real call path (the C floor at the bottom, then each layer on the way up: cuda-bindings, CuPy's
+RawKernel and torch each directly on the C floor, CuPy's ElementwiseKernel and ufunc on RawKernel), each
+segment what one layer adds above its parent, with the graph's cost per launch across the bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from launchbench.report.floor import PARENT, US, FloorReport, FloorRow
+from launchbench.report.plots.style import DPI, save_figure
+from launchbench.scenario.floor import LAYERS, Layer
+
+STEM = "floor"
+# Okabe & Ito colours, one per layer in stacking order
+COLOURS = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+
+
+def _segments(row: FloorRow, rows: dict[tuple[Layer, int | None], FloorRow]) -> list[tuple[Layer, float]]:
+    """The bar of ``row`` from the bottom: each measured layer on its call path, with what it adds."""
+    chain: list[FloorRow] = [row]
+    while chain[-1].below is not None:
+        below = chain[-1].below
+        same = rows.get((below, chain[-1].args)) or min(
+            (r for (name, _), r in rows.items() if name == below), key=lambda r: r.args or 0
+        )
+        chain.append(same)
+    return [(r.layer, r.above_s or 0.0) for r in reversed(chain)]
+
+
+def _label(row: FloorRow) -> str:
+    return row.layer if row.args is None else f"{row.layer}, {row.args} args"
+
+
+def figure_floor(report: FloorReport) -> Figure | None:
+    """The stacked bars, or None where no layer measured an eager cost."""
+    measured = [r for r in report.rows if r.eager_s is not None and r.skipped is None]
+    if not measured:
+        return None
+    rows = {(r.layer, r.args): r for r in measured}
+    fig = Figure(figsize=(8, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    for x, row in enumerate(measured):
+        bottom = 0.0
+        for layer, adds in _segments(row, rows):
+            ax.bar(x, adds * US, bottom=bottom, color=COLOURS[LAYERS.index(layer)], width=0.6)
+            bottom += adds * US
+        if row.graph_s is not None:
+            ax.plot([x - 0.3, x + 0.3], [row.graph_s * US] * 2, color="#D55E00", linewidth=2, linestyle="--")
+    gpu = next((r.gpu_node_s for r in report.rows if r.gpu_node_s is not None), None)
+    if gpu is not None:
+        ax.axhline(gpu * US, color="#999999", linewidth=1, linestyle=":")
+    ax.set_xticks(range(len(measured)), [_label(r) for r in measured], fontsize=7, rotation=35, ha="right")
+    ax.set_ylabel("wall time per launch (µs)")
+    used = sorted({layer for r in measured for layer, _ in _segments(r, rows)}, key=LAYERS.index)
+    handles = [
+        Patch(color=COLOURS[LAYERS.index(layer)], label=f"{layer} (above {PARENT[layer] or 'zero'})")
+        for layer in used
+    ]
+    handles.append(Patch(facecolor="none", edgecolor="#D55E00", linestyle="--", label="graph, per launch"))
+    if gpu is not None:
+        handles.append(
+            Patch(facecolor="none", edgecolor="#999999", linestyle=":", label="GPU per-node floor")
+        )
+    ax.legend(handles=handles, fontsize=7, loc="upper left")
+    ax.set_title(
+        "Where a launch's time goes: each layer's cost above its parent on the call path", fontsize=10
+    )
+    return fig
+
+
+def draw_floor_figure(report: FloorReport, out_dir: Path, fmt: str = "png", dpi: int = DPI) -> Path | None:
+    """``out_dir/floor.<fmt>``; None (nothing written) where no layer was measured."""
+    fig = figure_floor(report)
+    return None if fig is None else save_figure(fig, out_dir, STEM, fmt, dpi)

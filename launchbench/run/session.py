@@ -1,0 +1,148 @@
+"""The session engine under ``run`` and ``ab``: one run directory's record as its case-passes come in.
+
+A ``RunSession`` starts the record (``new_record``) and its journal, merges each case-pass's result
+into the record and appends it to the journal (``add``), writes the tables when a pass ends
+(``pass_ended``) and finishes the run (``finish``: the status, results.json compacted, the tables).
+``runner.run`` drives one session; ``ab.run_ab`` drives two, one per side. The events a run reports
+(``RunEvents``) and the options it runs under (``RunOptions``) live here because both drivers use them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from launchbench import __version__
+from launchbench.results.merge import merge_pass
+from launchbench.results.schema import CaseResult, RunRecord, ScenarioInfo
+from launchbench.results.store import RunJournal
+from launchbench.run.worker import cupy_backend
+from launchbench.scenario.core import Case
+
+
+class RunEvents(Protocol):
+    """What a run reports as it goes (the console implements it; measurement code never prints)."""
+
+    def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None: ...
+
+    def case_started(self, case: Case, index: int, total: int) -> None: ...
+
+    def case_progress(self, fraction: float) -> None: ...
+
+    def case_finished(self, result: CaseResult) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+
+class SilentEvents:
+    def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
+        return None
+
+    def case_started(self, case: Case, index: int, total: int) -> None:
+        return None
+
+    def case_progress(self, fraction: float) -> None:
+        return None
+
+    def case_finished(self, result: CaseResult) -> None:
+        return None
+
+    def note(self, message: str) -> None:
+        return None
+
+
+TableWriter = Callable[[Path, RunRecord], None]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    device: int = 0
+    overrides: dict[str, Any] = field(default_factory=dict)
+    isolate: bool = True
+    backend_factory: Callable[[int], Any] = cupy_backend
+    # writes the tables derived from results.json (after every pass and at the end); None writes none
+    write_tables: TableWriter | None = None
+    shard: str | None = None  # "K/N" when the plan holds one shard of the cases (recorded in the settings)
+    # where to append the profile events file (profile.py: each case-pass's phases); None writes none
+    profile: Path | None = None
+    # measures a scenario's floor: block after its chains (None: launchbench.run.floor's, in this process)
+    floor: Callable[..., list[CaseResult]] | None = None
+
+
+def now() -> str:
+    """The current time as a run records it (UTC, ISO 8601, whole seconds)."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def pass_settings(case: Case) -> Case:
+    """The case as one pass measures it: its time budget and sample counts split among its passes."""
+    if case.measure.passes == 1:
+        return case
+    return dataclasses.replace(case, measure=case.measure.one_pass())
+
+
+def new_record(
+    environment: dict[str, Any],
+    scenarios: Sequence[ScenarioInfo],
+    settings: dict[str, Any],
+    argv: Sequence[str] | None,
+) -> RunRecord:
+    """A run's record as it starts: running, on ``environment``, over ``scenarios``, with ``settings``."""
+    record = RunRecord(launchbench_version=__version__, started=now(), argv=list(argv or sys.argv))
+    return record.model_copy(
+        update={
+            "status": "running",
+            "environment": environment,
+            "scenarios": list(scenarios),
+            "settings": settings,
+        }
+    )
+
+
+class RunSession:
+    """One run directory's record and journal as its case-passes come in (see the module docstring)."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        record: RunRecord,
+        write_tables: TableWriter | None,
+        profile: Path | None = None,
+    ):
+        """``profile``: where the run's profile events go (profile.py), None for none."""
+        self.run_dir = Path(run_dir)
+        self.profile = profile
+        self.record = record
+        self.journal = RunJournal(self.run_dir)
+        self._write_tables = write_tables
+        self.journal.start(record)
+
+    def failed_before(self, case: Case) -> bool:
+        """Whether the case failed in an earlier pass (it is not measured again)."""
+        previous = self.record.case(case.scenario, case.case_id)
+        return previous is not None and bool(previous.error)
+
+    def add(self, case: Case, pass_index: int, result: CaseResult) -> CaseResult:
+        """Merge one case-pass into the record and journal it; what the run reports for it (the merged
+        case once its last pass or a failure is in, the pass's own result before)."""
+        merged = merge_pass(self.record.case(case.scenario, case.case_id), result)
+        self.record = self.record.with_case(merged)
+        self.journal.append(result, pass_index)
+        return merged if pass_index == case.measure.passes - 1 or merged.error else result
+
+    def pass_ended(self) -> None:
+        """The tables, as the record stands (results.json is compacted only at the start and the end)."""
+        if self._write_tables is not None:
+            self._write_tables(self.run_dir, self.record)
+
+    def finish(self, status: str) -> RunRecord:
+        """End the run with ``status`` (complete or interrupted): results.json compacted, the tables."""
+        self.record = self.record.model_copy(update={"status": status, "finished": now()})
+        self.journal.compact(self.record)
+        self.pass_ended()
+        return self.record
