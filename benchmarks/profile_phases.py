@@ -6,7 +6,8 @@ run's wall time, the rest (planning, the console, process teardown) as ``other``
     python benchmarks/profile_phases.py --summarize RUN_DIR/profile.jsonl --wall 41.8
 
 The case's phases are by the backend's clock; the worker's start phases by the host's. A worker's start
-is charged to the first case-pass it runs.
+is charged to the first case-pass it runs; the wall time counts the part of it its pass waited for
+(``ready_s``).
 """
 
 from __future__ import annotations
@@ -31,18 +32,18 @@ PHASES = (
     "check_s",
     "write_s",
 )
-PARTS = tuple(p for p in PHASES if p != "ready_s")  # ready_s holds boot_s, backend_s and canary_s
+WORKER = ("boot_s", "backend_s", "canary_s")  # of a worker's start; ready_s: the part its pass waited for
 
 
 def summarize(profile: Path, wall: float) -> dict[str, float]:
     """Each phase's total seconds over the profile's case-passes, and ``other``: the wall time no part
-    accounts for."""
+    accounts for. A worker's start counts with what its pass waited for (``ready_s``): a worker spawned
+    as the previous pass ended did part of its start (``boot_s``) while the parent wrote the tables."""
     totals = dict.fromkeys(PHASES, 0.0)
     for line in profile.read_text().splitlines():
         for phase, seconds in json.loads(line)["phases"].items():
             totals[phase] = totals.get(phase, 0.0) + seconds
-    worker_rest = totals["ready_s"] - totals["boot_s"] - totals["backend_s"] - totals["canary_s"]
-    totals["other"] = wall - sum(totals[p] for p in PARTS) - max(0.0, worker_rest)
+    totals["other"] = wall - sum(totals[p] for p in PHASES if p not in WORKER)
     totals["wall"] = wall
     return totals
 

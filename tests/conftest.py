@@ -7,20 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from launchbench.pytest_plugin import gpu_problem as _gpu_problem  # the fixture's own check
+
 sys.path.insert(0, str(Path(__file__).parent))
-
-
-def _gpu_problem() -> str | None:
-    try:
-        import cupy
-    except Exception as err:  # noqa: BLE001
-        return f"CuPy is not importable ({type(err).__name__})"
-    try:
-        if not cupy.is_available():
-            return "CuPy sees no CUDA device"
-    except Exception as err:  # noqa: BLE001
-        return f"CUDA is not usable ({err})"
-    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -332,6 +332,18 @@ def scripted_backend(device: int) -> ScriptedBackend:
     return ScriptedBackend()
 
 
+def no_gpu_backend(device: int) -> ScriptedBackend:
+    """A backend that cannot start, as the CuPy backend on a machine without a GPU."""
+    from launchbench.errors import NoGpuError
+
+    raise NoGpuError(f"no CUDA device {device} (a scripted refusal)")
+
+
+def slow_graph_backend(device: int) -> ScriptedBackend:
+    """The scripted backend with graphs twice as slow per launch: a regression put in on purpose."""
+    return ScriptedBackend(graph_per_launch=1.0e-6)
+
+
 STARTS_FILE_VARIABLE = "LAUNCHBENCH_TEST_WORKER_STARTS"
 CANARY_DISTURB_VARIABLE = "LAUNCHBENCH_TEST_CANARY_DISTURB"
 

@@ -37,6 +37,8 @@ FLAGS: frozenset[str] = frozenset(
         "launchbench.analysis.gate:evaluate_rules:allow_blind",
         "launchbench.analysis.table:case_rows:levels",
         "launchbench.analysis.table:run_table:levels",
+        "launchbench.api:run:isolate",
+        "launchbench.api:run:quick",
         "launchbench.files:check_output_dir:create",
         "launchbench.history.db:_engine:immediate",
         "launchbench.report.capture_figure:_series:dashed",

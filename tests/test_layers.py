@@ -2,9 +2,11 @@
 
 Layers, low to high: errors (with the package's ``__init__`` and other top-level modules) < the step kinds
 (``kinds``) < scenario < measure < results < backend < run < analysis < history < report < fleet
-< cli (``__main__`` with it). Every import counts, the lazy ones inside functions too. CuPy, cuda.bindings and
-NVML are imported at module level only by backend modules outside ``kinds``, so the rest imports
-on a machine without a GPU.
+< api (``api`` and ``pytest_plugin``: the Python API and the pytest plugin on it) < cli (``__main__`` with
+it). Every import counts, the lazy ones inside functions too, with one exception, named in LAZY_REEXPORTS:
+the package's ``__getattr__`` re-exports the API's names (``launchbench.run`` is the runner package, whose
+``__call__`` is the API's ``run``), imported on first use. CuPy, cuda.bindings and NVML are imported at
+module level only by backend modules outside ``kinds``, so the rest imports on a machine without a GPU.
 
 No two modules import each other, directly or round a longer loop, at import time: the cycle check
 follows the imports at module level (``import``/``from`` statements and ``importlib.import_module``
@@ -36,8 +38,16 @@ LAYERS = (
     "history",
     "report",
     "fleet",
+    "api",
     "cli",
 )
+API_MODULES = ("launchbench.api", "launchbench.pytest_plugin")  # top-level modules on the api layer
+# (module, the function of it) → what that function may import from a higher layer: the lazy re-exports
+# of the API's names (launchbench.run, launchbench.load, ...), nothing else
+LAZY_REEXPORTS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("launchbench", "__getattr__"): ("launchbench.api", "launchbench.run"),
+    ("launchbench.run", "__call__"): ("launchbench.api",),
+}
 GPU_MODULES = ("cupy", "cupyx", "cuda", "pynvml")
 
 
@@ -49,6 +59,8 @@ def layer_of(module: str, packages: frozenset[str] = frozenset()) -> str | None:
         return None
     if module == "launchbench.__main__":
         return "cli"
+    if module in API_MODULES:
+        return "api"
     if len(parts) == 1 or (len(parts) == 2 and module not in packages):
         return "errors"  # the package itself and its top-level modules (errors, shared helpers)
     return parts[1] if parts[1] in LAYERS else ""
@@ -67,22 +79,28 @@ class Import:
     target: str
     line: int
     top_level: bool  # runs at import time: at module level, not inside a function or `if TYPE_CHECKING:`
+    function: str | None = None  # the innermost function it is in
 
 
 def imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
     """Every module ``source`` imports, lazy imports inside functions and ``importlib.import_module``
     calls with a literal name included; ``from a import b`` yields ``a.b`` (b may be a module)."""
     tree = ast.parse(source)
-    inside_function: set[int] = set()
+    inside_function: dict[int, str] = {}  # node → its innermost function (ast.walk goes outside in)
+    type_checking: set[int] = set()  # nodes under `if TYPE_CHECKING:` (never run)
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) or _type_checking(node):
-            inside_function.update(id(child) for child in ast.walk(node) if child is not node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            name = node.name if not isinstance(node, ast.Lambda) else "<lambda>"
+            inside_function.update((id(child), name) for child in ast.walk(node) if child is not node)
+        elif _type_checking(node):
+            type_checking.update(id(child) for child in ast.walk(node) if child is not node)
     package = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(tree):
-        top = id(node) not in inside_function
+        top = id(node) not in inside_function and id(node) not in type_checking
+        function = inside_function.get(id(node))
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield Import(alias.name, node.lineno, top)
+                yield Import(alias.name, node.lineno, top, function)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -90,7 +108,9 @@ def imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
                 anchor = anchor[: len(anchor) - (node.level - 1)]
                 base = ".".join([*anchor, base] if base else anchor)
             for alias in node.names:
-                yield Import(f"{base}.{alias.name}" if alias.name != "*" else base, node.lineno, top)
+                yield Import(
+                    f"{base}.{alias.name}" if alias.name != "*" else base, node.lineno, top, function
+                )
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -99,7 +119,7 @@ def imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
         ):
-            yield Import(node.args[0].value, node.lineno, top)
+            yield Import(node.args[0].value, node.lineno, top, function)
 
 
 def _type_checking(node: ast.AST) -> bool:
@@ -131,6 +151,12 @@ def _layer_of_target(target: str, known: set[str], packages: frozenset[str]) -> 
     return layer_of(target, packages)
 
 
+def _reexported(module: str, imp: Import, known: set[str], packages: frozenset[str]) -> bool:
+    """An import LAZY_REEXPORTS allows: inside the named function, of (a name in) a module it names."""
+    allowed = LAZY_REEXPORTS.get((module, imp.function or ""), ())
+    return any(imp.target == name or imp.target.startswith(name + ".") for name in allowed)
+
+
 def violations(root: Path) -> list[str]:
     """Imports of a higher layer, modules on no layer, and module-level GPU imports outside the backend,
     for the package at ``root``; each as 'path:line: message'."""
@@ -151,6 +177,8 @@ def violations(root: Path) -> list[str]:
                 gpu = imp.target.split(".")[0] in GPU_MODULES
                 if gpu and imp.top_level and own != "backend":
                     found.append(f"{where}:{imp.line}: {module} ({own}) imports {imp.target} at module level")
+                continue
+            if _reexported(module, imp, known, packages):
                 continue
             if not target:
                 found.append(f"{where}:{imp.line}: {module} imports {imp.target}, which is on no layer")
@@ -317,6 +345,52 @@ def test_a_top_level_module_is_on_the_lowest_layer(tmp_path: Path) -> None:
     root = _plant(tmp_path, {"files.py": "from launchbench.scenario import model\n", "scenario/model.py": ""})
     (found,) = violations(root)
     assert "launchbench.files (errors) imports launchbench.scenario.model (scenario)" in found
+
+
+def test_the_api_sits_between_the_fleet_and_the_cli(tmp_path: Path) -> None:
+    root = _plant(
+        tmp_path,
+        {
+            "api.py": "from launchbench.fleet import score\nfrom launchbench.report import console\n",
+            "fleet/score.py": "",
+            "report/console.py": "def f():\n    from launchbench import api\n",
+            "cli/run.py": "from launchbench.api import run\n",
+        },
+    )
+    (found,) = violations(root)
+    assert "launchbench.report.console (report) imports launchbench.api (api), a higher layer" in found
+
+
+@pytest.mark.parametrize(
+    ("source", "allowed"),
+    [
+        ("def __getattr__(name):\n    from launchbench import api\n", True),
+        (
+            "def __getattr__(name):\n    import importlib\n    return importlib.import_module('launchbench.run')\n",
+            True,
+        ),
+        (
+            "from launchbench import api\n",
+            False,
+        ),  # at module level: every import of the package would load it
+        ("def other():\n    from launchbench import api\n", False),
+        ("def __getattr__(name):\n    from launchbench.report import console\n", False),
+    ],
+)
+def test_only_the_package_getattr_re_exports_the_api(tmp_path: Path, source: str, allowed: bool) -> None:
+    root = _plant(tmp_path, {"api.py": "", "run/__init__.py": "", "report/console.py": ""})
+    (root / "__init__.py").write_text(source)
+    assert (violations(root) == []) is allowed
+
+
+def test_the_runner_package_may_call_the_api_only_from_its_call(tmp_path: Path) -> None:
+    call = "class P:\n    def __call__(self):\n        from launchbench.api import run\n"
+    root = _plant(
+        tmp_path,
+        {"api.py": "", "run/__init__.py": call, "run/runner.py": "def f():\n    import launchbench.api\n"},
+    )
+    (found,) = violations(root)
+    assert found.startswith("launchbench/run/runner.py:2:")
 
 
 def test_an_import_cycle_is_found(tmp_path: Path) -> None:

@@ -281,3 +281,59 @@ def test_the_profile_script_accounts_for_the_wall_time_by_phase(tmp_path, capsys
     assert totals["other"] == pytest.approx(10.0 - 1.75 - 3.0 - 0.25)
     script.main(["--summarize", str(profile), "--wall", "10"])
     assert "sampling_s" in capsys.readouterr().out
+
+
+def test_a_worker_touches_no_backend_before_the_parent_asks(tmp_path, monkeypatch):
+    """A spawned worker imports launchbench and waits: its backend (the CUDA context, the first canary
+    reading) starts only once ``start`` sends StartBackend."""
+    import time
+
+    from launchbench.run.executor import WorkerProcess
+
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
+    worker = WorkerProcess(counting_backend, 0)
+    try:
+        time.sleep(3)  # long enough for its imports: a worker that did not wait would be up by now
+        assert not starts.exists() and not worker.conn.poll(0)  # no backend, no Ready yet
+        worker.start()
+        assert len(starts.read_text().split()) == 1 and worker.start_times is not None
+    finally:
+        worker.stop()
+
+
+class _Spawned:
+    """A worker as the executor sees it, recording what is done to it."""
+
+    start_times = None
+
+    def __init__(self, log: list[str]):
+        self.log = log
+        log.append("spawn")
+
+    def start(self) -> dict:
+        self.log.append("start")
+        return {}
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        self.log.append("stop")
+
+
+def test_the_next_pass_worker_is_spawned_as_a_pass_ends_and_started_when_its_pass_asks():
+    from launchbench.run.executor import WorkerExecutor
+
+    log: list[str] = []
+    executor = WorkerExecutor(scripted_backend, 0, spawn=lambda: _Spawned(log))
+    executor.start()
+    executor._worker_for(0)
+    executor.next_pass(1)  # the next one spawned (not started), then this pass's stopped
+    assert log == ["spawn", "start", "spawn", "stop"]
+    executor._worker_for(1)
+    assert log == ["spawn", "start", "spawn", "stop", "start"]
+    executor._worker_for(1)  # the same pass: the same worker
+    executor.next_pass(2)
+    executor.close()  # a worker spawned ahead and never asked for is stopped too
+    assert log[5:] == ["spawn", "stop", "stop"]

@@ -4,18 +4,21 @@ import numpy as np
 from fakes import ScriptedMonitor, ScriptedWorkload, SteppingClock
 
 from launchbench.measure.clock import ClockReading
-from launchbench.measure.sampler import SAMPLES_PER_ROUND, Sampler
+from launchbench.measure.sampler import SAMPLES_PER_ROUND, WARMUP_BATCHES, Sampler
 from launchbench.measure.stopping import (
     FirstOf,
+    ModeSpread,
     NoiseTarget,
     Plateau,
     SampleCap,
     SamplingView,
+    SpreadShare,
     StopRule,
     TimeBudget,
     default_rule,
     plateau_rule,
     relative_width,
+    spread_rule,
 )
 from launchbench.scenario.core import MeasureSettings
 
@@ -159,37 +162,38 @@ def test_a_budget_spent_before_sampling_still_gives_one_round():
 
 # Every sampling decision of these scripted runs, pinned: for each run the clock at its end, whether the
 # budget ended it, the settling time, the throttle reasons and, per mode, (iterations per sample, samples,
-# target met, throttled samples, the sum of the wall samples). The figures are those of the sampler before
-# its stopping rules became named rules: the rules decide exactly as the one rule did.
+# target met, throttled samples, the sum of the wall samples). The figures are those of the warm-up that
+# ends once the first batch and WARMUP_BATCHES whole samples after it are done (at most warmup_time): it
+# draws fewer batches from the scripted workloads, so their noise, and the samples after it, differ.
 DECISIONS = {
     "quiet": (
-        0.155386782,
+        0.063226794,
         False,
         0.0,
         (),
-        {"eager": (37, 10, True, 0, 0.000599972542), "graph": (367, 10, True, 0, 6.0004101e-05)},
+        {"eager": (37, 10, True, 0, 0.000599970687), "graph": (367, 10, True, 0, 6.0002656e-05)},
     ),
-    "noisy": (0.541224025, True, 0.0, (), {"eager": (1965, 40, False, 0, 0.000237735814)}),
+    "noisy": (0.510379103, True, 0.0, (), {"eager": (2263, 35, False, 0, 0.000208938663)}),
     "mixed": (
-        0.070392827,
+        0.104940537,
         False,
         0.0,
         (),
-        {"eager": (11, 10, True, 0, 0.000995431066), "graph": (116, 30, True, 0, 0.000296928378)},
+        {"eager": (12, 15, True, 0, 0.001493763223), "graph": (192, 40, True, 0, 0.000395897426)},
     ),
     "cap": (
-        0.124906387,
+        0.104928633,
         False,
         0.0,
         (),
-        {"eager": (11, 40, False, 0, 0.003992137044), "graph": (12, 40, False, 0, 0.003998871267)},
+        {"eager": (11, 40, False, 0, 0.004008805886), "graph": (11, 40, False, 0, 0.00399886011)},
     ),
     "throttled": (
-        0.206749129,
+        0.114131607,
         False,
-        0.008898805,
+        0.00930162,
         ("sw_power_cap",),
-        {"eager": (23, 20, True, 15, 0.001998791163), "graph": (106, 20, True, 15, 0.000400606042)},
+        {"eager": (22, 20, True, 15, 0.001999074258), "graph": (106, 20, True, 15, 0.000399893921)},
     ),
 }
 
@@ -311,3 +315,52 @@ def test_the_plateau_rule_ends_sampling_before_the_cap_with_a_scripted_clock():
             assert not plateau.finished(shorter)  # it stopped at the first round that had plateaued
     assert counts["default"] == 2000
     assert 10 < counts["plateau"] < 2000
+
+
+def test_warm_up_ends_after_the_first_batch_and_a_few_whole_samples():
+    clock = SteppingClock()
+    work = ScriptedWorkload(clock, 1, 1e-4)
+    sampler = Sampler(settings(warmup_time=10.0, sample_time=1e-3), clock)
+    sampler._warm_up(work)
+    # 1, 2, 4, 8 iterations (under a sample), then 16 (1.6 ms, a whole sample) WARMUP_BATCHES times
+    # counted from the first batch: it ends long before its 10 s bound
+    assert work.batches[:5] == [1, 2, 4, 8, 16]
+    assert all(b == 16 for b in work.batches[4:])
+    assert len(work.batches) == WARMUP_BATCHES + 2
+    assert clock.now < 0.01
+
+
+def test_warm_up_stops_at_its_time_bound_on_a_slow_workload():
+    clock = SteppingClock()
+    work = ScriptedWorkload(clock, 1, 0.05)  # every batch longer than the bound
+    Sampler(settings(warmup_time=0.01, sample_time=1e-3), clock)._warm_up(work)
+    assert work.batches == [1]
+
+
+def test_the_spread_rule_stops_once_the_pass_is_precise_against_the_spread():
+    rule = SpreadShare({"eager": ModeSpread(0.10, 0.10)}, min_samples=5)
+    tight = [1.0 + 0.001 * i for i in range(10)]
+    assert rule.finished(SamplingView(tight, tight, mode="eager"))
+    assert not rule.finished(SamplingView(tight[:4], tight[:4], mode="eager"))  # below min_samples
+    wide = [1.0, 1.5, 0.7, 1.2, 0.9, 1.4]
+    assert not rule.finished(SamplingView(wide, tight, mode="eager"))  # 0.25 × 10% not met
+    assert not rule.finished(SamplingView(tight, tight, mode="graph"))  # no spread known for graph
+    # a series with samples but no known spread waits; one not recorded has nothing to wait for
+    no_latency = SpreadShare({"eager": ModeSpread(0.10, None)}, min_samples=5)
+    assert not no_latency.finished(SamplingView(tight, tight, mode="eager"))
+    assert no_latency.finished(SamplingView(tight, (), mode="eager"))
+    cpu = SpreadShare({"eager": ModeSpread(0.10, 0.10, cpu=0.001)}, min_samples=5)
+    assert not cpu.finished(SamplingView(tight, tight, mode="eager", cpu=tight))
+
+
+def test_the_spread_rule_ends_sampling_early_only_where_a_spread_is_known():
+    kw = {"target_noise": 0.0001, "min_samples": 10, "max_time": 5.0, "warmup_time": 0.0, "sample_time": 1e-3}
+    done = {}
+    for spreads in ({}, {"eager": ModeSpread(0.2, 0.2, 0.2, 0.2)}):
+        clock = SteppingClock()
+        work = {"eager": ScriptedWorkload(clock, 1, 1e-4, noise=0.05)}
+        rule = spread_rule(MeasureSettings(**kw), spreads) if spreads else None
+        out = Sampler(MeasureSettings(**kw), clock, rule=rule).run(work)
+        done[bool(spreads)] = (len(out.modes["eager"].wall), out.budget_hit, out.modes["eager"].target_met)
+    assert done[False][0] > 100 and not done[False][2]  # 0.01% is out of reach: the cap or budget ends it
+    assert done[True] == (15, False, False)  # 5% noise against a 20% spread: three rounds are enough

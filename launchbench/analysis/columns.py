@@ -85,7 +85,7 @@ ID_DECLARED: tuple[Column, ...] = (
     Column('kinds', '—', 'id', 'step kinds in the chain', lambda f: f.case.kinds),
     Column('params', '—', 'id', 'sweep values of the case (JSON)', lambda f: json.dumps(f.case.params, sort_keys=True)),
     Column('mode', '—', 'id', "eager (kernel by kernel on a stream), graph (CUDA Graph replay of CuPy's stream capture), torch_graph (torch.cuda.CUDAGraph replay, a chain holding torch steps); for a chain whose sizes change: recapture, cache or update (see docs/shapes.md)", lambda f: f.mode),
-    Column('status', '—', 'id', 'ok; budget (time budget hit before the noise target); not_capturable; failed; skipped', lambda f: f.result.status),
+    Column('status', '—', 'id', "ok; budget (sampling ended before the noise target: the time budget or a pass precise against its row's spread between passes); not_capturable; failed; skipped", lambda f: f.result.status),
     Column('reason', '—', 'id', 'why a mode is not ok (capture refused, error message)', lambda f: f.result.reason or f.case.error or ""),
     Column('launches_per_iter', 'launches', 'id', 'kernel/copy/memset launches the chain issues per iteration', lambda f: f.case.launches_per_iter),
     Column('iters_per_sample', 'iterations', 'id', 'chain iterations timed together in one throughput sample', lambda f: f.result.iters_per_sample or None),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from launchbench.cli.output import REPORT_FORMATS, publish, report_options
 
 if TYPE_CHECKING:  # the statistics (numpy, SciPy) load when a comparison runs, not for --help
     from launchbench.analysis.compare import CompareSettings, Comparison, Evidence
-    from launchbench.analysis.gate import GatePolicy, GateReport, GateRule, GateScope
+    from launchbench.analysis.gate import GateReport, GateRule, GateScope
 
 FORMATS = REPORT_FORMATS  # ab writes the same formats
 F = Callable[..., Any]
@@ -185,6 +185,7 @@ def _compare(args: CompareArgs) -> int:
     gated, the report written; the exit code."""
     from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.analysis.gate import GatePolicy
+    from launchbench.api import compare_pair
     from launchbench.results.store import load_run
 
     if args.baseline_from == "history" and len(args.runs) != 1:
@@ -211,17 +212,12 @@ def _compare(args: CompareArgs) -> int:
         if args.rules or args.fail_on_missing
         else None
     )
-    pairs = [
-        _compare_pair(
-            sides[0],
-            side,
-            settings,
-            policy,
-            args.allow_different_gpu,
-            _design(sides[0], side, args.baseline_from),
-        )
-        for side in sides[1:]
-    ]
+    pairs = []
+    for side in sides[1:]:  # each pair: launchbench.api.compare_pair, the API's comparison
+        design = _design(sides[0], side, args.baseline_from)
+        pairs.append(compare_pair(sides[0], side, settings, policy, args.allow_different_gpu, design))
+        if policy is None:
+            _warn(pairs[-1][0])
     if len(pairs) == 1:
         emit_comparison(*pairs[0], args.fmt, args.output, args.junit, args.quiet)
     else:
@@ -243,60 +239,18 @@ def usable_settings(
 
 
 def _design(baseline: tuple[str, Any], current: tuple[str, Any], baseline_from: str | None) -> Evidence:
-    """Paired rounds for side A and side B of one ab directory given as paths; separate runs otherwise."""
-    from launchbench.analysis.compare import PAIRED_ROUNDS, SEPARATE_RUNS, sides_of_one_ab
+    """Paired rounds for side A and side B of one ab directory given as paths (launchbench.api.pair_design);
+    separate runs against a baseline drawn from the history."""
+    from launchbench.analysis.compare import SEPARATE_RUNS
+    from launchbench.api import pair_design
 
-    (base_label, base_run), (cur_label, cur_run) = baseline, current
-    if baseline_from is None and sides_of_one_ab(base_run, cur_run, base_label, cur_label):
-        return PAIRED_ROUNDS
-    return SEPARATE_RUNS
-
-
-def _compare_pair(
-    baseline: tuple[str, Any],
-    current: tuple[str, Any],
-    settings: CompareSettings,
-    policy: GatePolicy | None,
-    allow_different_gpu: bool,
-    design: Evidence,
-) -> tuple[Comparison, GateReport | None]:
-    """One BASELINE → CURRENT comparison with its warnings, and its gate report where a gate was asked."""
-    from launchbench.analysis.compare import compare_runs
-    from launchbench.analysis.gate import ComparedRuns, gate
-    from launchbench.results.merge_runs import refuse_repeated_cases
-
-    (base_label, base_run), (cur_label, cur_run) = baseline, current
-    for path, record in (baseline, current):
-        refuse_repeated_cases(
-            record, path, "compare one member's run, or score them with launchbench fleet report"
-        )
-    comparison = compare_runs(
-        base_run,
-        cur_run,
-        settings,
-        allow_different_gpu=allow_different_gpu,
-        baseline_label=base_label,
-        current_label=cur_label,
-        design=design,
-    )
-    comparison = replace(comparison, warnings=run_warnings(base_run, cur_run, comparison))
-    if policy is None:
-        for warning in comparison.all_warnings:
-            click.echo(f"launchbench: warning: {warning}", err=True)
-        return comparison, None
-    return comparison, gate(ComparedRuns(comparison, base_run, cur_run), policy)
+    return pair_design(baseline, current) if baseline_from is None else SEPARATE_RUNS
 
 
-def run_warnings(baseline: Any, current: Any, comparison: Comparison) -> tuple[str, ...]:
-    """What a gate would refuse or note about the runs, said in every output (with no gate, nothing
-    fails on them): an unfinished run, no rows in common, a scenario file that changed."""
-    from launchbench.analysis.coverage import scenario_differences, unfinished
-
-    out = [f"the {side} run {why}" for side, record in (("baseline", baseline), ("current", current))
-           if (why := unfinished(record))]  # fmt: skip
-    if comparison.rows and all(row.only_in is not None for row in comparison.rows):
-        out.append("the runs have no rows in common")
-    return (*out, *scenario_differences(baseline, current))
+def _warn(comparison: Comparison) -> None:
+    """An ungated comparison's warnings, said on stderr (a gate's report says them otherwise)."""
+    for warning in comparison.all_warnings:
+        click.echo(f"launchbench: warning: {warning}", err=True)
 
 
 def emit_comparison(

@@ -20,6 +20,7 @@ SAMPLES_PER_ROUND = 5
 MAX_ITERS_PER_SAMPLE = 1_000_000
 SETTLE_TOLERANCE = 0.02  # SM clock readings within 2% of each other count as settled
 MAX_SETTLE_TIME = 3.0
+WARMUP_BATCHES = 3  # batches after the first that warming up takes at least (the last a whole sample)
 
 
 @dataclass(frozen=True)
@@ -149,11 +150,14 @@ class Sampler:
         """Where the sampling's time went so far."""
         return SamplerPhases(*self._prepared, sampling_s=self._sampling_s)
 
-    def _view(self, samples: ModeSamples) -> SamplingView:
-        return SamplingView(samples.wall, samples.latency, self.spent, self.rounds)
+    def _view(self, mode: str) -> SamplingView:
+        samples = self.samples[mode]
+        return SamplingView(
+            samples.wall, samples.latency, self.spent, self.rounds, mode, samples.cpu, samples.gpu
+        )
 
     def _pending(self) -> list[str]:
-        return [m for m in self.workloads if not self.rule.finished(self._view(self.samples[m]))]
+        return [m for m in self.workloads if not self.rule.finished(self._view(m))]
 
     @property
     def done(self) -> bool:
@@ -193,22 +197,29 @@ class Sampler:
 
     def finish(self) -> SamplingOutcome:
         budget_hit = bool(self._pending()) and self.rounds > 0  # the budget ended sampling
-        for mode_samples in self.samples.values():
-            mode_samples.target_met = self.target.finished(self._view(mode_samples))
+        for mode, mode_samples in self.samples.items():
+            mode_samples.target_met = self.target.finished(self._view(mode))
         self.progress(1.0)
         return SamplingOutcome(
             self.samples, budget_hit, self.settle_s, self.reading, tuple(sorted(self.reasons))
         )
 
     def _warm_up(self, workload: Workload) -> None:
-        """Run the workload until warmup_time has passed (at least once): JIT, caches, clocks."""
+        """Run the workload until what warming up is for is done: the first launch (JIT compilation,
+        a graph's upload, first-touch allocations) and WARMUP_BATCHES more batches after it, the last
+        lasting a whole sample (sample_time), so caches and the launch path are warm; at most
+        warmup_time, at least one batch. The clocks are settled after it (``_settle_clocks``)."""
         begin = self.clock.wall()
-        iters = 1
+        iters, after_first = 1, 0
         while True:
             timing = workload.run_batch(iters)
             if self.clock.wall() - begin >= self.settings.warmup_time:
                 return
-            if timing.wall_s < self.settings.sample_time:
+            long_enough = timing.wall_s >= self.settings.sample_time
+            if long_enough and after_first >= WARMUP_BATCHES:
+                return
+            after_first += 1
+            if not long_enough:
                 iters = min(iters * 2, MAX_ITERS_PER_SAMPLE)
 
     def _settle_clocks(self, workload: Workload) -> float:

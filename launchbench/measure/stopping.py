@@ -9,16 +9,18 @@ The named rules:
 - ``SampleCap``: the sample cap is reached.
 - ``TimeBudget``: the case's time budget is spent, after at least one round.
 - ``Plateau``: the relative CI width has stopped narrowing over the last ``k`` batches (rounds).
+- ``SpreadShare``: the mode's within-pass CI half-width is a small share of the spread its row's
+  earlier passes showed between them (the quantity a multi-pass row's CI is made of).
 - ``FirstOf``: finished as soon as one of its rules is.
 
 The sampler (sampler.py) samples a mode while its mode rule (by default ``FirstOf(NoiseTarget,
-SampleCap)``: ``default_rule``) says it is not finished, ends the case when every mode is finished or
+SampleCap)``: ``default_rule``; with the earlier passes' spread, ``spread_rule``) says it is not finished, ends the case when every mode is finished or
 its ``TimeBudget`` is spent, and records for each mode whether its ``NoiseTarget`` was met.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -31,12 +33,16 @@ from launchbench.scenario.core import MeasureSettings
 @dataclass(frozen=True)
 class SamplingView:
     """What a stopping rule sees of one mode: its throughput (wall) and latency samples so far, the
-    seconds the sampling has spent and the rounds it has taken."""
+    seconds the sampling has spent, the rounds it has taken, the mode's name and its CPU- and GPU-time
+    samples."""
 
     wall: Sequence[float]
     latency: Sequence[float] = ()
     spent: float = 0.0
     rounds: int = 0
+    mode: str = ""
+    cpu: Sequence[float] = ()
+    gpu: Sequence[float] = ()
 
 
 class StoppingRule(Protocol):
@@ -143,9 +149,63 @@ class FirstOf:
         return any(rule.finished(view) for rule in self.rules)
 
 
+SPREAD_SHARE = 0.25  # a pass stops once its CI half-width is within this share of the between-pass spread
+MIN_SPREAD_PASSES = 2  # earlier passes needed before their spread is used
+
+
+@dataclass(frozen=True)
+class ModeSpread:
+    """How far one mode's earlier passes sat apart: the standard deviation of their log pass medians
+    (a relative spread) of each series, the throughput (wall), latency, CPU- and GPU-time samples;
+    None where unknown."""
+
+    wall: float | None
+    latency: float | None = None
+    cpu: float | None = None
+    gpu: float | None = None
+
+
+@dataclass(frozen=True)
+class SpreadShare:
+    """Every series' within-pass relative CI half-width within ``share`` of its spread between the
+    earlier passes, after ``min_samples``. A pass median then varies by at most (share/1.96)² of the
+    between-pass variance on its own (1.6% at 0.25), which leaves the row's CI, made of the pass
+    medians, as it is. A mode without a known spread never finishes by this rule."""
+
+    name: ClassVar[str] = "spread"
+    spreads: Mapping[str, ModeSpread]
+    min_samples: int
+    share: float = SPREAD_SHARE
+
+    def _within(self, samples: Sequence[float], spread: float | None) -> bool:
+        """A series not recorded has nothing to wait for; one without a known spread waits."""
+        if not samples:
+            return True
+        if spread is None:
+            return False
+        return len(samples) >= self.min_samples and relative_width(samples) <= self.share * spread
+
+    def finished(self, view: SamplingView) -> bool:
+        spread = self.spreads.get(view.mode)
+        if spread is None or not view.wall:
+            return False
+        pairs = (
+            (view.wall, spread.wall),
+            (view.latency, spread.latency),
+            (view.cpu, spread.cpu),
+            (view.gpu, spread.gpu),
+        )
+        return all(self._within(samples, of) for samples, of in pairs)
+
+
 def default_rule(settings: MeasureSettings) -> FirstOf:
     """When a mode's sampling stops: its noise target met or its sample cap reached."""
     return FirstOf((NoiseTarget.of(settings), SampleCap(settings.max_samples)))
+
+
+def spread_rule(settings: MeasureSettings, spreads: Mapping[str, ModeSpread]) -> FirstOf:
+    """The default rule, or earlier once a mode's CI is small against its earlier passes' spread."""
+    return FirstOf((*default_rule(settings).rules, SpreadShare(spreads, settings.min_samples)))
 
 
 def plateau_rule(settings: MeasureSettings, batch: int) -> FirstOf:

@@ -4,7 +4,8 @@ check the graph's outputs against eager ones, and assemble the CaseResult. Never
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
@@ -14,6 +15,7 @@ from launchbench.kinds.registry import spec_of
 from launchbench.kinds.torch_step import holds_torch
 from launchbench.measure.clock import Clock
 from launchbench.measure.sampler import ModeSamples, Sampler, SamplingOutcome
+from launchbench.measure.stopping import ModeSpread, spread_rule
 from launchbench.results.schema import (
     CPU,
     GPU,
@@ -153,6 +155,30 @@ def _verify_nodes(case: Case, check: OutputCheck, nodes: int | None) -> OutputCh
     return OutputCheck(check.match, f"{check.detail}; {nodes} graph nodes, one per launch")
 
 
+@dataclass
+class HarnessCosts:
+    """The timing loop's own cost per iteration, measured once per process and ``max_in_flight``: it
+    is the cost of the process's loop around an empty call on the backend's stream, the same for every
+    case the process runs, so a worker measures it for its first case and reuses it."""
+
+    measured: dict[int, float] = field(default_factory=dict)
+
+    def of(self, prepared: PreparedCase, max_in_flight: int) -> float:
+        if max_in_flight not in self.measured:
+            self.measured[max_in_flight] = prepared.harness_cost()
+        return self.measured[max_in_flight]
+
+
+@dataclass(frozen=True)
+class PassContext:
+    """What one case-pass is measured with besides its case: the spread of its modes' earlier passes
+    (the stopping rule stops a mode once its CI is small against it: stopping.SpreadShare) and the
+    process's harness costs."""
+
+    spreads: Mapping[str, ModeSpread] = field(default_factory=dict)
+    harness: HarnessCosts = field(default_factory=HarnessCosts)
+
+
 class CaseSession:
     """One prepared case, sampled a round at a time (a CasePass) (``launchbench ab`` alternates the rounds of two
     processes); ``finish`` checks the outputs and assembles the result, ``close`` frees the case."""
@@ -165,15 +191,19 @@ class CaseSession:
         prepared: PreparedCase,
         progress: Progress,
         prepare_s: float = 0.0,
+        context: PassContext | None = None,
     ):
         """``prepare_s``: the seconds ``backend.prepare`` took (for ``times``)."""
         self.case, self.clock, self.prepared = case, clock, prepared
         self.start = clock.wall()
         self.host = host_data(backend.pci_address)
         self.times = CaseTimes(prepare_s)
+        context = context or PassContext()
+        rule = spread_rule(case.measure, context.spreads) if context.spreads else None
         try:
-            self.harness = prepared.harness_cost()
-            self.sampling = Sampler(case.measure, clock, backend.monitor).start(prepared.workloads, progress)
+            self.harness = context.harness.of(prepared, case.measure.max_in_flight)
+            sampler = Sampler(case.measure, clock, backend.monitor, rule)
+            self.sampling = sampler.start(prepared.workloads, progress)
         except BaseException:
             prepared.close()
             raise
@@ -212,10 +242,14 @@ class CaseSession:
 
 
 def start_case(
-    backend: Backend, case: Case, clock: Clock, progress: Progress | None = None
+    backend: Backend,
+    case: Case,
+    clock: Clock,
+    progress: Progress | None = None,
+    context: PassContext | None = None,
 ) -> CaseSession | CaseResult:
-    """Prepare the case and calibrate its sampling; a CaseResult instead when it cannot run (refused
-    for resources, or the scenario's own fault)."""
+    """Prepare the case and calibrate its sampling (under ``context``); a CaseResult instead when it
+    cannot run (refused for resources, or the scenario's own fault)."""
     start = clock.wall()
     try:
         prepared = backend.prepare(case)
@@ -224,7 +258,8 @@ def start_case(
     except LaunchbenchError as err:  # the scenario's fault: a kernel that does not compile, a bad callable
         where = f"{case.source}: case {case.case_id}: " if case.source else ""
         return failed_case(case, f"{where}{err}", elapsed=clock.wall() - start, kind="input")
-    return CaseSession(backend, case, clock, prepared, progress or (lambda _f: None), clock.wall() - start)
+    quiet = progress or (lambda _f: None)
+    return CaseSession(backend, case, clock, prepared, quiet, clock.wall() - start, context)
 
 
 def execute_case(backend: Backend, case: Case, clock: Clock, progress: Progress | None = None) -> CaseResult:

@@ -8,15 +8,17 @@ which fails only the case in flight."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from launchbench.errors import LaunchbenchError, NoGpuError
+from launchbench.measure.stopping import ModeSpread
 from launchbench.results.schema import CaseResult
 from launchbench.run.canary import CanaryWatch, with_canary
-from launchbench.run.execute import CaseSession, failed_case, start_case
+from launchbench.run.execute import CaseSession, HarnessCosts, PassContext, failed_case, start_case
 from launchbench.run.profile import CaseTimes, PassTimes, WorkerStart
 from launchbench.run.protocol import (
     Answer,
@@ -32,6 +34,7 @@ from launchbench.run.protocol import (
     Request,
     Result,
     RoundDone,
+    StartBackend,
     StartFailed,
     StopWorker,
     run_through,
@@ -44,6 +47,7 @@ WORKER_START_TIMEOUT = 180.0
 CASE_TIMEOUT_FLOOR = 300.0
 
 Progress = Callable[[float], None]
+Spreads = Mapping[str, ModeSpread]
 
 
 class Executor(Protocol):
@@ -54,13 +58,20 @@ class Executor(Protocol):
         """Start the backend; the environment it runs on."""
         ...
 
-    def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
-        """One pass of one case (its settings already those of one pass); a failure becomes a result."""
+    def execute(
+        self, case: Case, pass_index: int, progress: Progress, spreads: Spreads | None = None
+    ) -> CaseResult:
+        """One pass of one case (its settings already those of one pass; ``spreads``: its modes' spread
+        between their earlier passes, for the stopping rule); a failure becomes a result."""
         ...
 
     def begin(self, case: Case, pass_index: int, progress: Progress) -> CasePass | CaseResult:
         """Prepare one pass of one case to be sampled round by round; its result instead when it
         cannot run."""
+        ...
+
+    def next_pass(self, pass_index: int) -> None:
+        """The current pass is over and pass ``pass_index`` follows: prepare what it runs in."""
         ...
 
     def close(self) -> None: ...
@@ -105,21 +116,26 @@ class InProcessExecutor:
         self._backend: Any = None
         self._watch = CanaryWatch(None)
         self._last: _CheckedPass | None = None
+        self._harness = HarnessCosts()
 
     def start(self) -> dict[str, Any]:
         self._backend = self._factory(self._device)
         self._watch = CanaryWatch(self._backend.canary())
         return self._backend.environment()
 
-    def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
-        started = self.begin(case, pass_index, progress)
+    def execute(
+        self, case: Case, pass_index: int, progress: Progress, spreads: Spreads | None = None
+    ) -> CaseResult:
+        started = self.begin(case, pass_index, progress, spreads)
         return started if isinstance(started, CaseResult) else run_through(started)
 
     @property
     def last_times(self) -> PassTimes | None:
         return PassTimes(case=self._last.times) if self._last is not None else None
 
-    def begin(self, case: Case, pass_index: int, progress: Progress) -> CasePass | CaseResult:
+    def begin(
+        self, case: Case, pass_index: int, progress: Progress, spreads: Spreads | None = None
+    ) -> CasePass | CaseResult:
         self._last = None
         if case.devices > 1:
             return failed_case(
@@ -127,7 +143,8 @@ class InProcessExecutor:
                 "a case on several GPUs needs a worker process per GPU (drop --no-isolate)",
                 kind="input",
             )
-        started = start_case(self._backend, case, self._backend.clock, progress)
+        context = PassContext(spreads or {}, self._harness)
+        started = start_case(self._backend, case, self._backend.clock, progress, context)
         if isinstance(started, CaseResult):
             return self._checked(started)
         self._last = _CheckedPass(started, self._checked)
@@ -135,6 +152,9 @@ class InProcessExecutor:
 
     def _checked(self, result: CaseResult) -> CaseResult:
         return with_canary(result, self._watch.check(self._backend.canary()))
+
+    def next_pass(self, pass_index: int) -> None:
+        return None  # every pass runs in this process
 
     def close(self) -> None:
         return None
@@ -161,22 +181,44 @@ class WorkerExecutor:
         self._worker: WorkerProcess | None = None
         self._pass: int | None = None
         self._started: WorkerStart | None = None  # the start of the worker the next case-pass runs in
+        self._next: WorkerProcess | None = None  # spawned for the next pass, its backend not started
         self._times: PassTimes | None = None
 
     def start(self) -> dict[str, Any]:
         """Start a fresh worker (stopping the one running); the environment it runs on."""
         self.close()
         self._worker = self._spawn()
-        environment = self._worker.start()
-        self._started = self._worker.start_times
+        return self._ready(self._worker)
+
+    def _ready(self, worker: WorkerProcess) -> dict[str, Any]:
+        """Start a spawned worker's backend; the environment it runs on."""
+        self._next = None
+        environment = worker.start()
+        self._started = worker.start_times
         return environment
 
-    def execute(self, case: Case, pass_index: int, progress: Progress) -> CaseResult:
+    def next_pass(self, pass_index: int) -> None:
+        """Spawn the worker pass ``pass_index`` runs in and stop this pass's: the new one imports
+        launchbench while the old one ends and the parent does what it does between passes (the
+        tables), and starts its backend only when the pass's first case asks for it, after the old one
+        has ended: nothing is measured meanwhile, and the first canary reading is taken with the parent
+        waiting."""
+        ending, self._worker = self._worker, None
+        if self._next is not None:
+            self._next.stop()
+        self._next = self._spawn()
+        if ending is not None:
+            ending.stop()
+        self._pass = pass_index
+
+    def execute(
+        self, case: Case, pass_index: int, progress: Progress, spreads: Spreads | None = None
+    ) -> CaseResult:
         self._times = None
         if case.devices > 1:  # its own worker per rank, fresh for every pass
             return self._ranks.execute(case, progress, case_timeout(case))
         worker = self._worker_for(pass_index)
-        answer = worker.ask(MeasureCase(case), progress, case_timeout(case))
+        answer = worker.ask(MeasureCase(case, spreads or {}), progress, case_timeout(case))
         return self.result(case, worker, answer)
 
     def begin(self, case: Case, pass_index: int, progress: Progress) -> RemotePass | CaseResult:
@@ -196,6 +238,9 @@ class WorkerExecutor:
         if self._pass is not None and pass_index != self._pass:
             self.close()  # every pass in a fresh process: process-level state varies between passes
         self._pass = pass_index
+        if self._next is not None:
+            self._worker = self._next
+            self._ready(self._worker)
         if self._worker is None or not self._worker.alive():
             self.start()
         assert self._worker is not None
@@ -227,9 +272,10 @@ class WorkerExecutor:
         return self._times
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.stop()
-            self._worker = None
+        for worker in (self._worker, self._next):
+            if worker is not None:
+                worker.stop()
+        self._worker = self._next = None
 
 
 class RemotePass:
@@ -282,6 +328,11 @@ class WorkerProcess:
         self.timed_out = False
 
     def start(self) -> dict[str, Any]:
+        """Ask the worker to start its backend (it has been importing since its spawn) and wait for
+        it; the environment it runs on."""
+        asked = time.perf_counter()
+        with contextlib.suppress(OSError, ValueError):  # a worker that exited: its code is read below
+            self.conn.send(StartBackend())
         if not self.conn.poll(WORKER_START_TIMEOUT):
             self.stop()
             raise LaunchbenchError("the GPU worker did not start within 3 minutes")
@@ -296,7 +347,7 @@ class WorkerProcess:
             raise NoGpuError(answer.message)
         assert isinstance(answer, Ready), f"the worker started with {answer!r}"
         boot = max(0.0, answer.entered_at - self._spawned_at)
-        ready = time.perf_counter() - self._spawned
+        ready = time.perf_counter() - asked
         self.start_times = WorkerStart(boot, answer.backend_s, answer.canary_s, ready)
         return answer.environment
 

@@ -4,8 +4,10 @@ one JSON line per case-pass, that leaves every measurement as it is.
 A line holds the case, the pass and its phases in seconds: the worker's start where this case-pass
 started one (``boot_s``: from the parent's spawn to the worker's main loop, that is the interpreter
 and launchbench's imports; ``backend_s``: the backend factory, for CuPy its import, the CUDA context
-and NVML; ``canary_s``: the first canary reading; ``ready_s``: from the spawn until the parent holds
-the worker's environment), then the case's own, by the backend's clock (``prepare_s``: buffers,
+and NVML; ``canary_s``: the first canary reading; ``ready_s``: from the parent's asking the worker to start its
+backend until it holds the worker's environment: for a worker spawned at its pass's first case that
+is from the spawn, for one spawned as the previous pass ended (its imports overlapping the parent's
+tables) only the part the pass waited for), then the case's own, by the backend's clock (``prepare_s``: buffers,
 kernels and graphs; ``warmup_s``, ``settle_s``, ``calibrate_s``, ``sampling_s``: the sampler's;
 ``check_s``: the output check and the result's assembly) and the parent's ``write_s`` (merging the pass
 into the record, the journal line, and the tables when the pass ends). A phase a case-pass did not go

@@ -2,7 +2,8 @@
 round), the messages between the parent and a worker process (frozen dataclasses over the pipe), and the
 commands rank 0 sends the other ranks of a case on several GPUs (``RankCommand``).
 
-Parent to worker: ``MeasureCase`` (one pass of a case, whole), ``BeginCase`` / ``NextRound`` /
+Parent to worker: ``StartBackend`` first (a worker imports launchbench, then waits for it before it
+touches the GPU, so the parent can start a worker while it finishes other work), ``MeasureCase`` (one pass of a case, whole), ``BeginCase`` / ``NextRound`` /
 ``FinishCase`` (a case sampled round by round), ``RankTask`` (one rank of a case on several GPUs; the
 worker ends after it) and ``StopWorker``.
 
@@ -15,10 +16,12 @@ no case to blame). Rank 0 first sends ``NcclId`` for the parent to pass to the o
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from launchbench.errors import LaunchbenchError
+from launchbench.measure.stopping import ModeSpread
 from launchbench.results.schema import CaseResult
 from launchbench.run.profile import CaseTimes
 from launchbench.scenario.core import Case
@@ -61,8 +64,16 @@ def run_through(case_pass: CasePass) -> CaseResult:
 
 
 @dataclass(frozen=True)
+class StartBackend:
+    """Start the backend (the CUDA context, the first canary reading) and answer Ready."""
+
+
+@dataclass(frozen=True)
 class MeasureCase:
+    """One pass of a case, whole; ``spreads``: its modes' spread between their earlier passes."""
+
     case: Case
+    spreads: Mapping[str, ModeSpread] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,7 @@ class StopWorker:
     pass
 
 
-Request = MeasureCase | BeginCase | NextRound | FinishCase | RankTask | StopWorker
+Request = StartBackend | MeasureCase | BeginCase | NextRound | FinishCase | RankTask | StopWorker
 
 
 # --- worker to parent ---------------------------------------------------------------------------------

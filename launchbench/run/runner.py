@@ -33,6 +33,7 @@ from launchbench.run.session import (
     new_record,
     pass_settings,
 )
+from launchbench.run.spread import pass_spreads
 from launchbench.scenario.core import Case, measure_overrides_error, with_overrides
 from launchbench.scenario.expand import expand_loaded, load_bounded
 from launchbench.scenario.load import ScenarioFile
@@ -166,10 +167,15 @@ def _measure_passes(
         if session.failed_before(case):
             continue  # a case that failed in an earlier pass is not measured again
         events.case_started(case, index, len(schedule))
-        result = executor.execute(pass_settings(case), pass_index, events.case_progress)
+        spreads = pass_spreads(session.record.case(case.scenario, case.case_id))
+        result = executor.execute(pass_settings(case), pass_index, events.case_progress, spreads)
         writing = time.perf_counter()
         shown = session.add(case, pass_index, marked(result, case, pass_index))
+        if index + 1 == len(schedule):
+            schedule += more()  # the passes added for host levels, known once this pass is in
         if index + 1 == len(schedule) or schedule[index + 1][1] != pass_index:
+            if index + 1 < len(schedule):
+                executor.next_pass(schedule[index + 1][1])  # its imports overlap the tables
             session.pass_ended()
         if profile is not None:
             times = executor.last_times or PassTimes()

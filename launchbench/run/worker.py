@@ -1,8 +1,8 @@
 """The worker process that owns the GPU: one case at a time, so a CUDA error that poisons the context
 (an out-of-bounds raw kernel, say) fails that case only; the parent starts a fresh worker for the rest.
 
-The messages both ways are launchbench.run.protocol's: the worker answers ``Ready`` (or
-``StartFailed``) once at start, then each request with any number of ``ProgressReport`` and one answer. A
+The messages both ways are launchbench.run.protocol's: the worker imports launchbench, waits for
+``StartBackend`` and answers ``Ready`` (or ``StartFailed``) once its backend is up, then each request with any number of ``ProgressReport`` and one answer. A
 ``MeasureCase`` is measured whole; ``BeginCase``, ``NextRound`` and ``FinishCase`` step a case round by
 round; a ``RankTask`` runs one rank of a case on several GPUs, after which the worker ends; a
 ``Result`` whose ``ending`` is true ends the worker too, as does ``StopWorker``.
@@ -23,7 +23,7 @@ from launchbench.errors import LaunchbenchError
 from launchbench.measure.clock import SystemClock
 from launchbench.results.schema import CaseResult
 from launchbench.run.canary import CanaryWatch, with_canary
-from launchbench.run.execute import CaseSession, failed_case, start_case
+from launchbench.run.execute import CaseSession, HarnessCosts, PassContext, failed_case, start_case
 from launchbench.run.profile import CaseTimes
 from launchbench.run.protocol import (
     BeginCase,
@@ -39,6 +39,7 @@ from launchbench.run.protocol import (
     Request,
     Result,
     RoundDone,
+    StartBackend,
     StartFailed,
     StopWorker,
     run_through,
@@ -83,11 +84,11 @@ class _ProgressSender:
 
 
 def _start_backend(
-    conn: Connection, backend_factory: Callable[[int], Any], device: int
+    conn: Connection, backend_factory: Callable[[int], Any], device: int, entered_at: float
 ) -> tuple[Any, CanaryWatch] | None:
     """The backend and its first canary reading, once the parent has its environment (``Ready``);
-    None after ``StartFailed``."""
-    entered_at, begin = time.time(), time.perf_counter()
+    None after ``StartFailed``. ``entered_at``: when the main loop began (``time.time()``)."""
+    begin = time.perf_counter()
     try:
         backend = backend_factory(device)
         made = time.perf_counter()
@@ -106,32 +107,40 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
     """Worker main loop (runs in the child process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
     os.environ[NVLS_VARIABLE] = "0"  # NCCL's NVLink multicast stays off in every worker
-    started = _start_backend(conn, backend_factory, device)
+    entered_at = time.time()
+    try:
+        asked = conn.recv()  # nothing touches the GPU before the parent asks (StartBackend)
+    except EOFError:
+        return
+    if not isinstance(asked, StartBackend):
+        return
+    started = _start_backend(conn, backend_factory, device, entered_at)
     if started is None:
         return
     backend, watch = started
+    harness = HarnessCosts()  # the process's own timing-loop costs, measured once
     session: CaseSession | None = None
     while True:
         try:
             message: Request = conn.recv()
         except EOFError:
             return
-        if isinstance(message, StopWorker):
-            return
+        if isinstance(message, StopWorker | StartBackend):
+            return  # a second StartBackend is the parent's mistake: end as on StopWorker
         if isinstance(message, RankTask):
             _serve_rank(conn, backend, message)  # a rank's worker runs its one case, then ends
             return
         if isinstance(message, MeasureCase):
-            _measure(conn, backend, watch, message.case)
+            _measure(conn, backend, watch, message.case, PassContext(message.spreads, harness))
         else:  # a case sampled round by round, as the parent asks
             session = _step(conn, backend, watch, session, message)
 
 
-def _measure(conn: Connection, backend: Any, watch: CanaryWatch, case: Case) -> None:
+def _measure(conn: Connection, backend: Any, watch: CanaryWatch, case: Case, context: PassContext) -> None:
     """One pass of a case, whole (as execute_case, keeping the session's times)."""
     times: CaseTimes | None = None
     try:
-        started = start_case(backend, case, backend.clock, _ProgressSender(conn))
+        started = start_case(backend, case, backend.clock, _ProgressSender(conn), context)
         if isinstance(started, CaseResult):
             result = started
         else:

@@ -28,7 +28,12 @@ class MeasureSettings(Strict):
     min_samples: Int = Field(10, ge=3, le=1_000_000)
     max_samples: Int = Field(2000, ge=3, le=10_000_000)
     max_time: Float = Field(4.0, gt=0, le=86_400, description="time budget per case, both modes together")
-    warmup_time: Float = Field(0.1, ge=0, le=600, description="warm-up per mode before each pass samples")
+    warmup_time: Float = Field(
+        0.1,
+        ge=0,
+        le=600,
+        description="most warm-up per mode before each pass samples; it ends once the first launch and 3 whole samples after it are done",
+    )
     sample_time: Float = Field(0.005, gt=0, le=60, description="minimum duration of one throughput sample")
     passes: Int = Field(
         5,

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The run's own time, old code against new, on one GPU machine in one go (at most 9 minutes), in the
+# order of what matters most, each step with what is left of the time:
+#   1. bytecode for both trees and PYTHONPATH, one short uncounted run (CuPy's kernel cache, the clocks);
+#   2. quickstart, old and new alternating, 3 runs each (benchmarks/speed_quickstart.py);
+#   3. the phase profile of the new quickstart (1 run, benchmarks/profile_phases.py);
+#   4. shape_changes, new then old (one run each: the old one took 187 s before), then new again.
+# STEPS picks among quickstart, profile and shape (default all three), e.g. STEPS=shape for a second call.
+# Every step is logged with its time, runs under `timeout` within what is left of the 9 minutes, and a
+# failed step does not stop the next. The old code is the checkout at OLD (default .devrun/old, its
+# launchbench importable with PYTHONPATH); the new is this tree. Everything lands in one tarball
+# under OUT (default $OUT, else results/speed/device), beside the log and the summary lines:
+#
+#     OLD=.devrun/old bash benchmarks/speed_device.sh
+#     OLD=.devrun/old STEPS=shape BUDGET_S=520 bash benchmarks/speed_device.sh   # shape_changes alone
+set -uo pipefail
+cd "$(dirname "$0")/.."
+old=${OLD:-.devrun/old}
+out=${OUT:-results/speed/device}
+py=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+# one writable bytecode cache for every process, wherever the sources lie (read-only or not)
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/speed26-pycache}
+budget=${BUDGET_S:-530}  # seconds for every step together; the tarball after them
+begin=$(date +%s)
+mkdir -p "$out"
+work=$(mktemp -d /tmp/speed26.XXXXXX)
+log="$out/speed_device.log"
+summary="$out/summary.txt"
+: >"$log"
+: >"$summary"
+say() { echo "$(date -u +%H:%M:%S) [+$(($(date +%s) - begin)) s] $*" | tee -a "$log"; }
+left() { echo $((budget - ($(date +%s) - begin))); }
+steps=" ${STEPS:-quickstart profile shape} "
+wanted() { [[ $steps == *" $1 "* ]]; }  # wanted NAME: the step is in STEPS
+step() {  # step NAME CAP_SECONDS COMMAND...: under timeout, within what is left; never stops the script
+  local name=$1 cap=$2 rest
+  shift 2
+  rest=$(left)
+  [ "$rest" -lt "$cap" ] && cap=$rest
+  if [ "$cap" -le 5 ]; then
+    say "$name: skipped, no time left"
+    echo "$name: skipped (no time left)" >>"$summary"
+    return
+  fi
+  say "$name: start (timeout ${cap} s): $*"
+  timeout --kill-after=10 "$cap" "$@" >>"$log" 2>&1
+  local status=$?
+  say "$name: exit $status"
+  [ "$status" -eq 0 ] || echo "$name: exit $status" >>"$summary"
+}
+say "speed_device: old=$old out=$out work=$work python=$($py --version 2>&1)"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv >>"$log" 2>&1
+uptime >>"$log" 2>&1
+[ -d "$old/launchbench" ] || say "no old checkout at $old/launchbench: the old runs will fail"
+# bytecode for both trees and what PYTHONPATH adds (wheels installed with --no-compile): without it every
+# worker process compiles the modules it imports again (0.8 s a worker start in the old profile)
+IFS=: read -r -a extra <<<"${PYTHONPATH:-}"
+dirs=()
+for dir in "${extra[@]}"; do [ -n "$dir" ] && [ -d "$dir" ] && dirs+=("$dir"); done
+step "compile bytecode" 90 "$py" -m compileall -q -j 0 launchbench "$old/launchbench" "${dirs[@]}"
+step "warm-up run (not counted): new quickstart, 1 short pass" 60 "$py" -m launchbench run \
+  scenarios/quickstart.yaml --quiet --out-dir "$work/warm-up" --passes 1 --max-time 0.1
+wanted quickstart && step "quickstart: old x3, new x3" 360 "$py" benchmarks/speed_quickstart.py \
+  --old "$old" --old-runs 3 --new-runs 3 --work "$work/quickstart" --out "$work/quickstart.json"
+wanted profile && step "profile: new quickstart" 90 "$py" benchmarks/speed_quickstart.py --profile \
+  --work "$work/profile" --out "$work/quickstart-profile.json"
+wanted shape && step "shape_changes: new, old" 330 "$py" benchmarks/speed_quickstart.py --old "$old" \
+  --scenario scenarios/shape_changes.yaml --first new --old-runs 1 --new-runs 1 \
+  --work "$work/shape_changes" --out "$work/shape_changes.json"
+wanted shape && step "shape_changes: new again" 150 "$py" benchmarks/speed_quickstart.py --old "$old" \
+  --scenario scenarios/shape_changes.yaml --old-runs 0 --new-runs 1 \
+  --work "$work/shape_changes-2" --out "$work/shape_changes-2.json"
+for name in quickstart shape_changes shape_changes-2; do
+  [ -f "$work/$name.json" ] && "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'])" \
+    "$work/$name.json" >>"$summary" 2>>"$log"
+done
+[ -f "$work/quickstart-profile.json" ] && cat "$work/quickstart-profile.json" >>"$summary"
+uptime >>"$log" 2>&1
+say "packing"
+cp "$log" "$summary" "$work/" 2>/dev/null
+tar -czf "$out/speed26.tar.gz" -C "$work" . >>"$log" 2>&1 || say "tar failed"
+if [ "$(stat -c %s "$out/speed26.tar.gz" 2>/dev/null || echo 0)" -gt 15000000 ]; then
+  say "tarball over 15 MB: packing the figures and tables only (no results.json or journals)"
+  tar -czf "$out/speed26.tar.gz" -C "$work" --exclude='results.json' --exclude='*.jsonl' . >>"$log" 2>&1
+fi
+say "done: $(ls -la "$out" | tr '\n' ' ')"
+cat "$summary"
