@@ -23,12 +23,14 @@ import statistics
 import subprocess
 import sys
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _report import library_versions  # noqa: E402
 
 from launchbench.results.environment import host_cpu  # noqa: E402
 
@@ -61,13 +63,7 @@ def time_suite(args: list[str]) -> dict[str, Any]:
 
 
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    return library_versions(LIBRARIES)
 
 
 def main() -> None:
