@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A one-node Slurm cluster on this host for tests/test_fleet_slurm.py: munge, slurmctld and slurmd from the
+# A one-node Slurm cluster on this host for tests/fleet/test_fleet_slurm.py: munge, slurmctld and slurmd from the
 # system's packages, a slurm.conf with CPU slots and no cgroups (proctrack/linuxproc, task/none), so it
 # runs in a container without systemd. Run as root; every wait is bounded. Prints the variable to export.
 set -euo pipefail

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import platform
+from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
+
+
+def library_versions(names: tuple[str, ...]) -> dict[str, str]:
+    """Python's version and each named distribution's ("not installed" for one that is not)."""
+    out = {"python": platform.python_version()}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
 
 
 def write_report(table: pd.DataFrame, header: str, out: Path | None, stem: str, digits: int) -> None:

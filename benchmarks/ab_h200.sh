@@ -24,7 +24,7 @@ timed() {  # NAME COMMAND...: run, log the exit code and the wall time
   status=$?
   echo "$name: exit $status, $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s wall" | tee -a "$out/wall_time.txt"
 }
-has gpu && timed gpu-tests python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_ab_gpu.py
+has gpu && timed gpu-tests python3 -m pytest -m gpu -q -p no:cacheprovider tests/run/test_ab_gpu.py
 python3 - >"$out/host_cost.txt" <<'PY'
 import timeit
 import numpy as np

@@ -2,7 +2,7 @@
 # The canary's own evidence, on a machine with an NVIDIA GPU: a scratch copy of launchbench with the
 # graph-replay slowdown put back on purpose (backend/graph.py's _retire no longer launches an uploaded exec
 # before destroying it), its quickstart run (short budget) and the canary per case-pass it recorded, then the
-# same for this checkout, then tests/test_fidelity_gpu.py on each copy. Writes OUT/contaminated/, OUT/clean/,
+# same for this checkout, then tests/backend/test_fidelity_gpu.py on each copy. Writes OUT/contaminated/, OUT/clean/,
 # their logs and OUT/canary_demo.txt.
 #
 #     bash benchmarks/canary_demo.sh OUT [RUN OPTIONS...]
@@ -34,7 +34,7 @@ PY
 done
 for side in contaminated clean; do  # the short GPU fidelity test, on each copy
   root=$repo; [ "$side" = contaminated ] && root=$scratch
-  (cd "$root" && PYTHONPATH="$root:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider tests/test_fidelity_gpu.py \
+  (cd "$root" && PYTHONPATH="$root:${PYTHONPATH:-}" python3 -m pytest -q -p no:cacheprovider tests/backend/test_fidelity_gpu.py \
      > "$out/$side-fidelity-test.log" 2>&1)
   echo "$side: GPU fidelity test exit $? ($(tail -n 1 "$out/$side-fidelity-test.log"))" >> "$out/canary_demo.txt"
 done

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from _report import library_versions  # noqa: E402
 from history_report_speed import build  # noqa: E402  (the series written and ingested)
 
 from launchbench.results.environment import host_cpu  # noqa: E402
@@ -83,13 +83,7 @@ def summary(timings: list[dict[str, float]], target: float) -> dict[str, Any]:
 
 
 def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in LIBRARIES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
+    return library_versions(LIBRARIES)
 
 
 def main() -> None:

@@ -6,7 +6,7 @@
 #   2. scenarios/decode_torch.yaml in all three modes (eager, graph: CuPy's stream capture of the torch
 #      ops, torch_graph: torch.cuda.CUDAGraph), both chains (decode, decode_natural);
 #   3. its batch-size capture table and figure, and the rows of results.csv that say it all;
-#   4. the torch GPU tests (tests/test_torch_gpu.py). tests/test_gpu.py is run on its own (it takes
+#   4. the torch GPU tests (tests/kinds/test_torch_gpu.py). tests/backend/test_gpu.py is run on its own (it takes
 #      more than this call has).
 # Every step runs whatever the one before it did, and logs; the status of each is in status.txt.
 # Everything lands in results/torch-h200/ and is packed into one file, PACK/torch-h200.tar.gz (PACK: the
@@ -67,7 +67,7 @@ else
 fi
 
 # 4. the torch GPU tests
-step "torch GPU tests" "$work/pytest.log" 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_torch_gpu.py -s -rA
+step "torch GPU tests" "$work/pytest.log" 60 python3 -m pytest -q -m gpu -p no:cacheprovider tests/kinds/test_torch_gpu.py -s -rA
 grep -E "batch|natural|allocating|syncing|mixed|passed|failed|skipped|Error|assert" "$work/pytest.log" | tail -40
 
 echo "all steps: $(( $(date +%s) - began )) s" | tee -a "$work/status.txt"

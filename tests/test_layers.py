@@ -7,6 +7,13 @@ it). Every import counts, the lazy ones inside functions too, with one exception
 the package's ``__getattr__`` re-exports the API's names (``launchbench.run`` is the runner package, whose
 ``__call__`` is the API's ``run``), imported on first use. CuPy, cuda.bindings and NVML are imported at
 module level only by backend modules outside ``kinds``, so the rest imports on a machine without a GPU.
+
+No two modules import each other, directly or round a longer loop, at import time: the cycle check
+follows the imports at module level (``import``/``from`` statements and ``importlib.import_module``
+calls outside functions), and leaves out the lazy imports inside functions (they run after every module
+has loaded, so they cannot leave one half-initialised) and those under ``if TYPE_CHECKING:`` (never run).
+A package's ``__init__`` counts as a module of its own; a submodule's implicit load of its parent
+packages is not an edge.
 """
 
 from __future__ import annotations
@@ -71,7 +78,7 @@ def module_name(path: Path, root: Path) -> str:
 class Import:
     target: str
     line: int
-    top_level: bool  # at module level (not inside a function)
+    top_level: bool  # runs at import time: at module level, not inside a function or `if TYPE_CHECKING:`
     function: str | None = None  # the innermost function it is in
 
 
@@ -80,13 +87,16 @@ def imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
     calls with a literal name included; ``from a import b`` yields ``a.b`` (b may be a module)."""
     tree = ast.parse(source)
     inside_function: dict[int, str] = {}  # node → its innermost function (ast.walk goes outside in)
+    type_checking: set[int] = set()  # nodes under `if TYPE_CHECKING:` (never run)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             name = node.name if not isinstance(node, ast.Lambda) else "<lambda>"
             inside_function.update((id(child), name) for child in ast.walk(node) if child is not node)
+        elif _type_checking(node):
+            type_checking.update(id(child) for child in ast.walk(node) if child is not node)
     package = module if is_package else module.rpartition(".")[0]
     for node in ast.walk(tree):
-        top = id(node) not in inside_function
+        top = id(node) not in inside_function and id(node) not in type_checking
         function = inside_function.get(id(node))
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -110,6 +120,25 @@ def imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
             and isinstance(node.args[0].value, str)
         ):
             yield Import(node.args[0].value, node.lineno, top, function)
+
+
+def _type_checking(node: ast.AST) -> bool:
+    """An ``if TYPE_CHECKING:`` block (its imports never run; counted as lazy)."""
+    if not isinstance(node, ast.If):
+        return False
+    test = node.test
+    name = test.id if isinstance(test, ast.Name) else test.attr if isinstance(test, ast.Attribute) else ""
+    return name == "TYPE_CHECKING"
+
+
+def _known_prefix(target: str, known: set[str]) -> str | None:
+    """The longest prefix of an imported name that is a launchbench module, None for none."""
+    parts = target.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in known:
+            return candidate
+    return None
 
 
 def _layer_of_target(target: str, known: set[str], packages: frozenset[str]) -> str | None:
@@ -158,6 +187,61 @@ def violations(root: Path) -> list[str]:
                     f"{where}:{imp.line}: {module} ({own}) imports {imp.target} ({target}), a higher layer"
                 )
     return found
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module → the launchbench modules it imports at module level (lazy and TYPE_CHECKING imports left
+    out), for the package at ``root``."""
+    files = sorted(root.rglob("*.py"))
+    known = {module_name(path, root) for path in files}
+    graph: dict[str, set[str]] = {}
+    for path in files:
+        module = module_name(path, root)
+        edges = graph.setdefault(module, set())
+        for imp in imports(path.read_text(), module, path.name == "__init__.py"):
+            target = _known_prefix(imp.target, known)
+            if imp.top_level and target is not None and target != module:
+                edges.add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    assert cycles(import_graph(PACKAGE)) == []
 
 
 def test_no_module_imports_a_higher_layer() -> None:
@@ -307,3 +391,43 @@ def test_the_runner_package_may_call_the_api_only_from_its_call(tmp_path: Path) 
     )
     (found,) = violations(root)
     assert found.startswith("launchbench/run/runner.py:2:")
+
+
+def test_an_import_cycle_is_found(tmp_path: Path) -> None:
+    root = _plant(
+        tmp_path,
+        {
+            "scenario/a.py": "from launchbench.scenario import b\n",
+            "scenario/b.py": "from .c import thing\n",
+            "scenario/c.py": "import launchbench.scenario.a\nthing = 1\n",
+            "scenario/d.py": "from launchbench.scenario import a\n",  # into the loop, not on it
+        },
+    )
+    assert cycles(import_graph(root)) == [
+        ["launchbench.scenario.a", "launchbench.scenario.b", "launchbench.scenario.c"]
+    ]
+
+
+def test_a_cycle_through_a_package_init_is_found(tmp_path: Path) -> None:
+    root = _plant(
+        tmp_path,
+        {
+            "run/__init__.py": "from launchbench.run.engine import start\n",
+            "run/engine.py": "from launchbench.run import DEFAULTS\n",
+        },
+    )
+    assert cycles(import_graph(root)) == [["launchbench.run", "launchbench.run.engine"]]
+
+
+def test_lazy_and_type_checking_imports_make_no_cycle(tmp_path: Path) -> None:
+    root = _plant(
+        tmp_path,
+        {
+            "scenario/a.py": "from launchbench.scenario import b\n",
+            "scenario/b.py": "def f():\n    from launchbench.scenario import a\n",
+            "scenario/c.py": "from launchbench.scenario import d\n",
+            "scenario/d.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from launchbench.scenario import c\n",
+            "scenario/e.py": "import typing\nif typing.TYPE_CHECKING:\n    import launchbench.scenario.a\n",
+        },
+    )
+    assert cycles(import_graph(root)) == []

@@ -1,4 +1,4 @@
-"""A python step whose graph grows with its size (for tests/test_shapes_gpu.py): one kernel up to 10,000
+"""A python step whose graph grows with its size (for tests/backend/test_shapes_gpu.py): one kernel up to 10,000
 elements, two above, though the step declares one launch, so only the GPU sees the topology change."""
 
 

@@ -1,0 +1,48 @@
+"""results.csv's columns come from one declaration (analysis.columns.DECLARED): the table's columns are
+the declared ones in order, each row's values are the declared columns' values over the row's facts, and
+a table of fewer metrics or without levels leaves exactly those columns empty."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from launchbench.analysis.columns import COLUMNS, DECLARED, LEVEL_METRICS
+from launchbench.analysis.table import Placement, RowFactsOf, noise_priors, run_table
+from launchbench.results.schema import METRICS
+from launchbench.results.store import load_run
+
+RUN = Path(__file__).parents[1] / "data" / "h200" / "quickstart-a"
+
+
+def _same(a: object, b: object) -> bool:
+    empty = [v is None or (isinstance(v, float) and math.isnan(v)) for v in (a, b)]
+    return all(empty) if any(empty) else bool(a == b)
+
+
+def test_the_table_is_the_declaration_over_each_rows_facts() -> None:
+    run = load_run(RUN)
+    table = run_table(run)
+    assert list(table.columns) == [c.name for c in DECLARED] == list(COLUMNS)
+    priors = noise_priors(run)
+    rows = iter(table.to_dict("records"))
+    for case in run.cases:
+        for mode in case.modes:
+            row = next(rows)
+            facts = RowFactsOf(case, mode, Placement(run.gpu_name, row["node"], row["device"]), priors)
+            for column in DECLARED:
+                assert _same(row[column.name], column.value(facts)), (case.case_id, mode, column.name)
+
+
+def test_a_table_of_fewer_metrics_leaves_the_others_and_the_levels_empty() -> None:
+    run = load_run(RUN)
+    full, part = run_table(run), run_table(run, METRICS[:1], levels=False)
+    for column in DECLARED:
+        left_out = (column.group == "metric" and column.metric != METRICS[0].name) or (
+            column.group == "levels" and column.metric in LEVEL_METRICS
+        )
+        if left_out:
+            assert part[column.name].isna().all(), column.name
+        else:
+            assert all(_same(a, b) for a, b in zip(full[column.name], part[column.name])), column.name
+    assert full["wall_us_per_launch_levels"].notna().any()  # the full table does fill them

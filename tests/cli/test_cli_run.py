@@ -1,0 +1,161 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from launchbench.cli import cli
+
+ROOT = Path(__file__).parents[2]
+
+
+def cupy_missing() -> bool:
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+@pytest.mark.skipif(not cupy_missing(), reason="checks the message given where CuPy is not installed")
+def test_run_without_gpu_exits_2_with_one_sentence(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "launchbench",
+            "run",
+            str(ROOT / "scenarios" / "quickstart.yaml"),
+            "--out-dir",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "CuPy is not installed" in proc.stderr and "pip install" in proc.stderr
+    assert not (tmp_path / "r").exists()  # nothing is created when nothing can be measured
+
+
+def test_validate_quickstart():
+    result = CliRunner().invoke(cli, ["validate", str(ROOT / "scenarios" / "quickstart.yaml")])
+    assert result.exit_code == 0
+    assert "8 cases" in result.output
+
+
+def test_every_scenario_in_the_repo_validates():
+    files = sorted((ROOT / "scenarios").glob("*.yaml"))
+    assert files
+    result = CliRunner().invoke(cli, ["validate", *map(str, files)])
+    assert result.exit_code == 0, result.output
+
+
+def test_version():
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0 and "launchbench" in result.output
+
+
+def test_run_requires_a_scenario():
+    assert CliRunner().invoke(cli, ["run"]).exit_code == 2
+
+
+def test_run_check_prints_the_notes_that_check_prints(tmp_path):
+    """`run --check` and `check` share gate.check_against_scenarios: a recorded scenario file that is
+    gone is a note in both (it was dropped by `run --check`)."""
+    import io
+
+    from rich.console import Console
+
+    from launchbench.cli import run as cli_run
+    from launchbench.results.store import load_run
+
+    record = load_run(Path(__file__).parents[1] / "data" / "h200" / "quickstart-a")
+    gone = record.scenarios[0].model_copy(update={"file": str(tmp_path / "moved.yaml")})
+    here = record.scenarios[0].model_copy(
+        update={"file": str(Path(__file__).parents[2] / "scenarios" / "quickstart.yaml")}
+    )
+    record = record.model_copy(update={"scenarios": [here, gone]})
+    out = io.StringIO()
+    assert cli_run._check_expectations(record, Console(file=out, width=200)) == 0
+    assert "moved.yaml" in out.getvalue() and "is not found" in out.getvalue()
+
+
+def test_run_plot_into_a_folder_it_cannot_write_is_an_input_error(tmp_path):
+    from launchbench.errors import LaunchbenchError
+    from launchbench.report.plots import write_all_plots
+    from launchbench.results.store import load_run
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    record = load_run(Path(__file__).parents[1] / "data" / "h200" / "quickstart-a")
+    with pytest.raises(LaunchbenchError, match="cannot write figures"):
+        write_all_plots([record], blocker / "plots")
+
+
+def test_run_summary_shows_every_case_and_the_cost_model(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from launchbench.report.console import print_summary
+    from launchbench.results.store import load_run
+
+    record = load_run(Path(__file__).parents[1] / "data" / "h200" / "quickstart-a")
+    out = io.StringIO()
+    print_summary(Console(file=out, width=250), record, tmp_path)
+    text = out.getvalue()
+    assert all(case.case_id in text for case in record.cases)
+    assert "cost model" in text and "empty: eager 5.378" in text and "graph 0.497" in text
+
+
+def test_run_check_shows_the_table_that_check_shows(tmp_path):
+    """`run --check` renders its report with `check`'s renderer: same table, same verdict line, exit 1 on a
+    failed expectation."""
+    import io
+
+    from rich.console import Console
+
+    from launchbench.analysis.gate import check_against_scenarios
+    from launchbench.cli import run as cli_run
+    from launchbench.report.compare_console import render_checks
+    from launchbench.results.store import load_run
+
+    strict = tmp_path / "quickstart.yaml"
+    text = (ROOT / "scenarios" / "quickstart.yaml").read_text(encoding="utf-8")
+    strict.write_text(text.replace("max: 1.0", "max: 0.1"), encoding="utf-8")
+    record = load_run(Path(__file__).parents[1] / "data" / "h200" / "quickstart-a")
+    record = record.model_copy(
+        update={"scenarios": [record.scenarios[0].model_copy(update={"file": str(strict)})]}
+    )
+
+    shown, expected = io.StringIO(), io.StringIO()
+    assert cli_run._check_expectations(record, Console(file=shown, width=200)) == 1
+    render_checks(Console(file=expected, width=200), check_against_scenarios(record))
+    assert shown.getvalue() == expected.getvalue()
+    assert "expectations" in shown.getvalue() and "FAIL: 1 of 2 checks failed" in shown.getvalue()
+    assert "wall_us_per_launch ≤ 0.1" in shown.getvalue() and "expected ≤ 0.1" in shown.getvalue()
+
+
+@pytest.mark.parametrize("device", ["--device=1", "--device=0"])
+def test_run_refuses_device_with_devices(tmp_path, device):
+    """--devices names the GPUs: a --device beside it (even the default's value) is refused, not ignored."""
+    result = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            str(ROOT / "scenarios" / "quickstart.yaml"),
+            "--devices",
+            "0,1",
+            device,
+            "-d",
+            str(tmp_path / "r"),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("launchbench: error: "), result.stderr
+    assert "--devices 0,1" in result.stderr and "leave --device out" in result.stderr
+    assert not (tmp_path / "r").exists()

@@ -1,0 +1,340 @@
+"""The runner end to end on a scripted backend: the run readable after every case (from its journal), worker
+isolation, interruption, crash and resume."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fakes import STARTS_FILE_VARIABLE, counting_backend, scripted_backend
+
+from launchbench.errors import ResultsFileError
+from launchbench.report.run_files import write_tables
+from launchbench.results.metadata import Overrides
+from launchbench.results.schema import RunRecord
+from launchbench.results.store import load_run
+from launchbench.run import runner
+
+DATA = Path(__file__).parents[1] / "data" / "scripted"
+
+
+def options(isolate: bool) -> runner.RunOptions:
+    return runner.RunOptions(isolate=isolate, backend_factory=scripted_backend, write_tables=write_tables)
+
+
+def test_in_process_run_writes_every_case(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"])
+    assert [c.case_id for c in plan.cases] == [
+        "empty/length=1",
+        "empty/length=10",
+        "scale/length=1",
+        "scale/length=10",
+        "sum",
+    ]
+    record = runner.run(plan, tmp_path / "run", options(isolate=False))
+    assert record.status == "complete"
+    table = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert len(table) == 10
+    sums = table[table["case"] == "sum"].set_index("mode")
+    assert sums.loc["graph", "status"] == "not_capturable"
+    assert "scripted capture refusal" in sums.loc["graph", "reason"]
+    assert sums.loc["eager", "wall_us_per_launch"] > 0
+    graph = table[(table["mode"] == "graph") & (table["case"] == "empty/length=10")].iloc[0]
+    assert graph["speedup"] > 1 and graph["graph_nodes"] == 10 and bool(graph["lifecycle_split"])
+    assert (tmp_path / "run" / "costmodel.csv").exists()
+
+
+def test_a_run_directory_is_never_overwritten(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"])
+    runner.run(plan, tmp_path / "run", options(isolate=False))
+    with pytest.raises(ResultsFileError, match="never overwritten"):
+        runner.run(plan, tmp_path / "run", options(isolate=False))
+
+
+def test_a_directory_holding_only_a_results_csv_is_refused_before_a_worker_starts(tmp_path, monkeypatch):
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "results.csv").write_text("scenario\n")
+    with pytest.raises(ResultsFileError, match="never overwritten"):
+        runner.run(
+            runner.plan([DATA / "three.yaml"]),
+            tmp_path / "run",
+            runner.RunOptions(isolate=True, backend_factory=counting_backend),
+        )
+    assert not starts.exists()  # no worker (no GPU context) was started for a run that cannot be written
+
+
+@pytest.fixture(scope="module")
+def faults_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunRecord, int]:
+    """faults.yaml in worker processes, 3 passes: its run directory, record and how many workers started.
+    One case kills its worker and one faults it (each costs a fresh worker), in pass 1 only; passes 2
+    and 3 measure the healthy cases in one worker each. Shared by the tests that read it."""
+    tmp = tmp_path_factory.mktemp("faults")
+    starts = tmp / "starts.txt"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(STARTS_FILE_VARIABLE, str(starts))
+        plan = runner.plan([DATA / "faults.yaml"], overrides=Overrides(passes=3))
+        record = runner.run(
+            plan,
+            tmp / "run",
+            runner.RunOptions(isolate=True, backend_factory=counting_backend, write_tables=write_tables),
+        )
+    return tmp / "run", record, len(starts.read_text().split())
+
+
+def test_worker_isolation_fails_only_the_faulting_cases(faults_run):
+    run_dir, record, _ = faults_run
+    by_chain = {c.chain: c for c in record.cases}
+    assert list(by_chain) == ["a_first", "b_crash", "c_oob", "d_last", "e_huge"]
+    assert by_chain["a_first"].error is None and by_chain["d_last"].error is None
+    assert "worker process died (exit code 7)" in by_chain["b_crash"].error
+    assert "illegal memory access" in by_chain["c_oob"].error
+    assert by_chain["e_huge"].modes["eager"].status == "skipped"
+    assert "GiB" in by_chain["e_huge"].error
+    assert load_run(run_dir).status == "complete"
+
+
+def test_every_pass_runs_in_a_fresh_worker_process(tmp_path, monkeypatch):
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=3))
+    record = runner.run(
+        plan, tmp_path / "run", runner.RunOptions(isolate=True, backend_factory=counting_backend)
+    )
+    pids = starts.read_text().split()
+    assert len(pids) == 3 and len(set(pids)) == 3  # one worker per pass, each case measured in all three
+    assert all(c.passes_done == 3 for c in record.cases)
+
+
+def test_a_case_that_failed_is_not_run_again_in_later_passes(faults_run):
+    _, record, workers = faults_run
+    assert workers == 3 + 2
+    by_chain = {c.chain: c for c in record.cases}
+    assert by_chain["a_first"].passes_done == 3 and by_chain["b_crash"].passes_done == 1
+
+
+class InterruptAfter(runner.SilentEvents):
+    def __init__(self, cases: int):
+        self.left = cases
+
+    def case_finished(self, result):
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+
+def test_interrupted_run_keeps_completed_cases_and_resume_finishes(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"])
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(plan, tmp_path / "run", options(isolate=False), InterruptAfter(2))
+    partial = load_run(tmp_path / "run")
+    assert partial.status == "interrupted" and len(partial.cases) == 2
+    record = runner.run(plan, tmp_path / "run", options(isolate=False), resume=partial)
+    assert record.status == "complete"
+    assert [c.case_id for c in record.cases][:2] == [c.case_id for c in partial.cases]
+    assert len(record.cases) == 5
+
+
+def test_measure_overrides_reach_every_case():
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(target_noise=0.05, max_time=2.0))
+    assert all(c.measure.target_noise == 0.05 and c.measure.max_time == 2.0 for c in plan.cases)
+
+
+def test_cases_are_measured_in_passes_and_pooled(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=3))
+    seen = []
+
+    class Recorder(runner.SilentEvents):
+        def case_started(self, case, index, total):
+            seen.append((case.case_id, total))
+
+    record = runner.run(plan, tmp_path / "run", options(isolate=False), Recorder())
+    assert [case for case, _ in seen[:5]] == [
+        case for case, _ in seen[5:10]
+    ]  # pass 1 over all cases, then pass 2
+    assert len(seen) == 15 and seen[0][1] == 15
+    case = record.case("three", "empty/length=10")
+    assert case.passes_done == 3
+    eager = case.modes["eager"]
+    assert len(eager.pass_sizes) == 3 and sum(eager.pass_sizes) == len(eager.samples["wall_s_per_iter"])
+    assert len(case.modes["graph"].lifecycle_passes) == 3
+
+
+def test_pass_settings_split_the_budget():
+    case = runner.plan(
+        [DATA / "three.yaml"], overrides=Overrides(passes=4, max_time=2.0, min_samples=10)
+    ).cases[0]
+    one = runner.pass_settings(case)
+    assert one.measure.passes == 1 and one.measure.max_time == 0.5 and one.measure.min_samples == 3
+
+
+class FileWatcher(runner.SilentEvents):
+    """Records, as each case finishes, how many cases results.json and results.csv hold."""
+
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+        self.seen: list[tuple[int, int]] = []
+
+    def case_finished(self, result) -> None:
+        cases = len(load_run(self.run_dir).cases)
+        csv = self.run_dir / "results.csv"
+        rows = len(pd.read_csv(csv)) if csv.exists() and csv.stat().st_size else 0
+        self.seen.append((cases, rows))
+
+
+def test_the_run_reads_back_after_every_case_tables_after_every_pass(tmp_path):
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2))
+    watcher = FileWatcher(tmp_path / "run")
+    runner.run(plan, tmp_path / "run", options(isolate=False), watcher)
+    assert [cases for cases, _ in watcher.seen] == [1, 2, 3, 4, 5, 5, 5, 5, 5, 5]
+    # the CSV lags within a pass (no rows before the first pass ends) and is complete at each pass's end
+    assert [rows for _, rows in watcher.seen[:4]] == [0, 0, 0, 0] and watcher.seen[4][1] == 10
+    assert len(pd.read_csv(tmp_path / "run" / "results.csv")) == 10
+
+
+def test_a_crashed_run_is_read_and_resumed_from_its_journal(tmp_path, monkeypatch):
+    """A run killed without its last words (no compaction): results.json still says 0 cases, the journal
+    holds 2; reading the run replays the journal and --resume finishes from there."""
+    from launchbench.results.store import RunJournal
+
+    plan = runner.plan([DATA / "three.yaml"])
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            RunJournal, "compact", lambda self, record: None
+        )  # as if killed: nothing written on the way out
+        with pytest.raises(KeyboardInterrupt):
+            runner.run(plan, tmp_path / "run", options(isolate=False), InterruptAfter(2))
+    assert '"cases":[]' in (tmp_path / "run" / "results.json").read_text()
+    crashed = load_run(tmp_path / "run")
+    assert crashed.status == "running" and len(crashed.cases) == 2
+    record = runner.run(plan, tmp_path / "run", options(isolate=False), resume=crashed)
+    assert record.status == "complete" and len(record.cases) == 5
+    back = load_run(tmp_path / "run")
+    assert back.status == "complete" and back.cases == record.cases
+
+
+PHASES = ("prepare_s", "warmup_s", "settle_s", "calibrate_s", "sampling_s", "check_s", "write_s")
+WORKER_PHASES = ("boot_s", "backend_s", "canary_s", "ready_s")
+
+
+def _samples(record: RunRecord) -> list:
+    return [
+        (c.case_id, mode, [p.samples for p in m.passes]) for c in record.cases for mode, m in c.modes.items()
+    ]
+
+
+def test_a_profiled_run_records_every_case_pass_phase_and_measures_the_same(tmp_path):
+    import dataclasses
+    import json
+
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2))
+    plain = runner.run(plan, tmp_path / "plain", options(isolate=True))
+    profile = tmp_path / "profile.jsonl"
+    profiled = runner.run(
+        plan, tmp_path / "profiled", dataclasses.replace(options(isolate=True), profile=profile)
+    )
+    assert _samples(profiled) == _samples(plain)  # the scripted clock: the same samples, profile or not
+    lines = [json.loads(line) for line in profile.read_text().splitlines()]
+    assert [(e["case_id"], e["pass"]) for e in lines] == [(c.case_id, k) for k in (0, 1) for c in plan.cases]
+    for entry in lines:
+        phases = entry["phases"]
+        assert set(PHASES) <= set(phases) and all(phases[p] >= 0 for p in phases)
+        assert phases["sampling_s"] > 0  # by the scripted clock: the rounds' simulated seconds
+    # a fresh worker starts for every pass: its start is charged to the pass's first case
+    started = [(e["case_id"], e["pass"]) for e in lines if set(WORKER_PHASES) <= set(e["phases"])]
+    assert started == [(plan.cases[0].case_id, 0), (plan.cases[0].case_id, 1)]
+    assert all(lines[0]["phases"][p] > 0 for p in ("boot_s", "ready_s"))
+
+
+def test_an_in_process_profile_has_the_case_phases_without_a_worker_start(tmp_path):
+    import dataclasses
+    import json
+
+    profile = tmp_path / "profile.jsonl"
+    plan = runner.plan([DATA / "three.yaml"])
+    runner.run(plan, tmp_path / "run", dataclasses.replace(options(isolate=False), profile=profile))
+    lines = [json.loads(line) for line in profile.read_text().splitlines()]
+    assert len(lines) == len(plan.cases) * plan.cases[0].measure.passes
+    assert all(set(PHASES) <= set(e["phases"]) and "boot_s" not in e["phases"] for e in lines)
+
+
+def test_the_profile_script_accounts_for_the_wall_time_by_phase(tmp_path, capsys):
+    import importlib.util
+    import json
+
+    path = Path(__file__).parents[2] / "benchmarks" / "profile_phases.py"
+    spec = importlib.util.spec_from_file_location("profile_phases", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    worker = {"boot_s": 0.5, "backend_s": 1.0, "canary_s": 0.25, "ready_s": 2.0}
+    case = {"prepare_s": 0.1, "warmup_s": 0.2, "settle_s": 0.0, "calibrate_s": 0.1, "sampling_s": 1.0}
+    case |= {"check_s": 0.05, "write_s": 0.05}
+    profile = tmp_path / "profile.jsonl"
+    lines = [
+        {"case_id": "a", "pass": 0, "phases": {**worker, **case}},
+        {"case_id": "b", "pass": 0, "phases": case},
+    ]
+    profile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    totals = script.summarize(profile, wall=10.0)
+    assert totals["sampling_s"] == 2.0 and totals["boot_s"] == 0.5 and totals["wall"] == 10.0
+    # 10 s less the parts (1.75 s of worker start, 3 s of the cases' phases) less the rest of the start
+    assert totals["other"] == pytest.approx(10.0 - 1.75 - 3.0 - 0.25)
+    script.main(["--summarize", str(profile), "--wall", "10"])
+    assert "sampling_s" in capsys.readouterr().out
+
+
+def test_a_worker_touches_no_backend_before_the_parent_asks(tmp_path, monkeypatch):
+    """A spawned worker imports launchbench and waits: its backend (the CUDA context, the first canary
+    reading) starts only once ``start`` sends StartBackend."""
+    import time
+
+    from launchbench.run.executor import WorkerProcess
+
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
+    worker = WorkerProcess(counting_backend, 0)
+    try:
+        time.sleep(3)  # long enough for its imports: a worker that did not wait would be up by now
+        assert not starts.exists() and not worker.conn.poll(0)  # no backend, no Ready yet
+        worker.start()
+        assert len(starts.read_text().split()) == 1 and worker.start_times is not None
+    finally:
+        worker.stop()
+
+
+class _Spawned:
+    """A worker as the executor sees it, recording what is done to it."""
+
+    start_times = None
+
+    def __init__(self, log: list[str]):
+        self.log = log
+        log.append("spawn")
+
+    def start(self) -> dict:
+        self.log.append("start")
+        return {}
+
+    def alive(self) -> bool:
+        return True
+
+    def stop(self) -> None:
+        self.log.append("stop")
+
+
+def test_the_next_pass_worker_is_spawned_as_a_pass_ends_and_started_when_its_pass_asks():
+    from launchbench.run.executor import WorkerExecutor
+
+    log: list[str] = []
+    executor = WorkerExecutor(scripted_backend, 0, spawn=lambda: _Spawned(log))
+    executor.start()
+    executor._worker_for(0)
+    executor.next_pass(1)  # the next one spawned (not started), then this pass's stopped
+    assert log == ["spawn", "start", "spawn", "stop"]
+    executor._worker_for(1)
+    assert log == ["spawn", "start", "spawn", "stop", "start"]
+    executor._worker_for(1)  # the same pass: the same worker
+    executor.next_pass(2)
+    executor.close()  # a worker spawned ahead and never asked for is stopped too
+    assert log[5:] == ["spawn", "stop", "stop"]
