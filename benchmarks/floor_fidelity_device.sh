@@ -12,18 +12,10 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d)
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$work/steps.txt"; }
+. benchmarks/floor_reference/steps.sh
 
-log "nvcc launch.cu"
-libcuda=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
-build() { nvcc -O2 -o "$work/launch" benchmarks/floor_reference/launch.cu "$@" >>"$work/nvcc.log" 2>&1; }
-build -lcuda || { [ -n "$libcuda" ] && build -L"$(dirname "$libcuda")" -lcuda; } ||
-  build -L/usr/local/cuda/lib64/stubs -lcuda
-log "nvcc exit $?"
-
-log "fidelity rounds"
-timeout 160 python3 benchmarks/floor_fidelity.py --launch "$work/launch" --rounds 3 --bare 3 --max-time 5 \
-  --stretches 8 --batches 7 --sample-time 0.005 --budget 135 --out "$work/fidelity" >"$work/fidelity.log" 2>&1
-log "fidelity exit $?"
+build_launch "$work"
+fidelity_rounds "$work" 135 160
 
 cp "$work/fidelity/fidelity.md" "$work/fidelity/fidelity.json" "$out/" 2>/dev/null
 tar czf "$out/fidelity-logs.tar.gz" -C "$work" --exclude launch --exclude '*.png' --exclude floor.md \

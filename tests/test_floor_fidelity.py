@@ -8,6 +8,7 @@ import argparse
 import importlib
 import json
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -101,9 +102,47 @@ def test_no_process_starts_once_the_budget_is_spent(ff, tmp_path):
     assert not (tmp_path / "bare-gpu-r0-p0.log").exists()
 
 
-def test_the_device_script_leaves_at_most_three_files():
+def test_the_device_script_leaves_three_files_within_its_time():
     text = (ROOT / "benchmarks" / "floor_fidelity_device.sh").read_text()
-    assert "--budget 135" in text and "timeout 160" in text
-    left = {"fidelity.md", "fidelity.json", "fidelity-logs.tar.gz"}
-    assert all(name in text for name in left)
-    assert text.count('"$out/') <= 4  # cp of the two tables, the tarball, the listing
+    steps = (ROOT / "benchmarks" / "floor_reference" / "steps.sh").read_text()
+    assert 'fidelity_rounds "$work" 135 160' in text  # no process after 135 s, all ended by 160 s
+    assert '--budget "$budget"' in steps and 'timeout "$limit"' in steps
+    written = [line for line in text.splitlines() if '"$out/' in line and not line.startswith("#")]
+    assert written == [
+        'cp "$work/fidelity/fidelity.md" "$work/fidelity/fidelity.json" "$out/" 2>/dev/null',
+        'tar czf "$out/fidelity-logs.tar.gz" -C "$work" --exclude launch --exclude \'*.png\' --exclude floor.md \\',
+        'tail -4 "$out/fidelity.md" 2>/dev/null',
+    ]
+
+
+@pytest.fixture
+def bare(monkeypatch):
+    """bare_layers.py without CuPy: its module needs CuPy only inside the functions that launch."""
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "floor_reference"))
+    module = importlib.import_module("bare_layers")
+    yield module
+    sys.modules.pop("bare_layers", None)
+
+
+@pytest.mark.parametrize("per_call_s", [1.3e-6, 4.1e-6, 13.2e-6, 51e-6])
+def test_a_reference_batch_is_as_long_as_a_launchbench_sample(bare, monkeypatch, per_call_s):
+    """The bare loop's calls per batch are the sampler's iterations per sample for the same cost."""
+    from launchbench.measure.sampler import BatchTiming, Sampler
+    from launchbench.scenario.core import MeasureSettings
+
+    monkeypatch.setattr(bare, "timed", lambda _stream, calls, _mark, _f, _a: per_call_s)
+
+    class Loop:
+        launches_per_iter = 1
+
+        def run_batch(self, iters: int) -> BatchTiming:
+            return BatchTiming(iters, iters * per_call_s, iters * per_call_s, None)
+
+        def run_latency(self) -> float:
+            return per_call_s
+
+    settings = MeasureSettings()
+    sampler_iters = Sampler(settings, clock=None)._calibrate(Loop())  # type: ignore[arg-type]
+    assert bare.calibrated(None, 1, 256, (print, ()), settings.sample_time) == sampler_iters
+    assert bare.calibrated(None, 1000, 256, (print, ()), 0.0) == 1000  # --sample-time 0: COUNT as it is
