@@ -35,3 +35,15 @@ def match_levels(ours: list[list[float]], bare: list[list[float]]) -> list[Pair]
     if len(ours) == 1:
         return [(name, one, near), ("unmatched", one, far)]
     return [(name, near, one), ("unmatched", far, one)]
+
+
+FLOOR_BAND = 0.06  # the floor state: values within 6% of a side's lowest
+
+
+def floor_level(values: Sequence[float], band: float = FLOOR_BAND) -> list[float]:
+    """The values at the floor state: those within ``band`` of the lowest, sorted. A host's slower
+    states are not two but several (on the H200 a one-node cuGraphLaunch from C at about 1.28, 1.45,
+    1.85 and 2.1 µs), and how often a side visits each is the host's doing, not its loop's; the state
+    both sides reach and that sits still is the fastest one."""
+    ordered = sorted(values)
+    return [v for v in ordered if ordered and v <= ordered[0] * (1.0 + band)]

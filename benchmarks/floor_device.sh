@@ -14,6 +14,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 lb() { python3 -m launchbench "$@"; }
 log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$out/steps.txt"; }
+. benchmarks/floor_reference/steps.sh
 
 log "host facts"
 {
@@ -37,17 +38,8 @@ log "launchbench floor (the committed run)"
 timeout 60 python3 -m launchbench --debug floor -d "$out/floor-h200" --max-time 12 >"$out/floor.log" 2>&1
 log "floor exit $?"
 
-log "nvcc launch.cu"
-libcuda=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
-build() { nvcc -O2 -o "$out/launch" benchmarks/floor_reference/launch.cu "$@" >>"$out/nvcc.log" 2>&1; }
-build -lcuda || { [ -n "$libcuda" ] && build -L"$(dirname "$libcuda")" -lcuda; } ||
-  build -L/usr/local/cuda/lib64/stubs -lcuda
-log "nvcc exit $?"
-
-log "fidelity rounds (3 rounds: one floor process, 3 processes of each reference)"
-timeout 170 python3 benchmarks/floor_fidelity.py --launch "$out/launch" --rounds 3 --bare 3 --max-time 5 \
-  --stretches 4 --count 1000 --batches 15 --out "$out/fidelity" >"$out/fidelity.log" 2>&1
-log "fidelity exit $?"
+build_launch "$out"
+fidelity_rounds "$out" 150 170
 
 log "run of a scenario with a floor: block, and its plot"
 cat >"$out/run-floor.yaml" <<'YAML'

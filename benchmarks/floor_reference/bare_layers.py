@@ -4,13 +4,14 @@ nothing of launchbench: the standalone references its layers are held to (benchm
 One process measures one layer (at every argument count and in both modes), calling exactly what the
 layer calls, with the same arguments (the same packing for cuda-bindings, the same 1024-float arrays,
 the same non-blocking stream made by CuPy), the way launchbench's loop calls it (a call without
-keywords as function(*args), a partial with keywords as it is): COUNT calls per batch, the queue
+keywords as function(*args), a partial with keywords as it is): batches of at least COUNT calls,
+as many more as make a batch last --sample-time (launchbench's sample_time, 5 ms), the queue
 bounded as launchbench bounds it (an event recorded after every block of 256 launches, the thread
 waiting for the block before), each batch timed from before the first launch to its end event's
 completion (busy-polled); printed: the median of BATCHES batches in µs per launch, one JSON line per
 mode and argument count.
 
-    python benchmarks/floor_reference/bare_layers.py LAYER [--count N] [--batches B] [--nodes K]
+    python benchmarks/floor_reference/bare_layers.py LAYER [--count N] [--batches B] [--sample-time S] [--nodes K]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -73,6 +75,24 @@ def timed(
     return (time.perf_counter() - begin) / count
 
 
+def calibrated(
+    stream: cupy.cuda.Stream,
+    calls: int,
+    per_mark: int,
+    call: tuple[Callable[..., object], tuple],
+    sample_s: float,
+) -> int:
+    """The calls per batch that make a batch last at least ``sample_s`` (launchbench's sample_time),
+    found as launchbench's sampler finds its iterations per sample: double, or extrapolate with 10%
+    to spare, until a batch is long enough; ``calls`` as it is when ``sample_s`` is 0."""
+    for _ in range(40):
+        took = timed(stream, calls, per_mark, *call) * calls
+        if took >= sample_s:
+            return calls
+        calls = max(calls * 2, math.ceil(calls * sample_s / took * 1.1)) if took > 0 else calls * 10
+    return calls
+
+
 def measure(
     stream: cupy.cuda.Stream,
     function: Callable[..., object],
@@ -81,11 +101,11 @@ def measure(
     opts: argparse.Namespace,
 ) -> float:
     """The median over batches of µs per launch of ``function(*args)``; a call holding ``per_call``
-    launches (a graph's nodes)."""
+    launches (a graph's nodes). A batch lasts at least ``--sample-time``, as launchbench's samples do."""
     calls = opts.count if per_call > 1 else opts.count * opts.nodes
     per_mark = max(1, BLOCK // per_call)
     with stream:
-        timed(stream, calls, per_mark, function, args)  # warm-up
+        calls = calibrated(stream, calls, per_mark, (function, args), opts.sample_time)  # and the warm-up
         return 1e6 * statistics.median(
             timed(stream, calls, per_mark, function, args) / per_call for _ in range(opts.batches)
         )
@@ -217,6 +237,9 @@ def main() -> None:
     parser.add_argument("layer", choices=LAYERS)
     parser.add_argument("--count", type=int, default=1000, help="iterations per batch (launchbench: ~1000)")
     parser.add_argument("--batches", type=int, default=15)
+    parser.add_argument(
+        "--sample-time", type=float, default=0.005, help="seconds a batch lasts at least (launchbench's)"
+    )
     parser.add_argument("--nodes", type=int, default=1, help="launches per iteration (a graph's nodes)")
     parser.add_argument("--gpu-nodes", type=int, default=100)
     parser.add_argument("--args", type=lambda text: [int(a) for a in text.split(",")], default=[0, 4, 16])

@@ -1,16 +1,18 @@
 // The standalone reference for launchbench floor's native layer: the same empty kernels (0, 4 and 16
 // pointer arguments, one thread), launched with <<<>>>, cuLaunchKernel and cuGraphLaunch (a graph of
 // NODES launches) in C++ loops, the queue bounded as launchbench bounds it (an event after every block of
-// 256 launches, the thread waiting for the block before). Each batch is COUNT iterations, timed wall
-// clock from before the first launch to the stream's completion; printed: the median of BATCHES batches,
-// µs per launch, one JSON line per method and argument count.
+// 256 launches, the thread waiting for the block before). Each batch is at least COUNT iterations, as many
+// more as make it last SAMPLE_US µs (launchbench's sample_time; 0: COUNT exactly), timed wall clock from
+// before the first launch to the stream's completion; printed: the median of BATCHES batches, µs per
+// launch, one JSON line per method and argument count.
 //
-//     nvcc -O2 -o launch launch.cu -lcuda && ./launch [COUNT] [BATCHES] [NODES]
+//     nvcc -O2 -o launch launch.cu -lcuda && ./launch [COUNT] [BATCHES] [NODES] [SAMPLE_US]
 #include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -60,6 +62,19 @@ static double batch(cudaStream_t s, Window &w, long count, long per_mark, const 
     return std::chrono::duration<double, std::micro>(t1 - t0).count() / count;
 }
 
+// The calls per batch that make a batch last at least ``sample_us`` µs (launchbench's sample_time), found as
+// launchbench's sampler finds its iterations per sample: double, or extrapolate with 10% to spare. These
+// batches are the warm-up; with sample_us 0, one batch of ``calls``.
+static long calibrated(cudaStream_t s, Window &w, long calls, long per_mark, double sample_us,
+                       const std::function<void()> &launch) {
+    for (int i = 0; i < 40; i++) {
+        double took = batch(s, w, calls, per_mark, launch) * calls;
+        if (took >= sample_us) break;
+        calls = took > 0 ? std::max(calls * 2, (long)std::ceil(calls * sample_us / took * 1.1)) : calls * 10;
+    }
+    return calls;
+}
+
 static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     size_t n = v.size();
@@ -74,7 +89,7 @@ static void report(const char *method, int args, long nodes, const std::vector<d
 
 template <typename Chevron>
 static void measure(int args, const void *symbol, Chevron chevron, P ptr, cudaStream_t s, long count, int batches,
-                    long nodes) {
+                    long nodes, double sample_us) {
     Window w;
     CUfunction f;
     CHECK(cudaGetFuncBySymbol((cudaFunction_t *)&f, symbol));
@@ -95,10 +110,9 @@ static void measure(int args, const void *symbol, Chevron chevron, P ptr, cudaSt
     Method methods[] = {{"triple_chevron", chev, 1}, {"cuLaunchKernel", driver, 1}, {"cuGraphLaunch", replay, nodes}};
     for (auto &m : methods) {
         std::vector<double> samples;
-        long calls = m.per_call == 1 ? count * nodes : count;
-        batch(s, w, calls, std::max(1L, BLOCK / m.per_call), m.call);  // warm-up
-        for (int b = 0; b < batches; b++)
-            samples.push_back(batch(s, w, calls, std::max(1L, BLOCK / m.per_call), m.call) / m.per_call);
+        long per_mark = std::max(1L, BLOCK / m.per_call);
+        long calls = calibrated(s, w, m.per_call == 1 ? count * nodes : count, per_mark, sample_us, m.call);
+        for (int b = 0; b < batches; b++) samples.push_back(batch(s, w, calls, per_mark, m.call) / m.per_call);
         report(m.name, args, nodes, samples);
     }
     CHECK(cuGraphExecDestroy(exec));
@@ -109,18 +123,19 @@ int main(int argc, char **argv) {
     long count = argc > 1 ? std::atol(argv[1]) : 10000;
     int batches = argc > 2 ? std::atoi(argv[2]) : 9;
     long nodes = argc > 3 ? std::atol(argv[3]) : 1;
+    double sample_us = argc > 4 ? std::atof(argv[4]) : 0.0;
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     float *buffer;
     CHECK(cudaMalloc(&buffer, sizeof(float)));
     P p = buffer;
     measure(0, (const void *)lb_floor_0, [](cudaStream_t st) { lb_floor_0<<<1, 1, 0, st>>>(); }, p, s, count,
-            batches, nodes);
+            batches, nodes, sample_us);
     measure(4, (const void *)lb_floor_4, [p](cudaStream_t st) { lb_floor_4<<<1, 1, 0, st>>>(p, p, p, p); }, p, s,
-            count, batches, nodes);
+            count, batches, nodes, sample_us);
     measure(16, (const void *)lb_floor_16,
             [p](cudaStream_t st) { lb_floor_16<<<1, 1, 0, st>>>(p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p); }, p,
-            s, count, batches, nodes);
+            s, count, batches, nodes, sample_us);
     CHECK(cudaFree(buffer));
     return 0;
 }

@@ -324,13 +324,16 @@ def test_the_fidelity_script_pairs_layers_and_references(fidelity_script, tmp_pa
     assert ours[("gpu", "graph", None)] == pytest.approx([0.5, 0.5])
     assert ("gpu", "eager", None) not in ours and ("torch", "eager", None) not in ours  # skipped
     rows = fidelity_script.fidelity(ours, {key: [value] for key, value in refs.items()})
-    eager = next(r for r in rows if (r.layer, r.mode, r.args) == ("c", "eager", 4))
+    levels = [r for r in rows if not r.decides]
+    eager = next(r for r in levels if (r.layer, r.mode, r.args) == ("c", "eager", 4))
     assert eager.level == "one" and eager.reference == "launch.cu cuLaunchKernel"
     assert eager.ratio == pytest.approx(3.78 * 1.0045 / 3.7, rel=2e-3) and eager.within
-    binding = next(r for r in rows if r.layer == "bindings")
+    binding = next(r for r in levels if r.layer == "bindings")
     assert binding.reference == "bare_layers.py bindings" and binding.within
-    graph = next(r for r in rows if (r.layer, r.mode) == ("c", "graph"))
+    graph = next(r for r in levels if (r.layer, r.mode) == ("c", "graph"))
     assert graph.within is False  # 1.18 against 1.1: 7% off
+    floor = next(r for r in rows if r.decides and (r.layer, r.mode, r.args) == ("c", "graph", 4))
+    assert floor.level == "floor" and floor.within is None  # one reference value: too few to decide
     assert "chevron" not in {r.mode for r in rows}  # <<<>>> is printed beside, never compared
 
 

@@ -1,0 +1,148 @@
+"""The floor fidelity's decision and its rounds (benchmarks/floor_fidelity.py), on the H200's recorded
+numbers (tests/data/floor_fidelity_h200_rounds.json: 3 rounds, launchbench floor against launch.cu
+and the bare loops, 9 processes of each reference)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "tests" / "data" / "floor_fidelity_h200_rounds.json"
+
+
+@pytest.fixture
+def ff():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        yield importlib.import_module("floor_fidelity")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def _rows(ff):
+    payload = json.loads(RECORDED.read_text())
+    ours, refs = ff.load_values(payload["launchbench"]), ff.load_values(payload["references"])
+    return {(r.layer, r.mode, r.args, r.level): r for r in ff.fidelity(ours, refs)}
+
+
+def test_the_floor_state_is_the_values_within_the_band_of_the_lowest(ff):
+    from _levels import floor_level
+
+    assert floor_level([2.06, 1.28, 1.86, 1.30, 1.45, 1.35]) == [1.28, 1.30, 1.35]
+    assert floor_level([1.28, 1.36], band=0.06) == [1.28]  # 6.25% above the lowest: the next state
+    assert floor_level([]) == []
+
+
+def test_the_graph_gap_of_the_high_level_is_the_host_state_not_the_loop(ff):
+    """launch.cu's cuGraphLaunch at 16 arguments: the two-level split read launchbench 1.139x at 0
+    arguments' high level; at the floor state both sides read the same launch (1.276 against 1.322 µs
+    at 16 arguments), and eager cuLaunchKernel agrees there too."""
+    rows = _rows(ff)
+    assert rows[("c", "graph", 0, "high")].ratio == pytest.approx(1.139, abs=1e-3)
+    floor = rows[("c", "graph", 16, "floor")]
+    assert (floor.launchbench_us, floor.reference_us) == pytest.approx((1.276, 1.322), abs=1e-3)
+    assert floor.decides and floor.within and (floor.launchbench_n, floor.reference_n) == (2, 2)
+    assert rows[("c", "eager", 0, "floor")].within and rows[("gpu", "graph", None, "floor")].within
+    assert not rows[("c", "graph", 16, "low")].decides
+
+
+def test_a_floor_with_one_value_on_a_side_is_not_compared(ff):
+    rows = _rows(ff)
+    raw = rows[("cupy_raw", "graph", 0, "floor")]  # launchbench reached the 1.39 µs state in one stretch
+    assert raw.within is None and raw.launchbench_n == 1 and raw.ratio == pytest.approx(0.995, abs=1e-3)
+    text = ff.render(list(rows.values()), {}, {})
+    assert "floor rows within ±5% (the decision)" in text
+    assert (
+        "| cupy_raw | graph | 0 | floor | bare_layers.py cupy_raw | 1.391 | 1.397 | 0.995 | 1 / 2 | not compared |"
+        in text
+    )
+
+
+def test_the_exit_status_follows_the_floor_rows_only(ff):
+    rows = list(_rows(ff).values())
+    assert not ff.decided(rows)  # torch: launchbench never reached its fast state (7.93 against 5.76 µs)
+    assert ff.decided(
+        [r for r in rows if r.layer != "torch" and (r.layer, r.mode, r.args) != ("c", "graph", 0)]
+    )
+
+
+def _opts(tmp_path: Path, **changes: object) -> argparse.Namespace:
+    base = dict(
+        launch="/x/launch", layers=["bindings", "gpu"], count=1000, batches=7, sample_time=0.005,
+        bare=2, rounds=1, out=tmp_path, budget=0.0, max_time=5.0, stretches=8,
+    )  # fmt: skip
+    return argparse.Namespace(**{**base, **changes})
+
+
+def test_the_references_batch_as_long_as_launchbench_samples(ff, tmp_path):
+    rounds = ff.Rounds(_opts(tmp_path))
+    first, second = rounds.reference_commands(0), rounds.reference_commands(1)
+    assert first["launch"] == ["/x/launch", "1", "7", "1", "5000.0"]  # from one launch up, 5 ms batches
+    assert first["bare-bindings"][-6:] == ["--count", "1", "--batches", "7", "--sample-time", "0.005"]
+    assert first["bare-gpu"][first["bare-gpu"].index("--count") + 1] == "1000"
+    assert "bare-gpu" not in second  # the GPU's per-node time: once a round
+    fixed = ff.Rounds(_opts(tmp_path, sample_time=0.0)).reference_commands(0)
+    assert fixed["launch"][1] == "1000"
+
+
+def test_no_process_starts_once_the_budget_is_spent(ff, tmp_path):
+    now = [0.0]
+    rounds = ff.Rounds(_opts(tmp_path, budget=10.0), clock=lambda: now[0])
+    assert rounds.within_budget(tmp_path / "launch-r0-p0.log")
+    now[0] = 10.0
+    assert rounds._run(["/bin/false"], tmp_path / "bare-gpu-r0-p0.log") == ""
+    assert rounds.skipped == ["bare-gpu-r0-p0.log"] and not rounds.failed
+    assert not (tmp_path / "bare-gpu-r0-p0.log").exists()
+
+
+def test_the_device_script_leaves_three_files_within_its_time():
+    text = (ROOT / "benchmarks" / "floor_fidelity_device.sh").read_text()
+    steps = (ROOT / "benchmarks" / "floor_reference" / "steps.sh").read_text()
+    assert 'fidelity_rounds "$work" 135 160' in text  # no process after 135 s, all ended by 160 s
+    assert '--budget "$budget"' in steps and 'timeout "$limit"' in steps
+    written = [line for line in text.splitlines() if '"$out/' in line and not line.startswith("#")]
+    assert written == [
+        'cp "$work/fidelity/fidelity.md" "$work/fidelity/fidelity.json" "$out/" 2>/dev/null',
+        'tar czf "$out/fidelity-logs.tar.gz" -C "$work" --exclude launch --exclude \'*.png\' --exclude floor.md \\',
+        'tail -4 "$out/fidelity.md" 2>/dev/null',
+    ]
+
+
+@pytest.fixture
+def bare(monkeypatch):
+    """bare_layers.py without CuPy: its module needs CuPy only inside the functions that launch."""
+    monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks" / "floor_reference"))
+    module = importlib.import_module("bare_layers")
+    yield module
+    sys.modules.pop("bare_layers", None)
+
+
+@pytest.mark.parametrize("per_call_s", [1.3e-6, 4.1e-6, 13.2e-6, 51e-6])
+def test_a_reference_batch_is_as_long_as_a_launchbench_sample(bare, monkeypatch, per_call_s):
+    """The bare loop's calls per batch are the sampler's iterations per sample for the same cost."""
+    from launchbench.measure.sampler import BatchTiming, Sampler
+    from launchbench.scenario.core import MeasureSettings
+
+    monkeypatch.setattr(bare, "timed", lambda _stream, calls, _mark, _f, _a: per_call_s)
+
+    class Loop:
+        launches_per_iter = 1
+
+        def run_batch(self, iters: int) -> BatchTiming:
+            return BatchTiming(iters, iters * per_call_s, iters * per_call_s, None)
+
+        def run_latency(self) -> float:
+            return per_call_s
+
+    settings = MeasureSettings()
+    sampler_iters = Sampler(settings, clock=None)._calibrate(Loop())  # type: ignore[arg-type]
+    assert bare.calibrated(None, 1, 256, (print, ()), settings.sample_time) == sampler_iters
+    assert bare.calibrated(None, 1000, 256, (print, ()), 0.0) == 1000  # --sample-time 0: COUNT as it is
