@@ -1,7 +1,7 @@
-"""Every committed run compared with itself and with its neighbour (the runs under results/ in sorted
-order, the pairs listed in tests/data/golden-verdicts/manifest.tsv) gives, byte for byte, the CSV of
-verdicts and the gated markdown report, with the exit codes, that launchbench gave before the code was
-rearranged into its present packages (the expected files were written by that code from these runs)."""
+"""Every run committed under results/ before the code took its present package layout, compared with
+itself and with its neighbour in sorted order (the 65 pairs of tests/data/golden-verdicts/manifest.tsv),
+gives byte for byte the CSV of verdicts and the gated markdown report, with their exit codes, that the
+code of that layout gave (the expected files are its output on these runs)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def name_of(base: str, current: str) -> str:
 @pytest.fixture(scope="module")
 def cached_loads() -> object:
     """load_run read once per results file for the whole module: a run is an immutable record, and
-    reading the 35 files again for each of the 138 comparisons would only repeat the same parse."""
+    reading the 33 files again for each of the 130 comparisons would only repeat the same parse."""
     return functools.lru_cache(maxsize=None)(store.load_run)
 
 
