@@ -1,4 +1,5 @@
 """Profile every Python process started with LB_PROFILE_DIR set (parent and workers), dumping on exit."""
+
 import atexit
 import cProfile
 import os
