@@ -32,9 +32,6 @@ LONG: dict[str, int] = {}
 FLAGS: frozenset[str] = frozenset(
     {
         "launchbench.analysis.compare:compare_runs:allow_different_gpu",
-        "launchbench.analysis.gate:_rule_check:allow_blind",
-        "launchbench.analysis.gate:evaluate_rules:fail_on_missing",
-        "launchbench.analysis.gate:evaluate_rules:allow_blind",
         "launchbench.analysis.table:case_rows:levels",
         "launchbench.analysis.table:run_table:levels",
         "launchbench.api:run:isolate",
