@@ -31,7 +31,6 @@ LONG: dict[str, int] = {}
 # "module:qualified name:parameter" of today's boolean flags (remove a line once its flag is gone)
 FLAGS: frozenset[str] = frozenset(
     {
-        "launchbench.analysis.compare:compare_runs:allow_different_gpu",
         "launchbench.analysis.table:case_rows:levels",
         "launchbench.analysis.table:run_table:levels",
         "launchbench.api:run:isolate",
