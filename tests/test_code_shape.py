@@ -31,8 +31,6 @@ LONG: dict[str, int] = {}
 # "module:qualified name:parameter" of today's boolean flags (remove a line once its flag is gone)
 FLAGS: frozenset[str] = frozenset(
     {
-        "launchbench.analysis.table:case_rows:levels",
-        "launchbench.analysis.table:run_table:levels",
         "launchbench.api:run:isolate",
         "launchbench.api:run:quick",
         "launchbench.files:check_output_dir:create",

@@ -16,7 +16,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from launchbench.analysis.table import run_table  # noqa: E402
+from launchbench.analysis.table import HostLevels, run_table  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.report.capture_table import capture_table, markdown  # noqa: E402
 from launchbench.report.plots.style import DPI, MODE_COLOURS, MODE_LABELS, MODE_MARKERS, STYLE, WIDTH_IN  # noqa: E402
@@ -83,7 +83,7 @@ def figure_capture_table(rows: pd.DataFrame, axis: str = "batch", title: str = "
 def write_capture_files(run: RunRecord, out_dir: Path, axis: str = "batch", fmt: str = "png") -> list[Path]:
     """capture_table.csv and capture_table.md of ``run``, and one figure per chain
     (capture_table[_<scenario>_<chain>].<fmt>), written into ``out_dir`` (created); the paths."""
-    rows = capture_table(run_table(run, levels=False), axis)
+    rows = capture_table(run_table(run, levels=HostLevels.SKIP), axis)
     if rows.empty:
         raise LaunchbenchError(
             f"{out_dir}: writing the capture table: the run holds no graph mode swept over '{axis}'"
