@@ -33,8 +33,6 @@ FLAGS: frozenset[str] = frozenset(
     {
         "launchbench.api:run:isolate",
         "launchbench.api:run:quick",
-        "launchbench.files:check_output_dir:create",
-        "launchbench.history.db:_engine:immediate",
         "launchbench.report.capture_figure:_series:dashed",
         "launchbench.report.compare_console:render_report:list_checks",
         "launchbench.report.compare_series:series_table:stacked",
