@@ -44,7 +44,6 @@ FLAGS: frozenset[str] = frozenset(
         "launchbench.report.plots.distributions:_clip_outliers:horizontal",
         "launchbench.report.plots.distributions:_draw_boxes:horizontal",
         "launchbench.results.schema:ModeResult.pooled:target_met",
-        "launchbench.results.store:load_run:allow_empty",
     }
 )
 
