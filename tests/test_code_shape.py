@@ -33,11 +33,7 @@ FLAGS: frozenset[str] = frozenset(
     {
         "launchbench.api:run:isolate",
         "launchbench.api:run:quick",
-        "launchbench.report.capture_figure:_series:dashed",
         "launchbench.report.compare_console:render_report:list_checks",
-        "launchbench.report.compare_series:series_table:stacked",
-        "launchbench.report.plots.distributions:_clip_outliers:horizontal",
-        "launchbench.report.plots.distributions:_draw_boxes:horizontal",
         "launchbench.results.schema:ModeResult.pooled:target_met",
     }
 )

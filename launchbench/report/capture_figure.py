@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: figures go to files
 
+from enum import Enum  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -25,14 +26,22 @@ from launchbench.results.schema import MEASURED_STATUSES, RunRecord  # noqa: E40
 MIB = 2**20
 
 
+class Line(Enum):
+    """A series' line: SOLID (times) or DASHED, a little thinner (memory, on the twin axis)."""
+
+    SOLID = "-"
+    DASHED = "--"
+
+
 def _series(
-    ax: Axes, rows: pd.DataFrame, column: str, mode: str, scale: float = 1.0, dashed: bool = False
+    ax: Axes, rows: pd.DataFrame, column: str, mode: str, scale: float = 1.0, line: Line = Line.SOLID
 ) -> None:
+    dashed = line is Line.DASHED
     measured = rows[rows["status"].isin(MEASURED_STATUSES)]
     y = pd.to_numeric(measured[column], errors="coerce") * scale
     if y.notna().any():
         ax.plot(measured["size"], y, color=MODE_COLOURS[mode], marker=MODE_MARKERS[mode], markersize=4,
-                linewidth=1.1 if dashed else 1.3, linestyle="--" if dashed else "-", label=MODE_LABELS[mode])  # fmt: skip
+                linewidth=1.1 if dashed else 1.3, linestyle=line.value, label=MODE_LABELS[mode])  # fmt: skip
 
 
 def _step_panel(ax: Axes, rows: pd.DataFrame) -> None:
@@ -54,7 +63,7 @@ def _panels(fig: Figure, rows: pd.DataFrame, axis: str) -> list[Axes]:
     for mode, group in rows.groupby("mode", sort=False):
         _series(axes[1], group, "setup_us", str(mode), 1e-3)
         _series(axes[2], group, "cumulative_setup_s", str(mode))
-        _series(memory, group, "cumulative_mem_bytes", str(mode), 1 / MIB, dashed=True)
+        _series(memory, group, "cumulative_mem_bytes", str(mode), 1 / MIB, Line.DASHED)
         _series(axes[3], group, "break_even_steps", str(mode))
     axes[1].set(title="capture + instantiate + upload, per size", ylabel="ms")
     axes[2].set(title="every size up to N captured", ylabel="cumulative capture s (solid)")
