@@ -33,7 +33,6 @@ FLAGS: frozenset[str] = frozenset(
     {
         "launchbench.api:run:isolate",
         "launchbench.api:run:quick",
-        "launchbench.report.compare_console:render_report:list_checks",
         "launchbench.results.schema:ModeResult.pooled:target_met",
     }
 )
