@@ -426,6 +426,7 @@ def compare_pair(
     """One BASELINE → CURRENT comparison (``launchbench compare``'s and the API's) with its warnings,
     and its gate's report (analysis.gate.gate) where a gate was asked."""
     from launchbench.analysis.compare import compare_runs
+    from launchbench.analysis.comparison import GpuMismatch
     from launchbench.analysis.gate import ComparedRuns, gate
     from launchbench.results.merge_runs import refuse_repeated_cases
 
@@ -438,7 +439,7 @@ def compare_pair(
         base_run,
         cur_run,
         settings,
-        allow_different_gpu=allow_different_gpu,
+        gpu_mismatch=GpuMismatch.ALLOW if allow_different_gpu else GpuMismatch.REFUSE,
         baseline_label=base_label,
         current_label=cur_label,
         design=design,

@@ -129,10 +129,10 @@ def check_output_file(path: str | Path, option: str) -> Path:
     return target
 
 
-def check_output_dir(path: str | Path, option: str, create: bool = True) -> Path:
+def check_output_dir(path: str | Path, option: str) -> Path:
     """Refuse, before any work, an output folder that cannot be made or written: a path that is a file,
-    or whose nearest existing ancestor is not a writable folder. ``create``: missing folders are made
-    (callers document it); else the folder must exist."""
+    or whose nearest existing ancestor is not a writable folder. A missing folder passes when it can be
+    made (the caller makes it, and documents that)."""
     target = Path(path)
     where = f"{option} {target}"
     info = _stat_or_none(target, where)
@@ -142,8 +142,6 @@ def check_output_dir(path: str | Path, option: str, create: bool = True) -> Path
         if not os.access(target, os.W_OK | os.X_OK):
             raise OutputError(f"{where}: directory is not writable")
         return target
-    if not create:
-        raise OutputError(f"{where}: no such directory")
     ancestor = target.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         if ancestor.is_symlink() or os.path.lexists(ancestor):

@@ -31,28 +31,9 @@ LONG: dict[str, int] = {}
 # "module:qualified name:parameter" of today's boolean flags (remove a line once its flag is gone)
 FLAGS: frozenset[str] = frozenset(
     {
-        "launchbench.analysis.compare:compare_runs:allow_different_gpu",
-        "launchbench.analysis.gate:_rule_check:allow_blind",
-        "launchbench.analysis.gate:evaluate_rules:fail_on_missing",
-        "launchbench.analysis.gate:evaluate_rules:allow_blind",
-        "launchbench.analysis.table:case_rows:levels",
-        "launchbench.analysis.table:run_table:levels",
         "launchbench.api:run:isolate",
         "launchbench.api:run:quick",
-        "launchbench.files:check_output_dir:create",
-        "launchbench.history.db:_engine:immediate",
-        "launchbench.report.capture_figure:_series:dashed",
-        "launchbench.report.compare_console:render_report:list_checks",
-        "launchbench.report.compare_series:series_table:stacked",
-        "launchbench.report.console:plain_console:stderr",
-        "launchbench.report.console:make_console:stderr",
-        "launchbench.report.console:ConsoleEvents.__init__:quiet",
-        "launchbench.report.devices:DeviceLines.__init__:quiet",
-        "launchbench.report.devices:DeviceLines.print:always",
-        "launchbench.report.plots.distributions:_clip_outliers:horizontal",
-        "launchbench.report.plots.distributions:_draw_boxes:horizontal",
         "launchbench.results.schema:ModeResult.pooled:target_met",
-        "launchbench.results.store:load_run:allow_empty",
     }
 )
 

@@ -69,6 +69,7 @@ from launchbench.analysis.comparison import (
     Comparison,
     DifferentGpuError,
     EnvDifference,
+    GpuMismatch,
     MetricComparison,
     RowComparison,
     RowKey,
@@ -112,6 +113,7 @@ __all__ = [  # the model and the inference, imported from here by report/, run/ 
     "Comparison",
     "DifferentGpuError",
     "EnvDifference",
+    "GpuMismatch",
     "Evidence",
     "LogEvidence",
     "MetricComparison",
@@ -395,17 +397,17 @@ def compare_runs(
     current: RunRecord,
     settings: CompareSettings | None = None,
     *,
-    allow_different_gpu: bool = False,
+    gpu_mismatch: GpuMismatch = GpuMismatch.REFUSE,
     baseline_label: str = "baseline",
     current_label: str = "current",
     design: Evidence = SEPARATE_RUNS,
 ) -> Comparison:
     """Align two runs and compare every metric of every row. Raises DifferentGpuError when the GPU
-    models differ and ``allow_different_gpu`` is false. ``design``: separate runs, or the paired rounds
+    models differ and ``gpu_mismatch`` is ``GpuMismatch.REFUSE``. ``design``: separate runs, or the paired rounds
     of one interleaved invocation (see compare_paired)."""
     settings = settings or CompareSettings()
     b_env, c_env = summarize_environment(baseline.environment), summarize_environment(current.environment)
-    if gpu_models_differ(b_env["gpu"], c_env["gpu"]) and not allow_different_gpu:
+    if gpu_models_differ(b_env["gpu"], c_env["gpu"]) and gpu_mismatch is GpuMismatch.REFUSE:
         raise DifferentGpuError(
             f"the runs were taken on different GPU models: {baseline_label} on {b_env['gpu']!r}, "
             f"{current_label} on {c_env['gpu']!r}; their timings are not comparable "
@@ -461,7 +463,7 @@ def compare_paired(
         a,
         b,
         settings,
-        allow_different_gpu=True,
+        gpu_mismatch=GpuMismatch.ALLOW,
         baseline_label=a_label,
         current_label=b_label,
         design=PAIRED_ROUNDS,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Literal
 
 from launchbench.analysis.defaults import COMPARED_METRICS, DEFAULT_ALPHA, DEFAULT_THRESHOLD
@@ -29,6 +30,14 @@ RowKey = tuple[str, str, str]  # (scenario, case, mode)
 
 class DifferentGpuError(LaunchbenchError):
     """The two runs were taken on different GPU models."""
+
+
+class GpuMismatch(Enum):
+    """What a comparison does with two runs taken on different GPU models: refuse them
+    (DifferentGpuError), or compare them and say so (--allow-different-gpu)."""
+
+    REFUSE = "refuse"
+    ALLOW = "allow"
 
 
 class CompareSettingsError(LaunchbenchError):

@@ -14,7 +14,7 @@ metric's threshold to its tightest ``N%`` rule, so a rule is never looser than i
 
 A gate that cannot see: when a gated row's minimum detectable effect (MetricComparison.mde) exceeds
 the rule's amount, the rule could not have failed on that row whatever happened. Such a check fails
-(kind ``blind``: "cannot detect < 38% here"); with ``allow_blind`` it passes with that said.
+(kind ``blind``: "cannot detect < 38% here"); with ``BlindRows.ALLOW`` (--allow-blind) it passes with that said.
 
 Which rows a gate judges (``GateScope``): every row, only the GPU-bound rows (RowComparison.host_bound
 false: graph replays bound by the GPU's own time, which separate runs judge to a few percent) or only
@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,6 +65,22 @@ __all__ = [  # the checks' model, imported from here by report/
 ]
 
 BLIND_ADVICE = "use `launchbench ab` or more passes"
+
+
+class BlindRows(Enum):
+    """What a rule does with a row whose MDE exceeds its amount (it could not have seen the change):
+    fail it, or pass it with that said (--allow-blind)."""
+
+    FAIL = "fail"
+    ALLOW = "allow"
+
+
+class LostRows(Enum):
+    """What the rules do with a row that was ok (or budget) in the baseline and is absent or not ok in
+    the current run: leave it to the coverage checks, or fail it (--fail-on-missing)."""
+
+    IGNORE = "ignore"
+    FAIL = "fail"
 
 
 class GateRuleError(LaunchbenchError):
@@ -145,7 +162,7 @@ def blind_message(rule: GateRule, mc: MetricComparison) -> str:
 
 
 def _rule_check(
-    rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison, allow_blind: bool = False
+    rule: GateRule, scenario: str, case: str, mode: str, mc: MetricComparison, blind_rows: BlindRows
 ) -> GateCheck:
     regressed, improved = rule.regressed(mc), rule.improved(mc)
     mde = f"MDE {mc.mde * 100:.1f}%" if not math.isnan(mc.mde) else "MDE —"
@@ -168,6 +185,7 @@ def _rule_check(
         message = numbers
     if blind:
         message = f"{blind_message(rule, mc)}: {message}"
+    allow_blind = blind_rows is BlindRows.ALLOW
     kind: CheckKind = "blind" if blind and not allow_blind else "regression"
     passed = not regressed and not (blind and not allow_blind)
     return GateCheck(
@@ -189,14 +207,14 @@ def _missing_check(row: RowComparison) -> GateCheck:
 def evaluate_rules(
     comparison: Comparison,
     rules: Sequence[GateRule],
-    fail_on_missing: bool = False,
-    allow_blind: bool = False,
+    lost: LostRows = LostRows.IGNORE,
+    blind: BlindRows = BlindRows.FAIL,
     scope: GateScope = DEFAULT_GATE_SCOPE,
 ) -> GateReport:
-    """Apply every rule to every compared row in ``scope``. With ``fail_on_missing``, a row that was ok
+    """Apply every rule to every compared row in ``scope``. With ``LostRows.FAIL``, a row that was ok
     (or budget) in the baseline and is absent or not ok in the current run fails too. A row whose MDE
-    exceeds a rule's amount fails that rule (it could not have seen the regression) unless
-    ``allow_blind``."""
+    exceeds a rule's amount fails that rule (it could not have seen the regression) unless ``blind`` is
+    ``BlindRows.ALLOW``."""
     checks: list[GateCheck] = []
     notes: list[str] = []
     for rule in rules:
@@ -210,15 +228,15 @@ def evaluate_rules(
         for rule in rules:
             mc = row.metric(rule.metric)
             if mc is not None and mc.compared:
-                checks.append(_rule_check(rule, row.scenario, row.case, row.mode, mc, allow_blind))
-        lost = row.baseline_status in COMPARABLE_STATUSES and row.current_status not in COMPARABLE_STATUSES
-        if fail_on_missing and lost:
+                checks.append(_rule_check(rule, row.scenario, row.case, row.mode, mc, blind))
+        gone = row.baseline_status in COMPARABLE_STATUSES and row.current_status not in COMPARABLE_STATUSES
+        if lost is LostRows.FAIL and gone:
             checks.append(_missing_check(row))
-    blind = sum(c.blind for c in checks)
-    if blind:
-        allowed = " (allowed by --allow-blind)" if allow_blind else ""
+    blinded = sum(c.blind for c in checks)
+    if blinded:
+        allowed = " (allowed by --allow-blind)" if blind is BlindRows.ALLOW else ""
         notes.append(
-            f"{blind} gated row-metric(s) cannot detect a change of their rule's size{allowed} ({BLIND_ADVICE})"
+            f"{blinded} gated row-metric(s) cannot detect a change of their rule's size{allowed} ({BLIND_ADVICE})"
         )
     return GateReport(tuple(checks), tuple(notes))
 
@@ -411,8 +429,9 @@ def gate(subject: ComparedRuns | CheckedRun, policy: GatePolicy) -> GateReport:
         report = check_against_scenarios(subject.run, subject.scenario_files)
         return check_coverage(report, subject.run, policy.coverage)
     comparison = subject.comparison
-    lost_fails = not policy.coverage.allow_missing
-    report = evaluate_rules(comparison, policy.rules, lost_fails, policy.allow_blind, policy.rows)
+    lost = LostRows.IGNORE if policy.coverage.allow_missing else LostRows.FAIL
+    blind = BlindRows.ALLOW if policy.allow_blind else BlindRows.FAIL
+    report = evaluate_rules(comparison, policy.rules, lost, blind, policy.rows)
     return comparison_coverage(report, comparison, subject.baseline, subject.current, policy.coverage)
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -137,12 +138,20 @@ class RowFactsOf:
         return metric_levels(self.case, self.mode, metric)
 
 
-def _wanted(column: Column, metrics: frozenset[str], levels: bool) -> bool:
+class HostLevels(Enum):
+    """Whether a table holds the host levels' columns: FIT them (a mixture fit per row, scikit-learn's
+    import), or SKIP them and leave those columns empty (the figures need none)."""
+
+    FIT = "fit"
+    SKIP = "skip"
+
+
+def _wanted(column: Column, metrics: frozenset[str], levels: HostLevels) -> bool:
     """Whether a row carries the column: a metric's columns only where it is summarised, the levels'
-    per-metric columns only with ``levels``."""
+    per-metric columns only with ``HostLevels.FIT``."""
     if column.metric is None:
         return True
-    return column.metric in metrics if column.group == "metric" else levels
+    return column.metric in metrics if column.group == "metric" else levels is HostLevels.FIT
 
 
 def case_rows(
@@ -150,11 +159,11 @@ def case_rows(
     placement: Placement,
     priors: Mapping[tuple[str, bool], NoisePrior] | None = None,
     metrics: Sequence[Metric] = METRICS,
-    levels: bool = True,
+    levels: HostLevels = HostLevels.FIT,
 ) -> list[dict[str, Any]]:
     """The case's rows, a value for every declared column (columns.DECLARED); a multi-pass row's CI
     covers its pass noise, shrunk toward ``priors`` (noise_priors). Only ``metrics`` are summarised (the
-    columns of the others stay empty); without ``levels`` the host level columns stay empty too."""
+    columns of the others stay empty); with ``HostLevels.SKIP`` the host level columns stay empty too."""
     names = frozenset(m.name for m in metrics)
     columns = [c for c in DECLARED if _wanted(c, names, levels)]
     rows = []
@@ -177,9 +186,11 @@ def _placement(run: RunRecord) -> dict[tuple[str | None, int | None], tuple[str,
     return out
 
 
-def run_table(run: RunRecord, metrics: Sequence[Metric] = METRICS, levels: bool = True) -> pd.DataFrame:
-    """results.csv's table of ``run``. With ``metrics``, only their columns are summarised; without
-    ``levels``, no host levels (a mixture fit per row, scikit-learn's import): the figures need three
+def run_table(
+    run: RunRecord, metrics: Sequence[Metric] = METRICS, levels: HostLevels = HostLevels.FIT
+) -> pd.DataFrame:
+    """results.csv's table of ``run``. With ``metrics``, only their columns are summarised; with
+    ``HostLevels.SKIP``, no host levels (a mixture fit per row, scikit-learn's import): the figures need three
     metrics of seven and no levels, and those are most of the time and memory a large run's table takes."""
     priors = noise_priors(run, metrics)
     placement = _placement(run)

@@ -351,13 +351,13 @@ def _ab_on_one_device(
 ) -> int:
     """One paired run, its comparison and gate written; the exit code."""
     from launchbench.cli.compare import emit_comparison
-    from launchbench.report.console import ConsoleEvents, make_console
+    from launchbench.report.console import ConsoleEvents, Stream, Verbosity, make_console
     from launchbench.report.markdown import comparison_markdown
     from launchbench.run.ab import run_ab
 
     root = out.root
-    console = make_console(stderr=out.data_on_stdout)
-    events = ConsoleEvents(console, out.quiet)
+    console = make_console(stream=Stream.STDERR if out.data_on_stdout else Stream.STDOUT)
+    events = ConsoleEvents(console, Verbosity.QUIET if out.quiet else Verbosity.NORMAL)
     where = f"what both sides measured is in {root}/a and {root}/b"
     a, b = measured(lambda: run_ab(sides, options, events, sys.argv, cpus), console, events.close, out, where)
     comparison, report = judge(a, b, (str(root / "a"), str(root / "b")), settings, gate)

@@ -78,13 +78,13 @@ def ab_on_devices(
     when any device's gate fails or a case failed on any device)."""
     from launchbench.cli.output import publish
     from launchbench.report.ab_devices import failed_devices
-    from launchbench.report.console import make_console
+    from launchbench.report.console import Stream, Verbosity, make_console
     from launchbench.report.devices import DeviceLines
     from launchbench.report.export import Devices
     from launchbench.run.ab_devices import run_ab_devices
 
-    console = make_console(stderr=out.data_on_stdout)
-    lines = DeviceLines(console, out.quiet, sides=2)
+    console = make_console(stream=Stream.STDERR if out.data_on_stdout else Stream.STDOUT)
+    lines = DeviceLines(console, Verbosity.QUIET if out.quiet else Verbosity.NORMAL, sides=2)
 
     def measure() -> list[DevicePair]:
         cpus = _pinned(listed, cpu_text, sides[0], options)

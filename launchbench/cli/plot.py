@@ -74,10 +74,11 @@ def comparison_of(records: list[RunRecord], runs: tuple[str, ...]) -> Comparison
     `launchbench ab` run paired round by round as compare pairs them; runs on different GPU models are
     drawn (compare refuses them without --allow-different-gpu)."""
     from launchbench.analysis.compare import PAIRED_ROUNDS, SEPARATE_RUNS, compare_runs, sides_of_one_ab
+    from launchbench.analysis.comparison import GpuMismatch
 
     base, cur = records
     design = PAIRED_ROUNDS if sides_of_one_ab(base, cur, runs[0], runs[1]) else SEPARATE_RUNS
-    return compare_runs(base, cur, allow_different_gpu=True, design=design)
+    return compare_runs(base, cur, gpu_mismatch=GpuMismatch.ALLOW, design=design)
 
 
 command = plot

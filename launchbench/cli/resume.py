@@ -22,14 +22,14 @@ OPTION_OF = OVERRIDE_OPTIONS
 
 def resumed(resume_dir: Path, out_dir: Path | None, given: RunSettings) -> tuple[RunRecord, RunSettings]:
     """The run to resume and the settings it recorded; an option given again must agree with them."""
-    from launchbench.results.store import load_run
+    from launchbench.results.store import load_run_to_resume
     from launchbench.run.resume import ResumeRefused, RunSettings
 
     if out_dir is not None and out_dir.resolve() != resume_dir.resolve():
         raise ResumeRefused(
             f"-d {out_dir}: --resume writes into the run it resumes ({resume_dir}); leave -d out"
         )
-    record = load_run(resume_dir, allow_empty=True)
+    record = load_run_to_resume(resume_dir)
     recorded = RunSettings.of(record)
     for key, shown, value in _given_again(given):
         if not record.settings.recorded(key if key in RUN_KEYS else "overrides"):

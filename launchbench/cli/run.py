@@ -233,11 +233,11 @@ def _measured(
 ) -> RunRecord:
     """The plan measured (on one device, or on each of --devices); interrupted: one line saying how to
     finish, exit 130. A claimed folder that holds nothing is given back."""
-    from launchbench.report.console import ConsoleEvents
+    from launchbench.report.console import ConsoleEvents, Verbosity
     from launchbench.results.store import release_if_empty
     from launchbench.run import runner
 
-    events = ConsoleEvents(console, args.quiet)
+    events = ConsoleEvents(console, Verbosity.QUIET if args.quiet else Verbosity.NORMAL)
     previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)
     try:
         if args.devices_spec is not None:
@@ -356,13 +356,14 @@ def _sharded(the_plan: Any, shard_spec: str | None) -> Any:
 
 def _run_devices(the_plan: Any, run_dir: Path, options: Any, spec: str, console: Any, quiet: bool) -> Any:
     """run --devices: one runner per GPU at once; a line per finished case, a summary per device."""
+    from launchbench.report.console import Verbosity
     from launchbench.report.devices import DeviceLines, print_device_summary
     from launchbench.run.devices import parse_devices, probe, resolve_devices, run_devices
 
     if not options.isolate:
         raise click.UsageError("--devices runs a worker process per GPU; drop --no-isolate")
     devices = resolve_devices(parse_devices(spec), probe(options.backend_factory, 0))
-    lines = DeviceLines(console, quiet)
+    lines = DeviceLines(console, Verbosity.QUIET if quiet else Verbosity.NORMAL)
     record, parts = run_devices(the_plan, run_dir, options, devices, lines.for_device, argv=sys.argv)
     print_device_summary(console, record, {p.device: p.cpus for p in parts})
     return record

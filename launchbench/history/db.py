@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,9 +80,17 @@ def _script() -> ScriptDirectory:
     return ScriptDirectory.from_config(config)
 
 
-def _engine(url: str, lock_timeout: float, immediate: bool = False) -> Engine:
-    """The engine of a database URL; ``immediate``: a SQLite engine whose transactions begin with BEGIN
-    IMMEDIATE (the database's write lock taken at once, waiting up to ``lock_timeout`` for it)."""
+class SqliteBegin(Enum):
+    """How a SQLite engine's transactions begin: DEFERRED (the driver's own BEGIN, the write lock taken
+    at the first write) or IMMEDIATE (BEGIN IMMEDIATE: the write lock taken at once)."""
+
+    DEFERRED = "deferred"
+    IMMEDIATE = "immediate"
+
+
+def _engine(url: str, lock_timeout: float, begin: SqliteBegin = SqliteBegin.DEFERRED) -> Engine:
+    """The engine of a database URL; a SQLite engine waits up to ``lock_timeout`` for the database's
+    write lock, and with ``SqliteBegin.IMMEDIATE`` its transactions begin with BEGIN IMMEDIATE."""
     try:
         parsed = make_url(url)
     except exc.ArgumentError:
@@ -99,10 +108,10 @@ def _engine(url: str, lock_timeout: float, immediate: bool = False) -> Engine:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
-            if immediate:
+            if begin is SqliteBegin.IMMEDIATE:
                 dbapi_connection.isolation_level = None  # the driver's own BEGIN off: _begin's instead
 
-        if immediate:
+        if begin is SqliteBegin.IMMEDIATE:
 
             @event.listens_for(engine, "begin")
             def _begin(connection: Connection) -> None:
@@ -132,7 +141,7 @@ def _schema_lock(engine: Engine, url: str, lock_timeout: float) -> Iterator[Conn
     it while the others wait, then find it at the newest revision."""
     database = engine.url.database
     if engine.dialect.name == "sqlite" and database and database != ":memory:":
-        locking = _engine(url, lock_timeout, immediate=True)
+        locking = _engine(url, lock_timeout, SqliteBegin.IMMEDIATE)
         try:
             with locking.begin() as connection:
                 yield connection

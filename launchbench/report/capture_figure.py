@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: figures go to files
 
+from enum import Enum  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -16,7 +17,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from launchbench.analysis.table import run_table  # noqa: E402
+from launchbench.analysis.table import HostLevels, run_table  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.report.capture_table import capture_table, markdown  # noqa: E402
 from launchbench.report.plots.style import DPI, MODE_COLOURS, MODE_LABELS, MODE_MARKERS, STYLE, WIDTH_IN  # noqa: E402
@@ -25,14 +26,22 @@ from launchbench.results.schema import MEASURED_STATUSES, RunRecord  # noqa: E40
 MIB = 2**20
 
 
+class Line(Enum):
+    """A series' line: SOLID (times) or DASHED, a little thinner (memory, on the twin axis)."""
+
+    SOLID = "-"
+    DASHED = "--"
+
+
 def _series(
-    ax: Axes, rows: pd.DataFrame, column: str, mode: str, scale: float = 1.0, dashed: bool = False
+    ax: Axes, rows: pd.DataFrame, column: str, mode: str, scale: float = 1.0, line: Line = Line.SOLID
 ) -> None:
+    dashed = line is Line.DASHED
     measured = rows[rows["status"].isin(MEASURED_STATUSES)]
     y = pd.to_numeric(measured[column], errors="coerce") * scale
     if y.notna().any():
         ax.plot(measured["size"], y, color=MODE_COLOURS[mode], marker=MODE_MARKERS[mode], markersize=4,
-                linewidth=1.1 if dashed else 1.3, linestyle="--" if dashed else "-", label=MODE_LABELS[mode])  # fmt: skip
+                linewidth=1.1 if dashed else 1.3, linestyle=line.value, label=MODE_LABELS[mode])  # fmt: skip
 
 
 def _step_panel(ax: Axes, rows: pd.DataFrame) -> None:
@@ -54,7 +63,7 @@ def _panels(fig: Figure, rows: pd.DataFrame, axis: str) -> list[Axes]:
     for mode, group in rows.groupby("mode", sort=False):
         _series(axes[1], group, "setup_us", str(mode), 1e-3)
         _series(axes[2], group, "cumulative_setup_s", str(mode))
-        _series(memory, group, "cumulative_mem_bytes", str(mode), 1 / MIB, dashed=True)
+        _series(memory, group, "cumulative_mem_bytes", str(mode), 1 / MIB, Line.DASHED)
         _series(axes[3], group, "break_even_steps", str(mode))
     axes[1].set(title="capture + instantiate + upload, per size", ylabel="ms")
     axes[2].set(title="every size up to N captured", ylabel="cumulative capture s (solid)")
@@ -83,7 +92,7 @@ def figure_capture_table(rows: pd.DataFrame, axis: str = "batch", title: str = "
 def write_capture_files(run: RunRecord, out_dir: Path, axis: str = "batch", fmt: str = "png") -> list[Path]:
     """capture_table.csv and capture_table.md of ``run``, and one figure per chain
     (capture_table[_<scenario>_<chain>].<fmt>), written into ``out_dir`` (created); the paths."""
-    rows = capture_table(run_table(run, levels=False), axis)
+    rows = capture_table(run_table(run, levels=HostLevels.SKIP), axis)
     if rows.empty:
         raise LaunchbenchError(
             f"{out_dir}: writing the capture table: the run holds no graph mode swept over '{axis}'"

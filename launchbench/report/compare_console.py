@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from io import StringIO
 
 from rich import box
@@ -168,11 +169,19 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
         render_report(console, report, "regression")
 
 
-def render_report(console: Console, report: GateReport, what: str, list_checks: bool = True) -> None:
+class Checks(Enum):
+    """Where a report's improvements, blind rows and failures are shown: LISTED by render_report, or
+    IN_TABLE (a table printed before it showed them already)."""
+
+    LISTED = "listed"
+    IN_TABLE = "in-table"
+
+
+def render_report(console: Console, report: GateReport, what: str, checks: Checks = Checks.LISTED) -> None:
     """Notes, improvements and failures (unless a table showed them already), then PASS or FAIL."""
     for note in report.notes:
         console.print(f"[dim]note: {escape(visible(note))}[/]")
-    if list_checks:
+    if checks is Checks.LISTED:
         for check in report.improvements:
             console.print(
                 f"[green]improved[/] {escape(visible(check.subject))} ({escape(check.rule)}): {escape(visible(check.message))}"
@@ -203,7 +212,7 @@ def render_checks(console: Console, report: GateReport) -> None:
             mark, escape(visible(check.subject)), escape(check.rule), escape(visible(check.message))
         )
     console.print(table)
-    render_report(console, report, "failed expectation", list_checks=False)
+    render_report(console, report, "failed expectation", Checks.IN_TABLE)
 
 
 def _plural(count: int, word: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from enum import Enum
 
 import pandas as pd
 from rich import box
@@ -35,7 +36,16 @@ def _keys(pairs: Sequence[Pair]) -> list[tuple[RowKey, str]]:
     return list(seen.items())
 
 
-def series_table(pairs: Sequence[Pair], stacked: bool = False) -> Table:
+class Cells(Enum):
+    """How a series table's change cells are laid out: the change and its verdict on ONE_LINE, or
+    STACKED on two lines (a lighter box) where the width asks."""
+
+    ONE_LINE = "one-line"
+    STACKED = "stacked"
+
+
+def series_table(pairs: Sequence[Pair], cells_as: Cells = Cells.ONE_LINE) -> Table:
+    stacked = cells_as is Cells.STACKED
     first = pairs[0][0]
     table = Table(
         title=f"baseline {escape(first.baseline_label)}; columns: " + ", ".join(
@@ -70,7 +80,7 @@ def render_series(console: Console, pairs: Sequence[Pair]) -> None:
     with probe.capture() as captured:
         probe.print(table)
     if "…" in captured.get():
-        table = series_table(pairs, stacked=True)
+        table = series_table(pairs, Cells.STACKED)
     console.print(table)
     for i, (comparison, report) in enumerate(pairs, 1):
         console.print(f"[bold]({i}) {escape(comparison.current_label)}[/]")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from enum import Enum
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,17 +30,37 @@ PLAIN_WIDTH = 4096  # columns of a console that is not a terminal: wider than an
 TORCH_GRAPH = "torch_graph"  # the graph mode a chain with torch steps has besides "graph"
 
 
-def plain_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
+class Stream(Enum):
+    """The stream a console without a ``file`` prints to."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+
+
+class Verbosity(Enum):
+    """How much a run's console says: a line per finished case and the run's start (NORMAL), or only
+    failures and notes (QUIET: --quiet)."""
+
+    NORMAL = "normal"
+    QUIET = "quiet"
+
+
+def plain_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) -> Console:
     """A console with no colour and no width limit worth the name (for logs, pipes and files)."""
     return Console(
-        file=file, stderr=stderr, width=PLAIN_WIDTH, color_system=None, highlight=False, soft_wrap=False
+        file=file,
+        stderr=stream is Stream.STDERR,
+        width=PLAIN_WIDTH,
+        color_system=None,
+        highlight=False,
+        soft_wrap=False,
     )
 
 
-def make_console(file: IO[str] | None = None, stderr: bool = False) -> Console:
+def make_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) -> Console:
     """The terminal's console when printing to one; otherwise a plain_console."""
-    console = Console(file=file, stderr=stderr, highlight=False, soft_wrap=False)
-    return console if console.is_terminal else plain_console(file, stderr)
+    console = Console(file=file, stderr=stream is Stream.STDERR, highlight=False, soft_wrap=False)
+    return console if console.is_terminal else plain_console(file, stream)
 
 
 def _fmt(value: Any, digits: int = 2, suffix: str = "") -> str:
@@ -57,9 +78,9 @@ class ConsoleEvents:
     gets no bar and no blank line where it stopped), one line per finished case (after its last pass, or
     when it fails)."""
 
-    def __init__(self, console: Console, quiet: bool = False):
+    def __init__(self, console: Console, verbosity: Verbosity = Verbosity.NORMAL):
         self.console = console
-        self.quiet = quiet
+        self.quiet = quiet = verbosity is Verbosity.QUIET
         self.progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from launchbench.analysis.table import run_table
+from launchbench.report.console import Verbosity
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.scenario.core import Case
@@ -23,17 +24,22 @@ class DeviceLines:
     """Per device, RunEvents that print a line per finished case (and the run's start) under one lock;
     with ``sides`` 2 (ab's A and B) a case's line comes once both sides have finished it."""
 
-    def __init__(self, console: Console, quiet: bool = False, sides: int = 1):
-        self.console, self.quiet, self.sides = console, quiet, sides
+    def __init__(self, console: Console, verbosity: Verbosity = Verbosity.NORMAL, sides: int = 1):
+        self.console, self.verbosity, self.sides = console, verbosity, sides
         self.lock = threading.Lock()
 
     def for_device(self, device: int) -> _DeviceEvents:
         return _DeviceEvents(self, device)
 
-    def print(self, text: str, always: bool = False) -> None:
-        if always or not self.quiet:
-            with self.lock:
-                self.console.print(text)
+    def print(self, text: str) -> None:
+        """A line of the run's progress: not printed when QUIET."""
+        if self.verbosity is not Verbosity.QUIET:
+            self.print_always(text)
+
+    def print_always(self, text: str) -> None:
+        """A failure or a note: printed even when QUIET."""
+        with self.lock:
+            self.console.print(text)
 
 
 class _DeviceEvents:
@@ -56,9 +62,8 @@ class _DeviceEvents:
 
     def case_finished(self, result: CaseResult) -> None:
         if result.error:
-            self.lines.print(
-                f"[red]✗ device {self.device} {result.scenario} {result.case_id}: {escape(result.error)}[/]",
-                True,
+            self.lines.print_always(
+                f"[red]✗ device {self.device} {result.scenario} {result.case_id}: {escape(result.error)}[/]"
             )
             return
         key = (result.scenario, result.case_id)
@@ -75,7 +80,7 @@ class _DeviceEvents:
             )
 
     def note(self, message: str) -> None:
-        self.lines.print(f"[yellow]note:[/] device {self.device}: {escape(message)}", True)
+        self.lines.print_always(f"[yellow]note:[/] device {self.device}: {escape(message)}")
 
 
 def _cpus(cpus: frozenset[int]) -> str:

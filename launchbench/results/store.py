@@ -509,17 +509,20 @@ def resolve_results_file(path: str | Path) -> Path:
     return p
 
 
-def load_run(path: str | Path, allow_empty: bool = False) -> RunRecord:
+def load_run(path: str | Path) -> RunRecord:
     """Read a run (directory or results file), validating it and migrating older schemas. A run whose
     results.json is missing or holds less than its journal (crashed, or still running) is replayed from
-    the journal. A run with no cases is no run (refused unless ``allow_empty``: a run to resume that
-    stopped before its first case). Every failure is a ResultsFileError whose message starts with the
-    file's path."""
-    file = resolve_results_file(path)
-    record, source = _load(path, file)
-    if not record.cases and not allow_empty:
+    the journal. A run with no cases is no run (load_run_to_resume reads one). Every failure is a
+    ResultsFileError whose message starts with the file's path."""
+    record, source = _load(path, resolve_results_file(path))
+    if not record.cases:
         raise ResultsFileError(f"{source}: cases: no cases; a run that measured nothing is not a run")
     return record
+
+
+def load_run_to_resume(path: str | Path) -> RunRecord:
+    """load_run for a run to resume: one that stopped before its first case (no cases) reads too."""
+    return _load(path, resolve_results_file(path))[0]
 
 
 def _load(path: str | Path, file: Path) -> tuple[RunRecord, Path]:

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from launchbench.analysis.columns import COLUMNS, DECLARED, LEVEL_METRICS
-from launchbench.analysis.table import Placement, RowFactsOf, noise_priors, run_table
+from launchbench.analysis.table import HostLevels, Placement, RowFactsOf, noise_priors, run_table
 from launchbench.results.schema import METRICS
 from launchbench.results.store import load_run
 
@@ -36,7 +36,7 @@ def test_the_table_is_the_declaration_over_each_rows_facts() -> None:
 
 def test_a_table_of_fewer_metrics_leaves_the_others_and_the_levels_empty() -> None:
     run = load_run(RUN)
-    full, part = run_table(run), run_table(run, METRICS[:1], levels=False)
+    full, part = run_table(run), run_table(run, METRICS[:1], levels=HostLevels.SKIP)
     for column in DECLARED:
         left_out = (column.group == "metric" and column.metric != METRICS[0].name) or (
             column.group == "levels" and column.metric in LEVEL_METRICS

@@ -38,6 +38,7 @@ from launchbench.analysis.compare import (
     CompareSettings,
     CompareSettingsError,
     DifferentGpuError,
+    GpuMismatch,
     MetricComparison,
     MetricSamples,
     RowComparison,
@@ -251,7 +252,7 @@ def test_different_gpu_is_refused_unless_allowed(baseline_run: RunRecord) -> Non
     other = with_gpu(baseline_run, OTHER_GPU)
     with pytest.raises(DifferentGpuError, match="different GPU models"):
         compare_runs(baseline_run, other)
-    comparison = compare_runs(baseline_run, other, allow_different_gpu=True)
+    comparison = compare_runs(baseline_run, other, gpu_mismatch=GpuMismatch.ALLOW)
     assert comparison.different_gpu
     assert [d.item for d in comparison.env_differences] == ["GPU"]
     assert comparison.env_differences[0].current == OTHER_GPU

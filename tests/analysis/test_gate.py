@@ -13,12 +13,14 @@ from launchbench.analysis.compare import CompareSettings, compare_runs
 from launchbench.analysis.coverage import CoveragePolicy
 from launchbench.analysis.defaults import DEFAULT_METRICS
 from launchbench.analysis.gate import (
+    BlindRows,
     CheckedRun,
     ComparedRuns,
     GatePolicy,
     GateReport,
     GateRule,
     GateRuleError,
+    LostRows,
     NoExpectationsError,
     ScopedExpectation,
     check_run,
@@ -74,14 +76,14 @@ def test_parse_rule_errors(text: str) -> None:
 def test_regressions_are_exactly_the_slower_rows(baseline_run: RunRecord) -> None:
     chosen = chosen_keys(baseline_run)
     comparison = compare_runs(baseline_run, scale_rows(baseline_run, chosen, 1.10))
-    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], allow_blind=True)
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], blind=BlindRows.ALLOW)
     assert not report.passed
     assert {(c.scenario, c.case, c.mode) for c in report.failures} == chosen
     assert len(report.checks) == len(comparable_keys(baseline_run))
     assert report.improvements == ()
     assert all("slower" in c.message for c in report.failures)
     # a looser rule lets the same change pass
-    assert evaluate_rules(comparison, [parse_rule("wall_us_per_launch:15%")], allow_blind=True).passed
+    assert evaluate_rules(comparison, [parse_rule("wall_us_per_launch:15%")], blind=BlindRows.ALLOW).passed
     # by default the rows that cannot see 5% fail too, as blind
     strict = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")])
     blind = {(c.scenario, c.case, c.mode) for c in strict.failures if c.kind == "blind"}
@@ -92,7 +94,7 @@ def test_regressions_are_exactly_the_slower_rows(baseline_run: RunRecord) -> Non
 def test_improvements_never_fail(baseline_run: RunRecord) -> None:
     chosen = chosen_keys(baseline_run)
     comparison = compare_runs(baseline_run, scale_rows(baseline_run, chosen, 0.90))
-    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], allow_blind=True)
+    report = evaluate_rules(comparison, [parse_rule("wall_us_per_launch:5%")], blind=BlindRows.ALLOW)
     assert report.passed
     assert {(c.scenario, c.case, c.mode) for c in report.improvements} == chosen
 
@@ -103,11 +105,11 @@ def test_absolute_rule(baseline_run: RunRecord) -> None:
     deltas = {r.key: r.metric("wall_us_per_iter").delta for r in comparison.rows if r.key in chosen}
     smallest = min(deltas.values())
     loose = evaluate_rules(
-        comparison, [GateRule("wall_us_per_iter", max(deltas.values()) * 1.01, "us")], allow_blind=True
+        comparison, [GateRule("wall_us_per_iter", max(deltas.values()) * 1.01, "us")], blind=BlindRows.ALLOW
     )
     assert loose.passed
     tight = evaluate_rules(
-        comparison, [GateRule("wall_us_per_iter", smallest * 0.99, "us")], allow_blind=True
+        comparison, [GateRule("wall_us_per_iter", smallest * 0.99, "us")], blind=BlindRows.ALLOW
     )
     assert {(c.scenario, c.case, c.mode) for c in tight.failures} == chosen
 
@@ -118,7 +120,7 @@ def test_uncertain_rows_never_fail(baseline_run: RunRecord) -> None:
     key = drifting_eager_key(baseline_run)
     comparison = compare_runs(baseline_run, scale_rows(baseline_run, [key], 1.10))
     rules = [parse_rule("wall_us_per_launch:5%"), parse_rule("wall_us_per_iter:0.001us")]
-    report = evaluate_rules(comparison, rules, allow_blind=True)
+    report = evaluate_rules(comparison, rules, blind=BlindRows.ALLOW)
     assert report.passed
     checks = [c for c in report.checks if (c.scenario, c.case, c.mode) == key]
     assert len(checks) == 2 and all("uncertain, not significant" in c.message for c in checks)
@@ -156,9 +158,9 @@ def test_absolute_rule_needs_a_slower_verdict(baseline_run: RunRecord) -> None:
     rule = GateRule("wall_us_per_iter", 1e-6, "us")
     comparison = compare_runs(baseline_run, current)
     assert {r.metric("wall_us_per_iter").verdict for r in comparison.rows if r.key in steady} == {"same"}
-    assert evaluate_rules(comparison, [rule], allow_blind=True).passed
+    assert evaluate_rules(comparison, [rule], blind=BlindRows.ALLOW).passed
     strict = compare_runs(baseline_run, current, CompareSettings(default_threshold=0.02))
-    failures = evaluate_rules(strict, [rule], allow_blind=True).failures
+    failures = evaluate_rules(strict, [rule], blind=BlindRows.ALLOW).failures
     assert {(c.scenario, c.case, c.mode) for c in failures} == steady
 
 
@@ -166,7 +168,7 @@ def test_self_comparison_passes_every_rule(baseline_run: RunRecord) -> None:
     settings = CompareSettings(metrics=("wall_us_per_launch", "latency_us"))
     comparison = compare_runs(baseline_run, baseline_run, settings)
     rules = [parse_rule("wall_us_per_launch:1%"), parse_rule("latency_us:0.1us")]
-    report = evaluate_rules(comparison, rules, allow_blind=True)
+    report = evaluate_rules(comparison, rules, blind=BlindRows.ALLOW)
     assert report.passed and report.checks
 
 
@@ -180,8 +182,8 @@ def test_fail_on_missing(baseline_run: RunRecord) -> None:
     dropped, *kept = baseline_run.cases
     comparison = compare_runs(baseline_run, baseline_run.model_copy(update={"cases": kept}))
     rule = parse_rule("wall_us_per_launch:5%")
-    assert evaluate_rules(comparison, [rule], allow_blind=True).passed
-    report = evaluate_rules(comparison, [rule], fail_on_missing=True, allow_blind=True)
+    assert evaluate_rules(comparison, [rule], blind=BlindRows.ALLOW).passed
+    report = evaluate_rules(comparison, [rule], lost=LostRows.FAIL, blind=BlindRows.ALLOW)
     assert {(c.case, c.mode) for c in report.failures} == {(dropped.case_id, m) for m in dropped.modes}
     assert all(c.kind == "missing" for c in report.failures)
 

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from launchbench import __version__
 from launchbench.analysis.columns import COLUMNS
-from launchbench.analysis.table import Placement, case_rows, run_table
+from launchbench.analysis.table import HostLevels, Placement, case_rows, run_table
 from launchbench.backend.base import OutputCheck
 from launchbench.backend.check import combine_checks
 from launchbench.cli import cli
@@ -265,7 +265,7 @@ def test_a_lifecycle_without_pool_bytes_reads_and_writes_as_before() -> None:
 
 
 def test_the_capture_table_per_size_and_cumulative() -> None:
-    table = capture_table(run_table(torch_run(), levels=False))
+    table = capture_table(run_table(torch_run(), levels=HostLevels.SKIP))
     assert list(table.columns) == list(TABLE_COLUMNS)
     graphed = table[table["mode"] == "torch_graph"].set_index("size")
     assert list(graphed.index) == [1, 8, 64]
@@ -285,7 +285,7 @@ def test_the_capture_table_per_size_and_cumulative() -> None:
 
 
 def test_break_even_is_empty_where_the_graph_is_not_faster() -> None:
-    table = run_table(torch_run(), levels=False)
+    table = run_table(torch_run(), levels=HostLevels.SKIP)
     slow = table.copy()
     slow.loc[slow["mode"] == "torch_graph", "wall_us_per_iter"] = 500.0
     rows = capture_table(slow)
@@ -312,7 +312,7 @@ def test_the_capture_table_command(tmp_path: Path) -> None:
 def test_the_capture_table_figure_draws_every_mode(tmp_path: Path) -> None:
     from launchbench.report.capture_figure import figure_capture_table
 
-    table = capture_table(run_table(torch_run(), levels=False))
+    table = capture_table(run_table(torch_run(), levels=HostLevels.SKIP))
     figure = figure_capture_table(table)
     axes = [ax for ax in figure.axes if ax.get_lines()]
     labels = {line.get_label() for ax in axes for line in ax.get_lines()}

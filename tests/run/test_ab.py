@@ -309,7 +309,7 @@ def test_compare_pairs_the_two_sides_of_one_ab_directory(tmp_path: Path) -> None
 def test_paired_rows_that_cannot_see_the_rule_fail_the_gate(drifting: list[float]) -> None:
     """B's rounds drift on their own (not with A's): the pairing cannot cancel it, the eager rows' MDE
     exceeds 5%, and the gate fails them as blind unless allowed."""
-    from launchbench.analysis.gate import evaluate_rules, parse_rule
+    from launchbench.analysis.gate import BlindRows, evaluate_rules, parse_rule
 
     a = _with_round_levels(make_run(seed=0, passes=5), [1.0] * 5, 1.0)
     b = _with_round_levels(make_run(seed=1, passes=5), drifting, 1.0)
@@ -318,7 +318,7 @@ def test_paired_rows_that_cannot_see_the_rule_fail_the_gate(drifting: list[float
     report = evaluate_rules(comparison, rule)
     blind = {(c.case, c.mode) for c in report.failures if c.kind == "blind"}
     assert not report.passed and blind and {mode for _, mode in blind} == {"eager"}
-    assert evaluate_rules(comparison, rule, allow_blind=True).passed
+    assert evaluate_rules(comparison, rule, blind=BlindRows.ALLOW).passed
     host = evaluate_rules(comparison, rule, scope="gpu-bound")
     assert host.passed and {c.mode for c in host.checks} == {"graph"}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -48,15 +49,24 @@ def _box_stats(values: np.ndarray, position: float) -> dict[str, Any]:
             "position": position, "median_us": median}  # fmt: skip
 
 
+class Orientation(Enum):
+    """Which way the boxes stand: VERTICAL (positions along x, values up y) or HORIZONTAL (the axes
+    swapped: a box per chain, values along x)."""
+
+    VERTICAL = "vertical"
+    HORIZONTAL = "horizontal"
+
+
 def _outlier_reach(boxes: list[dict[str, Any]]) -> float:
     """Half-height of the y axis (%): a little beyond the longest whisker, at least ±2%."""
     return max(2.0, *(max(abs(float(b["whislo"])), abs(float(b["whishi"]))) for b in boxes)) * 1.6
 
 
 def _clip_outliers(
-    ax: Axes, box: dict[str, Any], reach: float, colour: str, horizontal: bool = False
+    ax: Axes, box: dict[str, Any], reach: float, colour: str, orientation: Orientation = Orientation.VERTICAL
 ) -> dict[str, Any]:
     """Keep the boxes readable: outliers beyond ±reach are not drawn but counted at the edge ('3↑')."""
+    horizontal = orientation is Orientation.HORIZONTAL
     fliers = np.asarray(box["fliers"])
     at = float(box["position"])
     for count, edge, arrow in ((int((fliers > reach).sum()), reach, "→" if horizontal else "↑"),
@@ -87,14 +97,19 @@ def _case_boxes(
 
 
 def _draw_boxes(
-    ax: Axes, boxes: list[dict[str, Any]], colours: list[str], reach: float, horizontal: bool = False
+    ax: Axes,
+    boxes: list[dict[str, Any]],
+    colours: list[str],
+    reach: float,
+    orientation: Orientation = Orientation.VERTICAL,
 ) -> None:
     """Box plots drawn as a few collections per colour (the boxes as one, whiskers, caps and medians as
     another, outliers as one series): Axes.bxp makes six artists a box, seconds and a hundred MB for a
     thousand cases."""
+    horizontal = orientation is Orientation.HORIZONTAL
     for colour in dict.fromkeys(colours):
         mine = [
-            _clip_outliers(ax, box, reach, colour, horizontal)
+            _clip_outliers(ax, box, reach, colour, orientation)
             for box, c in zip(boxes, colours, strict=True)
             if c == colour
         ]
@@ -168,7 +183,7 @@ def _distribution_groups(ax: Axes, groups: Sequence[Panel], cases: dict[tuple[st
     boxes, colours = _case_boxes(cases, keys)
     boxes = [{**box, "position": len(groups) - 1 - float(box["position"])} for box in boxes]
     reach = _outlier_reach(boxes) if boxes else 10.0
-    _draw_boxes(ax, boxes, colours, reach, horizontal=True)
+    _draw_boxes(ax, boxes, colours, reach, Orientation.HORIZONTAL)
     for box, colour in zip(boxes, colours, strict=True):
         ax.annotate(f"{float(box['median_us']):.3g}", (1.0, float(box["position"])), xycoords=("axes fraction", "data"),
                     xytext=(-2, 0), textcoords="offset points", ha="right", va="center", fontsize=6.5, color=colour)  # fmt: skip

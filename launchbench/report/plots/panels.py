@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from launchbench.analysis.costmodel import length_axes
-from launchbench.analysis.table import run_table
+from launchbench.analysis.table import HostLevels, run_table
 from launchbench.results.schema import (
     METRIC_BY_NAME,
     RunRecord,
@@ -45,7 +45,7 @@ def plot_table(run: RunRecord) -> PlotTable:
     """results.csv's table of ``run`` with the metrics the figures draw (and the shape model fits), and
     without the host levels, which no figure draws."""
     names = PLOT_METRICS + (SHAPE_METRICS if has_shape_changes(run) else ())
-    rows = run_table(run, [METRIC_BY_NAME[name] for name in names], levels=False)
+    rows = run_table(run, [METRIC_BY_NAME[name] for name in names], levels=HostLevels.SKIP)
     return PlotTable(rows, {(case.scenario, case.case_id): case.params for case in run.cases})
 
 
