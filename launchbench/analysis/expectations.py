@@ -50,7 +50,10 @@ def check_expectations(loaded: ScenarioFile, case_ids: Sequence[str]) -> None:
                     else " (e.g. wall_us_per_launch, speedup; see the results.csv columns)"
                 )
             raise ScenarioError(
-                loaded.file, message, _line(loaded, base + ("metric",)), f"expect[{index}].metric"
+                loaded.file,
+                message,
+                loaded.source.nearest_line(base + ("metric",)),
+                f"expect[{index}].metric",
             )
         if not any(fnmatch.fnmatchcase(case, exp.case) for case in case_ids):
             message = f"case pattern '{exp.case}' matches no case of this scenario"
@@ -63,16 +66,8 @@ def check_expectations(loaded: ScenarioFile, case_ids: Sequence[str]) -> None:
                 shown = ", ".join(list(case_ids)[:8]) + (", ..." if len(case_ids) > 8 else "")
                 message += f" (cases: {shown})"
             raise ScenarioError(
-                loaded.file, message, _line(loaded, base + ("case",)), f"expect[{index}].case"
+                loaded.file, message, loaded.source.nearest_line(base + ("case",)), f"expect[{index}].case"
             )
-
-
-def _line(loaded: ScenarioFile, path: tuple[object, ...]) -> int | None:
-    while path:
-        if path in loaded.lines:
-            return loaded.lines[path]
-        path = path[:-1]
-    return None
 
 
 def load_checked(path: str, max_cases: int | None = None) -> tuple[ScenarioFile, Expansion]:

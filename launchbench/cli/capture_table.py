@@ -39,7 +39,7 @@ def capture_table(run: str, axis: str, out_dir: Path | None, fmt: str, quiet: bo
     Exit 0 when written, 2 on a usage or input error (no run, no sweep over the axis).
     """
     from launchbench.files import check_output_dir
-    from launchbench.report.capture_figure import write_capture_files
+    from launchbench.report.plots.capture import write_capture_files
     from launchbench.results.store import load_run, resolve_results_file
 
     target = out_dir if out_dir is not None else resolve_results_file(run).parent / "capture"

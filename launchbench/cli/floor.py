@@ -127,7 +127,7 @@ def _run_dir(out_dir: Path | None, results_root: Path, info: ScenarioInfo) -> Pa
 def _report(record: RunRecord, run_dir: Path, quiet: bool) -> None:
     from launchbench.files import atomic_write_text
     from launchbench.report.floor import floor_report, render_markdown
-    from launchbench.report.floor_figure import draw_floor_figure
+    from launchbench.report.plots.floor import draw_floor_figure
     from launchbench.report.run_files import write_tables
 
     write_tables(run_dir, record)

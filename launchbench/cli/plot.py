@@ -73,11 +73,12 @@ def comparison_of(records: list[RunRecord], runs: tuple[str, ...]) -> Comparison
     metric, so the p adjustment over rows and the noise priors are the command's), the two sides of one
     `launchbench ab` run paired round by round as compare pairs them; runs on different GPU models are
     drawn (compare refuses them without --allow-different-gpu)."""
-    from launchbench.analysis.compare import PAIRED_ROUNDS, SEPARATE_RUNS, compare_runs, sides_of_one_ab
+    from launchbench.analysis.compare import compare_runs
     from launchbench.analysis.comparison import GpuMismatch
+    from launchbench.api import pair_design
 
     base, cur = records
-    design = PAIRED_ROUNDS if sides_of_one_ab(base, cur, runs[0], runs[1]) else SEPARATE_RUNS
+    design = pair_design((runs[0], base), (runs[1], cur))
     return compare_runs(base, cur, gpu_mismatch=GpuMismatch.ALLOW, design=design)
 
 

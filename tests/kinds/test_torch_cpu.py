@@ -310,7 +310,7 @@ def test_the_capture_table_command(tmp_path: Path) -> None:
 
 
 def test_the_capture_table_figure_draws_every_mode(tmp_path: Path) -> None:
-    from launchbench.report.capture_figure import figure_capture_table
+    from launchbench.report.plots.capture import figure_capture_table
 
     table = capture_table(run_table(torch_run(), levels=HostLevels.SKIP))
     figure = figure_capture_table(table)

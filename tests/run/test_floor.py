@@ -22,7 +22,7 @@ from launchbench.cli import cli
 from launchbench.errors import ScenarioError
 from launchbench.measure.sampler import ModeSamples, SamplingOutcome
 from launchbench.report.floor import HostFacts, floor_report, host_lines, render_markdown
-from launchbench.report.floor_figure import draw_floor_figure
+from launchbench.report.plots.floor import draw_floor_figure
 from launchbench.report.run_files import write_tables
 from launchbench.results.metadata import Overrides
 from launchbench.results.schema import HostData, RunRecord, ThreadPlace

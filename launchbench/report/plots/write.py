@@ -109,7 +109,7 @@ def _draw_floor(
 ) -> None:
     """The floor figure of a run's floor cases, added to ``paths`` (or its reason to ``skipped``)."""
     from launchbench.report.floor import floor_report
-    from launchbench.report.floor_figure import STEM, draw_floor_figure
+    from launchbench.report.plots.floor import STEM, draw_floor_figure
 
     floor = draw_floor_figure(floor_report(run), out_dir, fmt, dpi)
     if floor is not None:
