@@ -15,6 +15,11 @@ Per row (case and mode):
   the sorted values jump by more than LEVEL_GAP; each level of launchbench is compared with the same level
   of the bare loop (low with low, high with high; a level one side never reached is reported, not compared),
   within ±7% to pass.
+- every row, pooled: all of launchbench's per-pass values against all of the bare processes' values, the
+  ratio of the two medians with a 95% bootstrap interval (processes resampled, never samples): within the
+  bound when the whole interval lies inside it, outside when the whole interval lies beyond it, and
+  undecided (None) when the interval straddles the bound: the host's spread between processes was then
+  too large for this many processes to tell.
 
     python benchmarks/fidelity.py [scenarios/quickstart.yaml] [--rounds 3] [--bare 3] [--out DIR] [-- RUN ARGS]
 
@@ -33,9 +38,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from _levels import LEVEL_GAP, levels, match_levels
 from _report import write_report
+from scipy.stats import bootstrap
 
 from launchbench.results.store import load_run
 from launchbench.scenario.expand import expand_scenario
@@ -103,6 +110,31 @@ def eager_rows(case: str, ours: Sequence[float], bare: Sequence[float]) -> list[
     return rows
 
 
+def pooled_row(case: str, mode: str, ours: Sequence[float], bare: Sequence[float]) -> RowFidelity:
+    """Every launchbench pass value against every bare process value: the ratio of medians, its 95%
+    bootstrap interval as min/max, decided only where the interval is wholly inside or outside the bound."""
+    ratio = statistics.median(ours) / statistics.median(bare)
+    low, high = ratio, ratio
+    if len(ours) > 1 and len(bare) > 1:
+        ci = bootstrap(
+            (np.asarray(ours), np.asarray(bare)), lambda a, b, axis: np.median(a, axis) / np.median(b, axis),
+            n_resamples=4000, method="percentile", random_state=np.random.default_rng(0), vectorized=True,
+        ).confidence_interval  # fmt: skip
+        low, high = float(ci.low), float(ci.high)
+    bound = GRAPH_BOUND if mode == "graph" else EAGER_BOUND
+    within = (
+        True
+        if 1 - bound <= low and high <= 1 + bound
+        else False
+        if high < 1 - bound or low > 1 + bound
+        else None
+    )
+    return RowFidelity(
+        case, mode, "pooled", statistics.median(ours), statistics.median(bare), ratio, low, high, len(ours),
+        len(bare), bound, within,
+    )  # fmt: skip
+
+
 def bare_turn(specs: list[str], processes: int) -> list[dict[str, object]]:
     """``processes`` fresh bare-loop processes, one after the other; one JSON row per case and mode each."""
     rows: list[dict[str, object]] = []
@@ -167,12 +199,15 @@ def analyse(raw: dict[str, list], out: Path) -> tuple[list[RowFidelity], int]:
     """Rows from the collected turns (round k's bare turn with run k), and the disturbed passes."""
     graph: dict[str, tuple[list[float], list[float]]] = {}
     eager: dict[str, tuple[list[float], list[float]]] = {}
+    pooled: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
     disturbed = 0
     for run_name, bare_rows in zip(raw["runs"], raw["bare"], strict=True):
         medians, passes, run_disturbed = run_values(out / run_name)
         disturbed += run_disturbed
         for (case, mode), value in medians.items():
             mine = [r["median_s"] * 1e6 for r in bare_rows if r["case"] == case and r["mode"] == mode]
+            pooled.setdefault((case, mode), ([], []))[0].extend(passes[case, mode])
+            pooled[case, mode][1].extend(mine)
             if mode == "graph":
                 graph.setdefault(case, ([], []))[0].append(value)
                 graph[case][1].append(statistics.median(mine))
@@ -181,6 +216,7 @@ def analyse(raw: dict[str, list], out: Path) -> tuple[list[RowFidelity], int]:
                 eager[case][1].extend(mine)
     rows = [graph_row(case, *graph[case]) for case in graph]
     rows += [row for case in eager for row in eager_rows(case, *eager[case])]
+    rows += [pooled_row(case, mode, *values) for (case, mode), values in pooled.items()]
     return rows, disturbed
 
 
@@ -211,7 +247,9 @@ def main() -> None:
         f"passes measured in a disturbed state: {disturbed}\n"
         "graph: ratio = median over turns of (results.csv median / median of the turn's bare processes), min/max over "
         f"turns, bound ±{GRAPH_BOUND:.0%}; eager: per-process values split into levels (sorted values more than "
-        f"{LEVEL_GAP:.0%} apart), each launchbench level against the bare loop's same level, bound ±{EAGER_BOUND:.0%}\n"
+        f"{LEVEL_GAP:.0%} apart), each launchbench level against the bare loop's same level, bound ±{EAGER_BOUND:.0%}; "
+        "pooled: every pass value against every bare process value, ratio of medians, min/max its 95% bootstrap "
+        "interval (within: the interval inside the bound; None: it straddles the bound, undecided)\n"
     )
     write_report(table, header, args.out, "fidelity", digits=3)
     compared = table["within"].dropna()
