@@ -334,8 +334,8 @@ class _SideState:
         return self.executor.begin(pass_settings(case), pass_index, events.case_progress)
 
     def measure_floor(self, pair: FloorPair, round_index: int, events: RunEvents) -> None:
-        """This side's round of a floor block, in a fresh worker of its variant, into its session; each
-        layer said once its last round (or a failure) is in."""
+        """This side's round of a floor block, in a fresh worker of its variant, into its session; a
+        failure said as it comes (the layers measured are said by the comparison)."""
         request = pair.requests[SIDES.index(self.side.name)]
         if failed_before(self.session, request):
             return
@@ -344,7 +344,7 @@ class _SideState:
             self.executor, self.session, request, round_index, measure, events.case_progress
         )
         for result in merged:
-            if result.error or result.passes_done == request.measure.passes:
+            if result.error:
                 events.case_finished(result)
 
 

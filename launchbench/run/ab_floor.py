@@ -47,6 +47,19 @@ def _case_ids(request: FloorRequest) -> list[str]:
     return [case.case_id for case in plan(request.spec)]
 
 
+def _differ(a: FloorRequest, b: FloorRequest | None) -> LaunchbenchError:
+    """The refusal of two sides whose floor: blocks of one scenario do not hold the same cases."""
+    only_a = sorted(set(_case_ids(a)) - set(_case_ids(b) if b else []))
+    only_b = sorted(set(_case_ids(b) if b else []) - set(_case_ids(a)))
+    side, case_id = ("A", only_a[0]) if only_a else ("B", only_b[0])
+    where = a.scenario.file if b is None or b.scenario.file == a.scenario.file else b.scenario.file
+    return LaunchbenchError(
+        f"{where}: reading the scenario: ab's variants must hold the same floor cases; only {side} has "
+        f"{a.scenario.name}/{case_id} (A's floor: {', '.join(_case_ids(a))}; "
+        f"B's: {', '.join(_case_ids(b)) if b else 'none'})"
+    )
+
+
 def paired_floors(a: Plan, b: Plan, overrides: Overrides, device: int) -> list[FloorPair]:
     """Both sides' floor: blocks matched on the scenario, in A's order; LaunchbenchError when the two
     sides' blocks do not hold the same layers and argument counts (the same cases)."""
@@ -55,18 +68,12 @@ def paired_floors(a: Plan, b: Plan, overrides: Overrides, device: int) -> list[F
     for request in floor_requests(a.files, a.scenarios, overrides, device):
         other = b_requests.pop(request.scenario.name, None)
         if other is None or _case_ids(other) != _case_ids(request):
-            only = set(_case_ids(request)) - set(_case_ids(other) if other else [])
-            shown = f"{request.scenario.name}/{sorted(only)[0]}" if only else request.scenario.name
-            raise LaunchbenchError(
-                f"the variants' scenarios must hold the same floor cases; only A has {shown} "
-                f"(A's floor: {', '.join(_case_ids(request))}; B's: "
-                f"{', '.join(_case_ids(other)) if other else 'none'})"
-            )
+            raise _differ(request, other)
         pairs.append(FloorPair((request, other)))
-    if b_requests:
-        name = next(iter(b_requests))
+    for other in b_requests.values():
         raise LaunchbenchError(
-            f"the variants' scenarios must hold the same floor cases; only B has a floor: block in {name}"
+            f"{other.scenario.file}: reading the scenario: ab's variants must hold the same floor cases; "
+            f"only B's {other.scenario.name} has a floor: block"
         )
     return pairs
 

@@ -27,6 +27,7 @@ from floor_fakes import (
 from launchbench.analysis.compare import CompareSettings, compare_paired, compare_runs
 from launchbench.analysis.gate import ComparedRuns, GatePolicy, gate, parse_rule
 from launchbench.cli import cli
+from launchbench.errors import LaunchbenchError
 from launchbench.report.run_files import write_tables
 from launchbench.results.schema import RunRecord
 from launchbench.results.store import load_run
@@ -245,8 +246,17 @@ def test_ab_refuses_variants_whose_floor_blocks_differ_in_one_line(
     )
     assert result.exit_code == 2, result.output
     assert result.output.count("\n") == 1
-    assert (
-        "the variants' scenarios must hold the same floor cases; only A has fl/bindings/args=0"
-        in result.output
-    )
+    said = f"{other}: reading the scenario: ab's variants must hold the same floor cases; only A has"
+    assert f"{said} fl/bindings/args=0 (A's floor: c/args=0" in result.output
     assert not out.exists()
+
+
+def test_a_floor_block_only_one_side_has_is_refused_naming_its_file(tmp_path: Path) -> None:
+    with_block = runner.plan([_scenario(tmp_path)])
+    bare = SCENARIO.split("floor:")[0]
+    (tmp_path / "bare").mkdir()
+    without = runner.plan([_scenario(tmp_path / "bare", bare)])
+    with pytest.raises(LaunchbenchError, match=r"fl\.yaml: reading the scenario: .* only B's fl has a floor"):
+        paired_floors(without, with_block, plan_overrides(), 0)
+    with pytest.raises(LaunchbenchError, match=r"only A has fl/bindings/args=0 .* B's: none\)"):
+        paired_floors(with_block, without, plan_overrides(), 0)
