@@ -25,7 +25,7 @@ floor:
   layers: [c, bindings, cupy_raw]
   args: [0]
   gpu_nodes: 10
-  max_time: 2
+  max_time: 1.5
 """
 
 
