@@ -176,6 +176,9 @@ def ab(**given: Any) -> None:
     With --history both sides go into the history database, each marked with the invocation's id and
     its side (history list --ab).
 
+    A scenario's floor: block is measured paired too: in every round each side measures all its
+    layers in one floor process of its own, after the round's cases (docs/ab.md).
+
     With --devices, one such ab per GPU at the same time, into OUT/devices/N/a and OUT/devices/N/b,
     each GPU's sides pinned to a CPU of its own (--cpu); a comparison and gate per GPU, shown one after
     the other (JUnit: a testsuite per GPU); OUT/a and OUT/b merge the GPUs' sides (a device column).
@@ -274,11 +277,9 @@ def _ab(args: AbArgs) -> int:
 def _sides(args: AbArgs, variants: tuple[Variant, Variant], overrides: Overrides) -> tuple[Side, Side]:
     """Each variant's plan (its own scenario files where it names some), in OUT/a and OUT/b."""
     from launchbench.run import runner
-    from launchbench.run.ab import Side, refuse_floor_blocks
+    from launchbench.run.ab import Side
 
     plans = tuple(runner.plan(v.scenarios or args.scenarios, overrides, args.max_cases) for v in variants)
-    for the_plan in plans:
-        refuse_floor_blocks(the_plan)
     for the_plan in plans[: 1 if variants[0].scenarios == variants[1].scenarios else 2]:
         warn_unused_axes(the_plan, args.max_cases)
     root = args.out_dir or runner.default_run_dir(

@@ -16,7 +16,8 @@ thread that moves between cores of different speed (a VM's vCPUs) otherwise puts
 on a fast core and the other on a slow one. Each side's results are an ordinary run directory (results.json
 after every case, the tables after every pass) whose settings' ``ab`` entry names its side, its variant,
 the other side's directory and the invocation's id (the same on both sides: the history pairs them by it);
-launchbench.analysis.compare.compare_paired pairs them.
+launchbench.analysis.compare.compare_paired pairs them. A scenario's floor: block is measured after
+each pass's cases, whole, in one fresh worker per side (run.ab_floor), its layers cases of both sides.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ from launchbench.errors import LaunchbenchError
 from launchbench.results.metadata import AbSettings, Settings
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir
+from launchbench.run.ab_floor import FloorPair, failed_before, measure_floor_round, paired_floors
 from launchbench.run.executor import RemotePass, WorkerExecutor, WorkerProcess
+from launchbench.run.floor import measure_in_process
 from launchbench.run.runner import Plan
 from launchbench.run.session import (
     RunEvents,
@@ -141,8 +144,8 @@ class _Child:
         self.popen.kill()
 
 
-def factory_spec(factory: Callable[[int], Any]) -> str:
-    """ "module:function" of a backend factory, for a worker started as a program."""
+def factory_spec(factory: Callable[..., Any]) -> str:
+    """ "module:function" of a backend factory (or a floor measure), for a worker started as a program."""
     return f"{factory.__module__}:{factory.__qualname__}"
 
 
@@ -214,21 +217,19 @@ def paired_cases(a: Plan, b: Plan) -> list[tuple[Case, Case]]:
     return [(case, b_cases[key]) for case, key in zip(a.cases, a_keys)]
 
 
-def refuse_floor_blocks(plan: Plan) -> None:
-    """One line (exit 2) for a scenario with a floor: block: ab samples case by case in each side's
-    workers, while the floor's layers are built and sampled together in one process."""
-    for loaded, info in zip(plan.files, plan.scenarios, strict=False):
-        if loaded.scenario.floor is not None:
-            raise LaunchbenchError(
-                f"{info.file}: reading the scenario: ab cannot measure its floor: block paired (the floor's "
-                "layers are sampled together in one process, ab case by case in each side's workers); run "
-                "`launchbench run` (or `floor`) once per side and compare the two runs"
-            )
-
-
 def round_order(case_index: int, pass_index: int) -> tuple[int, int]:
     """(0, 1) for A then B, (1, 0) for B then A: alternating over cases and over passes."""
     return (0, 1) if (case_index + pass_index) % 2 == 0 else (1, 0)
+
+
+def floor_schedule(floors: Sequence[FloorPair], round_index: int) -> list[tuple[int, int]]:
+    """(floor block index, side) in measuring order in round ``round_index``, after its cases."""
+    return [
+        (j, side)
+        for j, pair in enumerate(floors)
+        for side in round_order(j, round_index)
+        if pair.measures(side, round_index)
+    ]
 
 
 def ab_schedule(pairs: Sequence[tuple[Case, Case]]) -> list[tuple[int, int, int]]:
@@ -332,6 +333,20 @@ class _SideState:
         """Prepare the case in this side's worker, or its result when it cannot run."""
         return self.executor.begin(pass_settings(case), pass_index, events.case_progress)
 
+    def measure_floor(self, pair: FloorPair, round_index: int, events: RunEvents) -> None:
+        """This side's round of a floor block, in a fresh worker of its variant, into its session; a
+        failure said as it comes (the layers measured are said by the comparison)."""
+        request = pair.requests[SIDES.index(self.side.name)]
+        if failed_before(self.session, request):
+            return
+        measure = factory_spec(self.options.floor or measure_in_process)
+        merged = measure_floor_round(
+            self.executor, self.session, request, round_index, measure, events.case_progress
+        )
+        for result in merged:
+            if result.error:
+                events.case_finished(result)
+
 
 @dataclass(frozen=True)
 class _Slot:
@@ -430,29 +445,48 @@ def _started_sides(
     return states, environments
 
 
-def _measure_schedule(
+def _measure_cases(
     states: Sequence[_SideState],
     pairs: Sequence[tuple[Case, Case]],
-    schedule: Sequence[tuple[int, int, int]],
+    entries: Sequence[tuple[int, int, int]],
+    started: int,
+    total: int,
     events: RunEvents,
-) -> None:
-    """Every (pass, case) of the schedule, both sides interleaved, into the sides' sessions; the
-    tables and fresh workers at every new pass."""
-    current_pass = 0
-    started = 0
-    for (pass_index, case_index), entries in itertools.groupby(schedule, key=lambda e: e[:2]):
-        if pass_index != current_pass:
-            for state in states:
-                state.session.pass_ended()
-                state.executor.close()  # every pass in fresh processes
-            current_pass = pass_index
-        sides_here = [side for _, _, side in entries]
-        slot = _Slot(pairs[case_index], sides_here, pass_index, started, len(schedule))
+) -> int:
+    """The schedule's entries of one pass, both sides interleaved, into the sides' sessions; how many
+    case-passes of the schedule have started once they are in."""
+    for (pass_index, case_index), group in itertools.groupby(entries, key=lambda e: e[:2]):
+        sides_here = [side for _, _, side in group]
+        slot = _Slot(pairs[case_index], sides_here, pass_index, started, total)
         measured = _measure_round(states, slot, events)
         started += len(sides_here)
         for side_index, result in measured.items():
             session = states[side_index].session
             events.case_finished(session.add(pairs[case_index][side_index], pass_index, result))
+    return started
+
+
+def _measure_schedule(
+    states: Sequence[_SideState],
+    pairs: Sequence[tuple[Case, Case]],
+    schedule: Sequence[tuple[int, int, int]],
+    floors: Sequence[FloorPair],
+    events: RunEvents,
+) -> None:
+    """Round by round: every (pass, case) of the schedule, both sides interleaved, then each floor
+    block on each side in turn (run.ab_floor), into the sides' sessions; the tables and fresh workers
+    at every new round."""
+    rounds = max([k + 1 for k, _, _ in schedule] + [floor.rounds for floor in floors], default=0)
+    started = 0
+    for round_index in range(rounds):
+        if round_index:
+            for state in states:
+                state.session.pass_ended()
+                state.executor.close()  # every pass in fresh processes
+        entries = [entry for entry in schedule if entry[0] == round_index]
+        started = _measure_cases(states, pairs, entries, started, len(schedule), events)
+        for j, side in floor_schedule(floors, round_index):
+            states[side].measure_floor(floors[j], round_index, events)
 
 
 def run_ab(
@@ -466,11 +500,12 @@ def run_ab(
     CPUs every worker of both sides is pinned to (none: the OS places them)."""
     events = events or SilentEvents()
     pairs = paired_cases(sides[0].plan, sides[1].plan)
+    floors = paired_floors(sides[0].plan, sides[1].plan, options.overrides, options.device)
     states, environments = _started_sides(sides, options, argv, cpus)
     schedule = ab_schedule(pairs)
     events.run_started(sides[0].run_dir.parent, [pairs[i][s] for _, i, s in schedule], environments[0])
     try:
-        _measure_schedule(states, pairs, schedule, events)
+        _measure_schedule(states, pairs, schedule, floors, events)
     except BaseException:
         for state in states:
             state.session.finish("interrupted")

@@ -26,7 +26,9 @@ from launchbench.run.protocol import (
     CasePass,
     Failed,
     FinishCase,
+    FloorDone,
     MeasureCase,
+    MeasureFloor,
     NextRound,
     Prepared,
     ProgressReport,
@@ -266,6 +268,28 @@ class WorkerExecutor:
         if answer.ending:
             self.close()
         return answer.result
+
+    def measure_floor(self, task: MeasureFloor, progress: Progress) -> FloorDone | Failed:
+        """A floor block measured whole in a fresh worker, which ends after it (the floor's layers
+        leave the process in a state no case starts from); Failed, saying why, when it could not."""
+        self._times = None
+        self.start()
+        worker = self._worker
+        assert worker is not None
+        timeout = max(CASE_TIMEOUT_FLOOR, 5 * task.request.spec.max_time + 60)
+        try:
+            answer = worker.ask(task, progress, timeout)
+        finally:
+            self.close()
+        if isinstance(answer, FloorDone | Failed):
+            return answer
+        if answer is None and worker.timed_out:
+            return Failed(f"the floor did not finish within {timeout:.0f} s; its worker was stopped")
+        if answer is None:
+            return Failed(
+                f"the worker process died (exit code {worker.process.exitcode}) measuring the floor"
+            )
+        return Failed(f"the worker answered {answer}")
 
     @property
     def last_times(self) -> PassTimes | None:

@@ -225,6 +225,24 @@ def measure_floor(request: FloorRequest, clock: Clock) -> RunRecord:
 FloorMeasure = Callable[[FloorRequest, str | None], list[CaseResult]]  # (request, the GPU's PCI address)
 
 
+def one_round(request: FloorRequest) -> FloorRequest:
+    """The request as one of its ``measure.passes`` rounds measures it (``launchbench ab``): the block's
+    time budget and the sample counts split among the rounds, as a case's among its passes."""
+    rounds = request.measure.passes
+    spec = request.spec.model_copy(update={"max_time": request.spec.max_time / rounds})
+    return FloorRequest(spec, request.scenario, request.measure.one_pass(), request.device)
+
+
+def failed_floor(request: FloorRequest, message: str) -> list[CaseResult]:
+    """Every case of the block, failed with ``message`` (the process measuring it could not)."""
+    failed = []
+    for case in plan(request.spec):
+        result = case_result(request, case, None, message, None, HostData())
+        modes = {name: mode.model_copy(update={"status": "failed"}) for name, mode in result.modes.items()}
+        failed.append(result.model_copy(update={"modes": modes, "error": message, "error_kind": "runtime"}))
+    return failed
+
+
 def measure_in_process(request: FloorRequest, gpu_address: str | None) -> list[CaseResult]:
     """The floor block's cases measured in this process, timed by the system clock."""
     from launchbench.measure.clock import SystemClock

@@ -5,12 +5,13 @@ commands rank 0 sends the other ranks of a case on several GPUs (``RankCommand``
 Parent to worker: ``StartBackend`` first (a worker imports launchbench, then waits for it before it
 touches the GPU, so the parent can start a worker while it finishes other work), ``MeasureCase`` (one pass of a case, whole), ``BeginCase`` / ``NextRound`` /
 ``FinishCase`` (a case sampled round by round), ``RankTask`` (one rank of a case on several GPUs; the
-worker ends after it) and ``StopWorker``.
+worker ends after it), ``MeasureFloor`` (a scenario's floor: block, every layer in this worker; it ends
+after it) and ``StopWorker``.
 
 Worker to parent: ``Ready`` or ``StartFailed`` once at start; then, per request, any number of
 ``ProgressReport`` and one answer: ``Result`` (with ``ending``: the worker ends after sending it),
-``Prepared`` (a case begun), ``RoundDone`` (a round sampled) or ``Failed`` (a step that failed with
-no case to blame). Rank 0 first sends ``NcclId`` for the parent to pass to the other ranks.
+``Prepared`` (a case begun), ``RoundDone`` (a round sampled), ``FloorDone`` (a floor block's cases)
+or ``Failed`` (a step that failed with no case to blame). Rank 0 first sends ``NcclId`` for the parent to pass to the other ranks.
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from launchbench.errors import LaunchbenchError
 from launchbench.measure.stopping import ModeSpread
 from launchbench.results.schema import CaseResult
 from launchbench.run.profile import CaseTimes
 from launchbench.scenario.core import Case
+
+if TYPE_CHECKING:
+    from launchbench.run.floor import FloorRequest
 
 
 class CasePass(Protocol):
@@ -103,11 +107,24 @@ class RankTask:
 
 
 @dataclass(frozen=True)
+class MeasureFloor:
+    """A floor: block measured whole in this worker (``request``) by the floor measure named
+    ``measure`` ("module:function", a run.floor.FloorMeasure) on the GPU at ``gpu_address``; the
+    worker answers FloorDone (or Failed) and ends."""
+
+    request: FloorRequest
+    measure: str
+    gpu_address: str | None = None
+
+
+@dataclass(frozen=True)
 class StopWorker:
     pass
 
 
-Request = StartBackend | MeasureCase | BeginCase | NextRound | FinishCase | RankTask | StopWorker
+Request = (
+    StartBackend | MeasureCase | BeginCase | NextRound | FinishCase | RankTask | MeasureFloor | StopWorker
+)
 
 
 # --- worker to parent ---------------------------------------------------------------------------------
@@ -157,11 +174,18 @@ class Failed:
 
 
 @dataclass(frozen=True)
+class FloorDone:
+    """A floor block's cases, in its order, as one process measured them."""
+
+    results: tuple[CaseResult, ...]
+
+
+@dataclass(frozen=True)
 class NcclId:
     unique_id: Any
 
 
-Answer = Result | Prepared | RoundDone | Failed | NcclId
+Answer = Result | Prepared | RoundDone | Failed | FloorDone | NcclId
 
 
 # --- rank 0 to the other ranks ------------------------------------------------------------------------

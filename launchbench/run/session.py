@@ -131,10 +131,15 @@ class RunSession:
     def add(self, case: Case, pass_index: int, result: CaseResult) -> CaseResult:
         """Merge one case-pass into the record and journal it; what the run reports for it (the merged
         case once its last pass or a failure is in, the pass's own result before)."""
-        merged = merge_pass(self.record.case(case.scenario, case.case_id), result)
+        merged = self.add_result(result, pass_index)
+        return merged if pass_index == case.measure.passes - 1 or merged.error else result
+
+    def add_result(self, result: CaseResult, pass_index: int) -> CaseResult:
+        """Merge one pass of a case (a floor layer's too) into the record and journal it; the merged case."""
+        merged = merge_pass(self.record.case(result.scenario, result.case_id), result)
         self.record = self.record.with_case(merged)
         self.journal.append(result, pass_index)
-        return merged if pass_index == case.measure.passes - 1 or merged.error else result
+        return merged
 
     def pass_ended(self) -> None:
         """The tables, as the record stands (results.json is compacted only at the start and the end)."""

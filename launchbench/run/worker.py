@@ -5,6 +5,7 @@ The messages both ways are launchbench.run.protocol's: the worker imports launch
 ``StartBackend`` and answers ``Ready`` (or ``StartFailed``) once its backend is up, then each request with any number of ``ProgressReport`` and one answer. A
 ``MeasureCase`` is measured whole; ``BeginCase``, ``NextRound`` and ``FinishCase`` step a case round by
 round; a ``RankTask`` runs one rank of a case on several GPUs, after which the worker ends; a
+``MeasureFloor`` measures a floor: block (every layer, in this process) and ends it too; a
 ``Result`` whose ``ending`` is true ends the worker too, as does ``StopWorker``.
 """
 
@@ -29,7 +30,9 @@ from launchbench.run.protocol import (
     BeginCase,
     Failed,
     FinishCase,
+    FloorDone,
     MeasureCase,
+    MeasureFloor,
     NcclId,
     NextRound,
     Prepared,
@@ -130,6 +133,9 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
         if isinstance(message, RankTask):
             _serve_rank(conn, backend, message)  # a rank's worker runs its one case, then ends
             return
+        if isinstance(message, MeasureFloor):
+            _serve_floor(conn, message)  # a floor's worker measures its layers, then ends
+            return
         if isinstance(message, MeasureCase):
             _measure(conn, backend, watch, message.case, PassContext(message.spreads, harness))
         else:  # a case sampled round by round, as the parent asks
@@ -166,6 +172,17 @@ def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
         result = failed_case(task.case, f"rank {task.rank}: {type(err).__name__}: {err}")
     conn.send(Result(result, True))
     _exit_now()
+
+
+def _serve_floor(conn: Connection, task: MeasureFloor) -> None:
+    """The floor block's cases measured in this process by the measure the task names."""
+    try:
+        measure: Callable[..., Any] = load_factory(task.measure)  # a run.floor.FloorMeasure
+        results = tuple(measure(task.request, task.gpu_address))
+    except Exception as err:  # noqa: BLE001 - the floor fails on this side, the run goes on
+        conn.send(Failed(f"{type(err).__name__}: {err}"))
+        _exit_now()
+    conn.send(FloorDone(results))
 
 
 def _send_result(

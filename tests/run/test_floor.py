@@ -456,15 +456,6 @@ def test_a_resumed_run_keeps_the_floor_cases_it_holds(tmp_path):
     assert [c.case_id for c in again.cases] == ["c/args=0"] and len(requests) == 1
 
 
-def test_ab_refuses_a_scenario_with_a_floor_block_in_one_line(tmp_path):
-    scenario = _scenario(tmp_path, "  layers: [c]\n")
-    result = CliRunner().invoke(cli, ["ab", str(scenario), "-d", str(tmp_path / "ab")])
-    assert result.exit_code == 2, result.output
-    assert result.output.count("\n") == 1
-    assert f"{scenario}: reading the scenario: ab cannot measure its floor: block paired" in result.output
-    assert not (tmp_path / "ab").exists()
-
-
 def test_the_fidelity_script_reanalyses_a_recorded_fidelity_json(tmp_path):
     import subprocess
 
