@@ -101,6 +101,8 @@ class RowFactsOf:
         self.priors = priors
         self.host_bound = is_host_bound(case, mode)
         self.rank_walls = _rank_walls(self.result)
+        self._summaries: dict[str, Summary] = {}
+        self._levels: dict[str, Levels] = {}
 
     @property
     def graph_life(self) -> GraphLifecycle | None:
@@ -126,6 +128,12 @@ class RowFactsOf:
         return self.graph_life.setup_s / saving if saving > 0 else None
 
     def summary(self, metric: str) -> Summary:
+        """The metric's summary (made at the first of its columns, read by the others)."""
+        if metric not in self._summaries:
+            self._summaries[metric] = self._summarize(metric)
+        return self._summaries[metric]
+
+    def _summarize(self, metric: str) -> Summary:
         m = METRIC_BY_NAME[metric]
         samples, sizes = self.case.metric_samples(self.mode, m), self.case.pass_sizes(self.mode)
         summary = summarize(samples, sizes)
@@ -135,7 +143,10 @@ class RowFactsOf:
         return widen_to_pass_noise(summary, log_pass_medians(samples, sizes), prior)
 
     def levels(self, metric: str) -> Levels:
-        return metric_levels(self.case, self.mode, metric)
+        """The metric's host levels (found at the first of their columns, read by the others)."""
+        if metric not in self._levels:
+            self._levels[metric] = metric_levels(self.case, self.mode, metric)
+        return self._levels[metric]
 
 
 class HostLevels(Enum):
