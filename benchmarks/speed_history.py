@@ -51,20 +51,40 @@ def commands(url: str, work: Path) -> dict[str, list[str]]:
     }
 
 
+# Runs the command and reports its wall time and rusage as JSON. The measured process is started from
+# this small interpreter rather than from the benchmark's own: Linux carries a process's peak resident set
+# across exec, so a child forked from a parent that has built and ingested 1,000 runs would report the
+# parent's size as its own peak.
+_TIMER = """
+import json, os, subprocess, sys, time
+t0 = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+stderr = proc.stderr.read().decode()
+_, status, usage = os.wait4(proc.pid, 0)
+print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": usage.ru_utime + usage.ru_stime,
+                  "peak_rss_mib": usage.ru_maxrss / 1024, "code": os.waitstatus_to_exitcode(status),
+                  "stderr": stderr}))
+"""
+
+
 def time_process(command: list[str], env: dict[str, str]) -> dict[str, float]:
     """Wall and CPU seconds and peak resident MiB of one process, and the load average as it started."""
     load = os.getloadavg()[0]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    stderr = proc.stderr.read().decode() if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(command[3:5])} failed: {stderr}")
+    timer = subprocess.run(
+        [sys.executable, "-c", _TIMER, *command],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    measured = json.loads(timer.stdout)
+    if measured["code"] != 0:
+        raise SystemExit(f"{' '.join(command[3:5])} failed: {measured['stderr']}")
     return {
-        "wall_s": wall,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "peak_rss_mib": usage.ru_maxrss / 1024,  # KiB on Linux
+        "wall_s": measured["wall_s"],
+        "cpu_s": measured["cpu_s"],
+        "peak_rss_mib": measured["peak_rss_mib"],  # KiB on Linux, as MiB
         "load_1m": load,
     }
 

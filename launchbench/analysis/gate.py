@@ -35,9 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from launchbench.analysis.checks import RULE_KINDS, CheckKind, GateCheck, GateReport
 from launchbench.analysis.columns import COLUMNS
@@ -50,12 +48,14 @@ from launchbench.analysis.comparison import (
 )
 from launchbench.analysis.coverage import CoveragePolicy, check_coverage, comparison_coverage
 from launchbench.analysis.defaults import DEFAULT_GATE_SCOPE, DEFAULT_METRICS, DEFAULT_THRESHOLD, GateScope
-from launchbench.analysis.expectations import load_checked, stale_scenarios
 from launchbench.analysis.formatting import format_change_summary
-from launchbench.analysis.table import run_table
 from launchbench.errors import LaunchbenchError
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
-from launchbench.scenario.model import Expectation, Scenario
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from launchbench.scenario.model import Expectation, Scenario
 
 __all__ = [  # the checks' model, imported from here by report/
     "RULE_KINDS",
@@ -290,6 +290,8 @@ def _numeric(value: Any) -> float | None:
 
 
 def _expectation_checks(table: pd.DataFrame, scoped: ScopedExpectation) -> list[GateCheck]:
+    import pandas as pd
+
     exp, scenario = scoped.expectation, scoped.scenario
     rule = f"{exp.metric} {_bounds(exp)}"
     if exp.metric not in COLUMNS:
@@ -336,6 +338,8 @@ def _expectation_checks(table: pd.DataFrame, scoped: ScopedExpectation) -> list[
 
 def check_run(run: RunRecord, expectations: Iterable[Expectation | ScopedExpectation]) -> GateReport:
     """Evaluate expectations on one run. A bare Expectation applies to rows of every scenario."""
+    from launchbench.analysis.table import run_table
+
     table = run_table(run)
     checks: list[GateCheck] = []
     for item in expectations:
@@ -360,6 +364,8 @@ def run_expectations(
     From the given scenario files when there are any, else from the scenario files recorded in the run
     (those that still exist). Raises NoExpectationsError when there is nothing to check.
     """
+    from launchbench.analysis.expectations import load_checked, stale_scenarios
+
     notes: list[str] = []
     if scenario_files:
         paths = [Path(p) for p in scenario_files]

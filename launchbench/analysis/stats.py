@@ -84,22 +84,19 @@ def sorted_median(ordered: np.ndarray) -> float:
 
 
 def pass_medians(values: np.ndarray, pass_sizes: Sequence[int]) -> list[float]:
-    """Median of each pass's slice of the pooled samples (slices in order)."""
-    sizes = np.asarray(pass_sizes, dtype=np.int64)
-    if len(sizes) and np.all(sizes > 0) and int(sizes.sum()) == len(values):
-        # every pass at once: sort by (pass, value), then read each pass's middle one or two
-        labels = np.repeat(np.arange(len(sizes)), sizes)
-        ordered = values[np.lexsort((values, labels))]
-        starts = np.cumsum(sizes) - sizes
-        low, high = ordered[starts + (sizes - 1) // 2], ordered[starts + sizes // 2]
-        return (0.5 * (low + high)).tolist()
+    """Median of each pass's slice of the pooled samples (slices in order; empty ones left out). Each
+    slice is sorted as a list: for passes of tens of samples that is several times quicker than
+    NumPy's sort and its checks, and the middle one or two values are the same."""
+    pooled = np.asarray(values, dtype=float).tolist()
     medians = []
     start = 0
     for size in pass_sizes:
-        chunk = values[start : start + size]
+        chunk = sorted(pooled[start : start + size])
         start += size
-        if len(chunk):
-            medians.append(sorted_median(np.sort(chunk)))
+        n = len(chunk)
+        if n:
+            middle = n // 2
+            medians.append(chunk[middle] if n % 2 else 0.5 * (chunk[middle - 1] + chunk[middle]))
     return medians
 
 

@@ -128,6 +128,7 @@ class RowFactsOf:
         return self.graph_life.setup_s / saving if saving > 0 else None
 
     def summary(self, metric: str) -> Summary:
+        """The metric's summary (made at the first of its columns, read by the others)."""
         if metric not in self._summaries:
             self._summaries[metric] = self._summarize(metric)
         return self._summaries[metric]
@@ -142,6 +143,7 @@ class RowFactsOf:
         return widen_to_pass_noise(summary, log_pass_medians(samples, sizes), prior)
 
     def levels(self, metric: str) -> Levels:
+        """The metric's host levels (found at the first of their columns, read by the others)."""
         if metric not in self._levels:
             self._levels[metric] = metric_levels(self.case, self.mode, metric)
         return self._levels[metric]

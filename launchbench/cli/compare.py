@@ -186,6 +186,7 @@ def _compare(args: CompareArgs) -> int:
     from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.analysis.gate import GatePolicy
     from launchbench.api import compare_pair
+    from launchbench.results.document import kept_to_the_end
     from launchbench.results.store import load_run
 
     if args.baseline_from == "history" and len(args.runs) != 1:
@@ -203,7 +204,8 @@ def _compare(args: CompareArgs) -> int:
         )
         sides = [(drawn.label, drawn.baseline), (args.runs[0], drawn.current)]
     else:
-        sides = [(path, load_run(path)) for path in args.runs]
+        with kept_to_the_end():
+            sides = [(path, load_run(path)) for path in args.runs]
     coverage = CoveragePolicy(
         args.allow_empty, args.allow_missing, args.allow_interrupted, args.allow_disturbed
     )

@@ -64,7 +64,8 @@ def publish(subject: Subject, fmt: str, output: Path | None, junit: Path | None,
         draw(make_console(), subject)
     if junit:
         write_output(Path(junit), export("junit", subject), "--junit")
-    append_step_summary(export("markdown", subject, max_rows=STEP_SUMMARY_ROWS))
+    if os.environ.get(SUMMARY_ENV):  # the markdown is made only where it goes somewhere
+        append_step_summary(export("markdown", subject, max_rows=STEP_SUMMARY_ROWS))
 
 
 def write_output(path: Path, text: str, option: str) -> None:

@@ -359,6 +359,13 @@ class ModeResult(_Frozen):
         """The median of each pass's samples of one series, in run order (passes without it left out)."""
         return [statistics.median(p.samples[key]) for p in self.passes if p.samples.get(key)]
 
+    def pooled_series(self, key: str) -> list[float]:
+        """One series' samples pooled, pass after pass (``samples[key]``, without pooling the others)."""
+        pooled: list[float] = []
+        for p in self.passes:
+            pooled.extend(p.samples.get(key, ()))
+        return pooled
+
     @property
     def samples(self) -> dict[str, list[float]]:
         """Every pass's samples pooled, pass after pass."""
@@ -467,7 +474,7 @@ class CaseResult(_Frozen):
         result = self.modes.get(mode)  # type: ignore[call-overload]
         if result is None:
             return np.array([], dtype=float)
-        return np.asarray(result.samples.get(key, []), dtype=float)
+        return np.asarray(result.pooled_series(key), dtype=float)
 
     def metric_samples(self, mode: str, metric: str | Metric) -> np.ndarray:
         """Raw samples of a metric in its unit (µs, per launch where the metric says so)."""
@@ -597,6 +604,9 @@ def record_problems(record: RunRecord) -> list[tuple[Location, str]]:
                             ((*where, series), f"holds {len(values)} samples; {WALL} holds {size}")
                         )
                     floor = SERIES_MINIMUM.get(series)
+                    lowest = min(values) if values else None
+                    if lowest is None or (lowest >= 0 if floor is None else lowest > floor):
+                        continue  # the usual case, decided at C speed
                     low = [k for k, v in enumerate(values) if v < 0 or (floor is not None and v <= floor)]
                     if low:
                         bound = "above zero" if floor is not None else "zero or more"

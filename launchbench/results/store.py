@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from launchbench import files
 from launchbench.errors import ResultsFileError
 from launchbench.files import OutputError, os_reason, read_regular_file
+from launchbench.results.document import parsed_document, paused_collector
 from launchbench.results.merge import merge_pass
 from launchbench.results.sanity import metadata_problems, sanity_problems
 from launchbench.results.schema import (
@@ -385,6 +386,24 @@ def record_from_data(data: Any, where: str) -> RunRecord:
     return record
 
 
+def record_from_bytes(raw: bytes, where: str) -> RunRecord:
+    """A validated RunRecord from the bytes of a results.json of any known schema version: parsed with
+    its cases validated in one pass (``document.parsed_document``), and where that pass does not read it
+    or the record is refused, read the general way (``record_from_json``), so that a refusal's message
+    is the same whichever way the file was read."""
+    with paused_collector():
+        document = parsed_document(raw)
+        if document is not None:
+            with contextlib.suppress(ResultsFileError):  # said again below, in the general way's words
+                return record_from_data(document, where)
+        return record_from_json(raw, where)
+
+
+def record_from_json(raw: bytes, where: str) -> RunRecord:
+    """The general way to read results.json's bytes: UTF-8, ``json.loads``, then ``record_from_data``."""
+    return record_from_data(_parse_json(_decode(raw, where), where), where)
+
+
 # --- the journal ----------------------------------------------------------------------------------------
 
 
@@ -539,7 +558,7 @@ def _load(path: str | Path, file: Path) -> tuple[RunRecord, Path]:
         if has_journal:
             return replay_journal(journal), journal
         raise ResultsFileError(f"{file}: file is empty (truncated or corrupt?)")
-    record = record_from_data(_parse_json(_decode(raw, str(file)), str(file)), str(file))
+    record = record_from_bytes(raw, str(file))
     if has_journal and journal.stat().st_size > (record.journal_bytes or 0):
         return replay_journal(journal), journal
     return record.model_copy(update={"journal_bytes": None}), file  # the store's bookkeeping, not the run's

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from builders import make_run
+
 from launchbench.analysis.columns import COLUMNS, DECLARED, LEVEL_METRICS
 from launchbench.analysis.table import HostLevels, Placement, RowFactsOf, noise_priors, run_table
 from launchbench.results.schema import METRICS
@@ -46,3 +48,28 @@ def test_a_table_of_fewer_metrics_leaves_the_others_and_the_levels_empty() -> No
         else:
             assert all(_same(a, b) for a, b in zip(full[column.name], part[column.name])), column.name
     assert full["wall_us_per_launch_levels"].notna().any()  # the full table does fill them
+
+
+def test_each_rows_metric_is_summarised_once_and_its_levels_found_once(monkeypatch):
+    """A metric's dozen columns read one summary, and its level columns one set of levels."""
+    import launchbench.analysis.table as table
+
+    run = make_run(passes=5)
+    calls: dict[str, int] = {"summarize": 0, "levels": 0}
+    summarize, metric_levels = table.summarize, table.metric_levels
+
+    def counted_summarize(*args, **kwargs):
+        calls["summarize"] += 1
+        return summarize(*args, **kwargs)
+
+    def counted_levels(*args, **kwargs):
+        calls["levels"] += 1
+        return metric_levels(*args, **kwargs)
+
+    monkeypatch.setattr(table, "summarize", counted_summarize)
+    monkeypatch.setattr(table, "metric_levels", counted_levels)
+    frame = run_table(run)
+    rows = sum(len(case.modes) for case in run.cases)
+    assert len(frame) == rows
+    assert calls["summarize"] == rows * len(METRICS)
+    assert calls["levels"] == rows * len(LEVEL_METRICS)
