@@ -6,7 +6,9 @@ loadfile`, as .ci/run runs it), run --repeat times as a process (the target: ≤
 
 Each run gives its wall time, its CPU time (user + system of pytest and every process it waited for:
 the xdist workers and the commands they start), its peak resident memory, pytest's summary line and the
-1-minute load average as it started and ended. A busy machine lengthens the wall time and leaves the CPU
+1-minute load average as it started and ended; and, through the plugin benchmarks/_test_cpu.py, the CPU
+and wall seconds of each test and of each worker's collection: their sums, the totals per test file and
+the slowest tests (by CPU). A busy machine lengthens the wall time and leaves the CPU
 time nearly as it is: compare CPU times when the load differs. Writes --out (JSON: the runs, the
 machine, the versions of Python and the test libraries, the load average before and after) and prints a
 summary. Arguments after `--` replace the command's own after `pytest` (e.g. `-- -q -n 2 --dist
@@ -22,7 +24,9 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _report import library_versions  # noqa: E402
+from _test_cpu import VARIABLE as CPU_DIR_VARIABLE  # noqa: E402
 
 from launchbench.results.environment import host_cpu  # noqa: E402
 
@@ -39,12 +44,42 @@ TARGET_S = 60.0
 LIBRARIES = ("launchbench", "pytest", "pytest-xdist", "hypothesis", "click", "pandas", "matplotlib")
 
 
+def per_test(folder: Path, top: int = 20) -> dict[str, Any]:
+    """The plugin's files in ``folder`` summed: collection, tests, per file and the slowest tests."""
+    workers = [json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))]
+    tests = [t for w in workers for t in w["tests"]]
+    files_cpu: Counter[str] = Counter()
+    files_wall: Counter[str] = Counter()
+    for test in tests:
+        files_cpu[test["test"].split("::")[0]] += test["cpu_s"]
+        files_wall[test["test"].split("::")[0]] += test["wall_s"]
+    slowest = sorted(tests, key=lambda t: t["cpu_s"], reverse=True)[:top]
+    return {
+        "workers": len(workers),
+        "collection_cpu_s": {w["worker"]: round(w["collection_cpu_s"], 2) for w in workers},
+        "tests_cpu_s": sum(t["cpu_s"] for t in tests),
+        "tests_wall_s": sum(t["wall_s"] for t in tests),
+        "files": [
+            {"file": name, "cpu_s": round(cpu, 2), "wall_s": round(files_wall[name], 2)}
+            for name, cpu in files_cpu.most_common(top)
+        ],
+        "slowest_tests": [
+            {k: round(v, 2) if isinstance(v, float) else v for k, v in t.items()} for t in slowest
+        ],
+    }
+
+
 def time_suite(args: list[str]) -> dict[str, Any]:
-    """Wall and CPU seconds, peak resident MiB and the summary line of one run of pytest."""
+    """Wall and CPU seconds, peak resident MiB, the summary line and the per-test CPU of one run of pytest."""
     load = os.getloadavg()[0]
+    folder = Path(tempfile.mkdtemp(prefix="launchbench-test-cpu-"))
+    paths = [str(REPO / "benchmarks"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, CPU_DIR_VARIABLE: str(folder), "PYTHONPATH": os.pathsep.join(paths)}
     t0 = time.perf_counter()
-    command = [sys.executable, "-m", "pytest", *args]
-    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    command = [sys.executable, "-m", "pytest", *args, "-p", "_test_cpu"]
+    proc = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     output = proc.stdout.read() if proc.stdout else ""
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -59,6 +94,7 @@ def time_suite(args: list[str]) -> dict[str, Any]:
         "summary": lines[-1] if lines else "",
         "load_1m_start": load,
         "load_1m_end": os.getloadavg()[0],
+        "per_test": per_test(folder),
     }
 
 
@@ -80,7 +116,8 @@ def main() -> None:
         run = runs[-1]
         print(
             f"run {index + 1}: {run['wall_s']:.1f} s wall, {run['cpu_s']:.1f} s CPU, load average "
-            f"{run['load_1m_start']:.1f}–{run['load_1m_end']:.1f}: {run['summary']}"
+            f"{run['load_1m_start']:.1f}–{run['load_1m_end']:.1f}: {run['summary']}; the tests' own "
+            f"{run['per_test']['tests_cpu_s']:.1f} s CPU, {run['per_test']['tests_wall_s']:.1f} s wall"
         )
     walls = [r["wall_s"] for r in runs]
     document = {

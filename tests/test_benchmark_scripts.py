@@ -129,3 +129,24 @@ def test_fleet_case_sets_name_the_rows_a_run_lacks_or_adds():
     assert len(plain) == 16 and case_sets.differences(plain, list(reversed(plain))) == ([], [])
     fewer = plain[1:] + [("quickstart", "other", "eager")]
     assert case_sets.differences(plain, fewer) == ([plain[0]], [("quickstart", "other", "eager")])
+
+
+def test_the_suite_benchmark_sums_each_workers_test_cpu_per_file(tmp_path):
+    """speed_tests.py reads the files benchmarks/_test_cpu.py writes (one per xdist worker): the CPU
+    and wall sums of the tests, the totals per file, the slowest tests first."""
+    import json
+
+    speed = _benchmark_module("speed_tests")
+    tests = [("tests/a.py::one", 2.0, 3.0), ("tests/b.py::two", 5.0, 5.5), ("tests/a.py::three", 4.0, 4.0)]
+    for worker, part in (("gw0", tests[:2]), ("gw1", tests[2:])):
+        rows = [{"test": name, "cpu_s": cpu, "wall_s": wall} for name, cpu, wall in part]
+        document = {"worker": worker, "collection_cpu_s": 1.5, "tests": rows}
+        (tmp_path / f"{worker}.json").write_text(json.dumps(document))
+    summary = speed.per_test(tmp_path, top=2)
+    assert summary["workers"] == 2 and summary["collection_cpu_s"] == {"gw0": 1.5, "gw1": 1.5}
+    assert summary["tests_cpu_s"] == 11.0 and summary["tests_wall_s"] == 12.5
+    assert summary["files"] == [
+        {"file": "tests/a.py", "cpu_s": 6.0, "wall_s": 7.0},
+        {"file": "tests/b.py", "cpu_s": 5.0, "wall_s": 5.5},
+    ]
+    assert [t["test"] for t in summary["slowest_tests"]] == ["tests/b.py::two", "tests/a.py::three"]

@@ -4,6 +4,7 @@ every committed scenario and refuses the bad ones' structural faults."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -48,7 +49,10 @@ STRUCTURAL = {
 }  # fmt: skip
 
 
+@functools.cache
 def published(name: str) -> Draft202012Validator:
+    """The validator of docs/schemas/'s file for ``name``, checked against the meta-schema; built once per
+    session (checking a schema takes longer than validating most documents against it)."""
     schema = json.loads((ROOT / "docs" / "schemas" / file_name(name)).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

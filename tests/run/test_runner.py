@@ -284,18 +284,36 @@ def test_the_profile_script_accounts_for_the_wall_time_by_phase(tmp_path, capsys
     assert "sampling_s" in capsys.readouterr().out
 
 
+def wait_until_idle(pid: int, still_s: float = 0.5, limit_s: float = 30.0) -> None:
+    """Return once process ``pid`` sleeps with its CPU time unchanged for ``still_s`` (its imports done,
+    blocked on a read), or after ``limit_s``: as long as its start takes on this machine, however loaded."""
+    import time
+
+    def state() -> tuple[str, int]:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[11]) + int(fields[12])  # state, utime + stime in clock ticks
+
+    deadline = time.monotonic() + limit_s
+    last, still_since = state(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = state()
+        if now != last or now[0] != "S":
+            last, still_since = now, time.monotonic()
+        elif time.monotonic() - still_since >= still_s:
+            return
+
+
 def test_a_worker_touches_no_backend_before_the_parent_asks(tmp_path, monkeypatch):
     """A spawned worker imports launchbench and waits: its backend (the CUDA context, the first canary
     reading) starts only once ``start`` sends StartBackend."""
-    import time
-
     from launchbench.run.executor import WorkerProcess
 
     starts = tmp_path / "starts.txt"
     monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
     worker = WorkerProcess(counting_backend, 0)
     try:
-        time.sleep(3)  # long enough for its imports: a worker that did not wait would be up by now
+        wait_until_idle(worker.process.pid)  # a worker that did not wait would be up by now
         assert not starts.exists() and not worker.conn.poll(0)  # no backend, no Ready yet
         worker.start()
         assert len(starts.read_text().split()) == 1 and worker.start_times is not None
