@@ -42,9 +42,10 @@ def _binomial_half_quantile(q: float, n: int) -> int:
     """The smallest k with P(Binomial(n, 1/2) ≤ k) ≥ q, in exact integer arithmetic (scipy.stats.binom.ppf
     without importing scipy.stats into every worker process)."""
     target = Fraction(q) * 2**n
-    total = 0
+    total, coefficient = 0, 1  # coefficient: C(n, k), carried from C(n, k - 1) exactly
     for k in range(n + 1):
-        total += math.comb(n, k)
+        total += coefficient
         if total >= target:
             return k
+        coefficient = coefficient * (n - k) // (k + 1)
     return n
