@@ -15,6 +15,11 @@ rule (docs/statistics.md, "Host levels"):
 5. Otherwise, with a gain above SAMPLE_MARGIN, one level with the smaller component's passes named as
    sitting apart (``Levels.apart``): a possible second level that the passes so far cannot show.
 
+Step 3 can end in one level before any fit: where even the split of the sorted pass medians that
+pulls the two groups' medians furthest apart, for every size of the lower group, leaves them under
+MIN_SEPARATION apart, no grouping the mixture could give passes step 3 (``splits_stay_close``), and
+the row is one level without the fit or scikit-learn's import.
+
 A row with passes apart, or with two levels one of which holds fewer than ENOUGH_PASSES passes, asks
 for more passes (``Levels.wants_passes``); the runner adds them up to its cap
 (launchbench.run.extra_passes). Here, below the run layer, because the runner uses it; never prints.
@@ -128,6 +133,19 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
     return np.asarray(two.predict(data)), float(one.bic(data) - two.bic(data))
 
 
+def splits_stay_close(values: Sequence[float]) -> bool:
+    """Whether every division of ``values`` into two non-empty groups leaves the groups' medians less
+    than MIN_SEPARATION apart (step 3's test, with its expression), checked on the n − 1 splits of the
+    sorted values. Exact: among groupings whose lower-median group holds k values, that group's median
+    is least when it holds the k smallest values and the other's greatest when it holds the rest (a
+    median cannot fall when its values rise), so these splits are the furthest apart of each size."""
+    ordered = sorted(values)
+    return all(
+        statistics.median(ordered[cut:]) < (1 + MIN_SEPARATION) * statistics.median(ordered[:cut])
+        for cut in range(1, len(ordered))
+    )
+
+
 def find_levels(pass_medians: Sequence[float]) -> Levels:
     """One row's levels from its pass medians (any unit; positive and finite, in run order)."""
     return _find_levels(tuple(float(v) for v in pass_medians))
@@ -137,8 +155,14 @@ def find_levels(pass_medians: Sequence[float]) -> Levels:
 def _find_levels(values: tuple[float, ...]) -> Levels:
     if len(values) < MIN_PASSES or not all(math.isfinite(v) and v > 0 for v in values):
         return one_level(values) if values else Levels(())
-    if max(values) < (1 + MIN_SEPARATION) * min(values):
-        return one_level(values)
+    if max(values) < (1 + MIN_SEPARATION) * min(values) or splits_stay_close(values):
+        return one_level(values)  # step 3 would end here whatever groups the fit gave
+    return fitted_levels(values)
+
+
+def fitted_levels(values: tuple[float, ...]) -> Levels:
+    """Steps 2 to 5 of the rule: the mixture fit and what follows from it (at least MIN_PASSES positive,
+    finite values)."""
     labels, gain = _two_components(np.log(np.asarray(values)))
     groups = [[i for i, label in enumerate(labels) if label == k] for k in (0, 1)]
     if gain <= SAMPLE_MARGIN or not all(groups):
