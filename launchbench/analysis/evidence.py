@@ -13,6 +13,7 @@ variance (``LogEvidence``) by one of two designs (``Evidence``), and the t or bo
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -162,7 +163,7 @@ class RowSeries:
             self._metrics[name] = (samples * scale, shifted, median * scale)
         return self._metrics[name]
 
-    @property
+    @functools.cached_property  # asked for every metric of the row, by several steps
     def host_bound(self) -> bool:
         wall, cpu = self.series(WALL)[2], self.series(CPU)[2]
         return wall > 0 and cpu >= HOST_BOUND_SHARE * wall
