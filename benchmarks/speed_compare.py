@@ -9,13 +9,17 @@ reading both results.json files, the statistics, the CSV written), several times
 
 It prints one line per repeat and the summary, and writes the summary (wall and CPU time of every
 repeat, their best and median, the machine, the versions, the load average before and after) to
-``--out``. The CPU time counts only the command's process, so it reads about the same on a busy
+``--out``. Then one more fresh process runs the command with ``time.process_time`` around each step
+(the imports, reading, scikit-learn's import, the comparison, its mixture fits, the CSV), counts the
+host-level mixture fits and the series ended at one level before a fit, and the summary adds them
+(``steps_cpu_s``, ``host_levels``). The CPU time counts only the command's process, so it reads about the same on a busy
 machine; the wall time is meaningful on an idle one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -55,6 +59,55 @@ def timed(command: list[str]) -> tuple[float, float]:
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
+    """The command run in this process with each step's CPU seconds taken (run it in a fresh one)."""
+    clock = time.process_time
+    start = clock()
+    import launchbench.analysis.compare as analysis_compare
+    import launchbench.cli as cli
+    import launchbench.cli.compare as cli_compare
+    from launchbench.measure import levels
+    from launchbench.results import store
+
+    cpu: dict[str, float] = {"imports": clock() - start}
+    counts = {"mixture_fits": 0, "ended_before_a_fit": 0}
+    sklearn_start = clock()
+    import sklearn.mixture  # noqa: F401  (timed here, so the fits' step holds only the fits)
+
+    cpu["scikit-learn import"] = clock() - sklearn_start
+
+    def timed_step(module: object, name: str, step: str, count: str | None = None) -> None:
+        original = getattr(module, name)
+
+        def wrapper(*args: object, **kwargs: object) -> object:
+            begun = clock()
+            result = original(*args, **kwargs)
+            cpu[step] = cpu.get(step, 0.0) + clock() - begun
+            if count is not None and result is not False:
+                counts[count] += 1
+            return result
+
+        setattr(module, name, wrapper)
+
+    timed_step(store, "load_run", "reading")
+    timed_step(analysis_compare, "compare_runs", "comparison (with its fits)")
+    timed_step(levels, "_two_components", "mixture fits", "mixture_fits")
+    timed_step(levels, "splits_stay_close", "sorted-split checks", "ended_before_a_fit")
+    timed_step(cli_compare, "publish", "the CSV")
+    sys.argv = ["launchbench", "compare", *map(str, dirs), "--format", "csv", "-o", str(output)]
+    with contextlib.suppress(SystemExit):  # click ends with the exit code
+        cli.main()
+    cpu["in all, after the interpreter started"] = clock() - start
+    return {"steps_cpu_s": {k: round(v, 3) for k, v in cpu.items()}, "host_levels": counts}
+
+
+def steps_of(dirs: list[Path], output: Path) -> dict[str, object]:
+    """measure_steps in a fresh process (this script with --steps-of)."""
+    command = [sys.executable, __file__, "--steps-of", *map(str, dirs), str(output)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
 def versions() -> dict[str, str]:
@@ -110,7 +163,11 @@ def main() -> None:
         "--runs", nargs=2, type=Path, metavar=("A", "B"), help="two run directories to compare"
     )
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "speed" / "compare.json")
+    parser.add_argument("--steps-of", nargs=3, type=Path, help=argparse.SUPPRESS)  # A B OUTPUT
     args = parser.parse_args()
+    if args.steps_of:
+        print(json.dumps(measure_steps(args.steps_of[:2], args.steps_of[2])))
+        return
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         dirs = args.runs or synthetic_runs(Path(tmp), args.cases)
@@ -123,7 +180,8 @@ def main() -> None:
             walls.append(wall)
             cpus.append(cpu)
             print(f"repeat {n + 1}: wall {wall:.2f} s, CPU {cpu:.2f} s")
-    result = summary(walls, cpus, cases, (load_before, os.getloadavg()[0]))
+        steps = steps_of(list(dirs), Path(tmp) / "steps.csv")
+    result = {**summary(walls, cpus, cases, (load_before, os.getloadavg()[0])), **steps}
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
