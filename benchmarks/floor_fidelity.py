@@ -80,15 +80,17 @@ def reference_name(layer: str, mode: str) -> str:
     return f"bare_layers.py {layer}"
 
 
-def parse_reference(text: str) -> dict[Key, float]:
-    """The JSON lines of launch.cu or bare_layers.py as {(layer, mode, args): µs per launch}."""
-    values: dict[Key, float] = {}
+def parse_reference(text: str) -> dict[Key, list[float]]:
+    """The JSON lines of launch.cu or bare_layers.py as {(layer, mode, args): µs per launch}: the
+    medians of its stretches where it printed them (``stretches_us``), else its one median."""
+    values: dict[Key, list[float]] = {}
     for line in text.splitlines():
         if not line.startswith("{"):
             continue
         item = json.loads(line)
         mode = C_METHODS[item["method"]] if "method" in item else item["mode"]
-        values[(item["layer"], mode, item.get("args"))] = float(item["us_per_launch"])
+        found = item.get("stretches_us") or [item["us_per_launch"]]
+        values[(item["layer"], mode, item.get("args"))] = [float(v) for v in found]
     return values
 
 
@@ -203,26 +205,28 @@ class Rounds:
         return done.stdout
 
     @staticmethod
-    def _add(into: Values, values: dict[Key, float]) -> None:
-        for key, value in values.items():
-            into.setdefault(key, []).append(value)
+    def _add(into: Values, values: dict[Key, list[float]]) -> None:
+        for key, found in values.items():
+            into.setdefault(key, []).extend(found)
 
     def reference_commands(self, proc: int) -> dict[str, list[str]]:
         """The reference processes of one turn by log name: launch.cu, then each bare layer (the gpu
         layer's only in the first turn of a round: its GPU time per node does not move with the host).
         Each batch lasts at least --sample-time, as launchbench's samples do (from one launch up, as
-        its sampler calibrates; the gpu layer's --count launches)."""
+        its sampler calibrates; the gpu layer's --count launches), and each process gives the medians
+        of its stretches of --ref-stretch batches, as a floor process gives its stretches of samples."""
         opts = self.opts
         first = "1" if opts.sample_time > 0 else str(opts.count)
         batches = str(opts.batches)
-        commands = {"launch": [opts.launch, first, batches, "1", str(opts.sample_time * 1e6)]}
+        stretch = str(opts.ref_stretch)
+        commands = {"launch": [opts.launch, first, batches, "1", str(opts.sample_time * 1e6), stretch]}
         for layer in opts.layers:
             if layer == "gpu" and proc > 0:
                 continue
             count = str(opts.count) if layer == "gpu" else first
             commands[f"bare-{layer}"] = [
                 *(sys.executable, str(BARE), layer, "--count", count, "--batches", batches),
-                *("--sample-time", str(opts.sample_time)),
+                *("--sample-time", str(opts.sample_time), "--stretch", stretch),
             ]
         return commands
 
@@ -348,7 +352,13 @@ def options() -> argparse.Namespace:
         default=1000,
         help="the gpu reference's launches per batch (all: with --sample-time 0)",
     )
-    parser.add_argument("--batches", type=int, default=7, help="the references' batches per value")
+    parser.add_argument("--batches", type=int, default=7, help="the references' batches per process")
+    parser.add_argument(
+        "--ref-stretch",
+        type=int,
+        default=5,
+        help="a reference's values: the medians of its stretches of this many batches (a sampler round's 5)",
+    )
     parser.add_argument(
         "--sample-time", type=float, default=SAMPLE_TIME, help="seconds a reference's batch lasts at least"
     )

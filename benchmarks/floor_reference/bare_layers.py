@@ -9,9 +9,10 @@ as many more as make a batch last --sample-time (launchbench's sample_time, 5 ms
 bounded as launchbench bounds it (an event recorded after every block of 256 launches, the thread
 waiting for the block before), each batch timed from before the first launch to its end event's
 completion (busy-polled); printed: the median of BATCHES batches in µs per launch, one JSON line per
-mode and argument count.
+mode and argument count, and with --stretch N the medians of consecutive stretches of N batches
+(``stretches_us``: the host's state can move within a process, as launchbench's stretches show it).
 
-    python benchmarks/floor_reference/bare_layers.py LAYER [--count N] [--batches B] [--sample-time S] [--nodes K]
+    python benchmarks/floor_reference/bare_layers.py LAYER [--count N] [--batches B] [--sample-time S] [--nodes K] [--stretch N]
 """
 
 from __future__ import annotations
@@ -99,16 +100,15 @@ def measure(
     args: tuple,
     per_call: int,
     opts: argparse.Namespace,
-) -> float:
-    """The median over batches of µs per launch of ``function(*args)``; a call holding ``per_call``
-    launches (a graph's nodes). A batch lasts at least ``--sample-time``, as launchbench's samples do."""
+) -> list[float]:
+    """µs per launch of ``function(*args)`` in each of ``--batches`` batches, in time order; a call
+    holding ``per_call`` launches (a graph's nodes). A batch lasts at least ``--sample-time``, as
+    launchbench's samples do."""
     calls = opts.count if per_call > 1 else opts.count * opts.nodes
     per_mark = max(1, BLOCK // per_call)
     with stream:
         calls = calibrated(stream, calls, per_mark, (function, args), opts.sample_time)  # and the warm-up
-        return 1e6 * statistics.median(
-            timed(stream, calls, per_mark, function, args) / per_call for _ in range(opts.batches)
-        )
+        return [1e6 * timed(stream, calls, per_mark, function, args) / per_call for _ in range(opts.batches)]
 
 
 def capture(
@@ -121,8 +121,28 @@ def capture(
         return stream.end_capture()
 
 
-def emit(layer: str, mode: str, args: int | None, us: float) -> None:
-    print(json.dumps({"layer": layer, "mode": mode, "args": args, "us_per_launch": round(us, 4)}), flush=True)
+STRETCH = [0]  # --stretch: batches per stretch median (0: none), set by main
+
+
+def stretch_medians(values: list[float], size: int) -> list[float]:
+    """The medians of consecutive stretches of ``size`` values (time order); a short last one joins the
+    one before it; none for ``size`` 0."""
+    if size <= 0 or len(values) < size:
+        return []
+    count = len(values) // size
+    return [
+        statistics.median(values[i * size : (i + 1) * size if i < count - 1 else None]) for i in range(count)
+    ]
+
+
+def emit(layer: str, mode: str, args: int | None, values: list[float]) -> None:
+    """One JSON line: the median of the batches, and with --stretch the medians of its stretches."""
+    line: dict[str, object] = {"layer": layer, "mode": mode, "args": args}
+    line["us_per_launch"] = round(statistics.median(values), 4)
+    stretches = stretch_medians(values, STRETCH[0])
+    if stretches:
+        line["stretches_us"] = [round(v, 4) for v in stretches]
+    print(json.dumps(line), flush=True)
 
 
 def bindings(stream: cupy.cuda.Stream, buffer: cupy.ndarray, opts: argparse.Namespace) -> None:
@@ -229,7 +249,7 @@ def gpu_floor(stream: cupy.cuda.Stream, opts: argparse.Namespace) -> None:
         end.record(stream)
         end.synchronize()
         samples.append(cupy.cuda.get_elapsed_time(start, end) * 1e3 / (replays * opts.gpu_nodes))
-    emit("gpu", "graph", None, statistics.median(samples[1:]))
+    emit("gpu", "graph", None, samples[1:])
 
 
 def main() -> None:
@@ -241,9 +261,13 @@ def main() -> None:
         "--sample-time", type=float, default=0.005, help="seconds a batch lasts at least (launchbench's)"
     )
     parser.add_argument("--nodes", type=int, default=1, help="launches per iteration (a graph's nodes)")
+    parser.add_argument(
+        "--stretch", type=int, default=0, help="also print the medians of stretches of this many batches"
+    )
     parser.add_argument("--gpu-nodes", type=int, default=100)
     parser.add_argument("--args", type=lambda text: [int(a) for a in text.split(",")], default=[0, 4, 16])
     opts = parser.parse_args()
+    STRETCH[0] = opts.stretch
     stream = cupy.cuda.Stream(non_blocking=True)
     buffer = cupy.zeros(1, dtype=cupy.float32)
     if opts.layer == "bindings":

@@ -4,9 +4,10 @@
 // 256 launches, the thread waiting for the block before). Each batch is at least COUNT iterations, as many
 // more as make it last SAMPLE_US µs (launchbench's sample_time; 0: COUNT exactly), timed wall clock from
 // before the first launch to the stream's completion; printed: the median of BATCHES batches, µs per
-// launch, one JSON line per method and argument count.
+// launch, one JSON line per method and argument count, and with STRETCH the medians of consecutive
+// stretches of STRETCH batches (stretches_us).
 //
-//     nvcc -O2 -o launch launch.cu -lcuda && ./launch [COUNT] [BATCHES] [NODES] [SAMPLE_US]
+//     nvcc -O2 -o launch launch.cu -lcuda && ./launch [COUNT] [BATCHES] [NODES] [SAMPLE_US] [STRETCH]
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -81,9 +82,24 @@ static double median(std::vector<double> v) {
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static long g_stretch = 0;  // argv[5]: batches per stretch median (0: none)
+
+// One JSON line: the median of the batches, and with a stretch the medians of consecutive stretches of
+// that many batches (a short last one joins the one before it), as bare_layers.py --stretch prints them.
 static void report(const char *method, int args, long nodes, const std::vector<double> &per_launch) {
-    std::printf("{\"layer\": \"c\", \"method\": \"%s\", \"args\": %d, \"nodes\": %ld, \"us_per_launch\": %.4f}\n",
+    std::printf("{\"layer\": \"c\", \"method\": \"%s\", \"args\": %d, \"nodes\": %ld, \"us_per_launch\": %.4f",
                 method, args, nodes, median(per_launch));
+    long size = g_stretch, count = size > 0 ? (long)per_launch.size() / size : 0;
+    if (count > 0) {
+        std::printf(", \"stretches_us\": [");
+        for (long i = 0; i < count; i++) {
+            auto first = per_launch.begin() + i * size;
+            auto last = i < count - 1 ? first + size : per_launch.end();
+            std::printf("%s%.4f", i ? ", " : "", median(std::vector<double>(first, last)));
+        }
+        std::printf("]");
+    }
+    std::printf("}\n");
     std::fflush(stdout);
 }
 
@@ -124,6 +140,7 @@ int main(int argc, char **argv) {
     int batches = argc > 2 ? std::atoi(argv[2]) : 9;
     long nodes = argc > 3 ? std::atol(argv[3]) : 1;
     double sample_us = argc > 4 ? std::atof(argv[4]) : 0.0;
+    g_stretch = argc > 5 ? std::atol(argv[5]) : 0;
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     float *buffer;

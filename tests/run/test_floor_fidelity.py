@@ -76,7 +76,7 @@ def test_the_exit_status_follows_the_floor_rows_only(ff):
 def _opts(tmp_path: Path, **changes: object) -> argparse.Namespace:
     base = dict(
         launch="/x/launch", layers=["bindings", "gpu"], count=1000, batches=7, sample_time=0.005,
-        bare=2, rounds=1, out=tmp_path, budget=0.0, max_time=5.0, stretches=8,
+        bare=2, rounds=1, out=tmp_path, budget=0.0, max_time=5.0, stretches=8, ref_stretch=5,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **changes})
 
@@ -84,8 +84,10 @@ def _opts(tmp_path: Path, **changes: object) -> argparse.Namespace:
 def test_the_references_batch_as_long_as_launchbench_samples(ff, tmp_path):
     rounds = ff.Rounds(_opts(tmp_path))
     first, second = rounds.reference_commands(0), rounds.reference_commands(1)
-    assert first["launch"] == ["/x/launch", "1", "7", "1", "5000.0"]  # from one launch up, 5 ms batches
-    assert first["bare-bindings"][-6:] == ["--count", "1", "--batches", "7", "--sample-time", "0.005"]
+    assert first["launch"] == ["/x/launch", "1", "7", "1", "5000.0", "5"]  # from one launch up, 5 ms batches
+    assert first["bare-bindings"][-8:] == [
+        *("--count", "1", "--batches", "7", "--sample-time", "0.005", "--stretch", "5")
+    ]
     assert first["bare-gpu"][first["bare-gpu"].index("--count") + 1] == "1000"
     assert "bare-gpu" not in second  # the GPU's per-node time: once a round
     fixed = ff.Rounds(_opts(tmp_path, sample_time=0.0)).reference_commands(0)
@@ -105,7 +107,8 @@ def test_no_process_starts_once_the_budget_is_spent(ff, tmp_path):
 def test_the_device_script_leaves_three_files_within_its_time():
     text = (ROOT / "benchmarks" / "floor_fidelity_device.sh").read_text()
     steps = (ROOT / "benchmarks" / "floor_reference" / "steps.sh").read_text()
-    assert 'fidelity_rounds "$work" 135 160' in text  # no process after 135 s, all ended by 160 s
+    assert "budget=${BUDGET_S:-135}" in text  # by default no process after 135 s, all ended by 160 s
+    assert 'fidelity_rounds "$work" "$budget" $((budget + 25)) "${ROUNDS:-3}" "${BARE:-3}"' in text
     assert '--budget "$budget"' in steps and 'timeout "$limit"' in steps
     written = [line for line in text.splitlines() if '"$out/' in line and not line.startswith("#")]
     assert written == [
@@ -146,3 +149,54 @@ def test_a_reference_batch_is_as_long_as_a_launchbench_sample(bare, monkeypatch,
     sampler_iters = Sampler(settings, clock=None)._calibrate(Loop())  # type: ignore[arg-type]
     assert bare.calibrated(None, 1, 256, (print, ()), settings.sample_time) == sampler_iters
     assert bare.calibrated(None, 1000, 256, (print, ()), 0.0) == 1000  # --sample-time 0: COUNT as it is
+
+
+def test_a_reference_gives_its_stretch_medians_where_it_printed_them(ff):
+    text = "\n".join(
+        [
+            "nvcc noise",
+            '{"layer": "c", "method": "cuGraphLaunch", "args": 4, "nodes": 1, "us_per_launch": 1.5,'
+            ' "stretches_us": [1.4, 1.5, 2.1]}',
+            '{"layer": "bindings", "mode": "eager", "args": 0, "us_per_launch": 4.2}',
+        ]
+    )
+    assert ff.parse_reference(text) == {("c", "graph", 4): [1.4, 1.5, 2.1], ("bindings", "eager", 0): [4.2]}
+    rounds = ff.Rounds(_opts(Path(".")))
+    rounds._add(rounds.refs, ff.parse_reference(text))
+    rounds._add(rounds.refs, ff.parse_reference(text))
+    assert rounds.refs[("c", "graph", 4)] == [1.4, 1.5, 2.1, 1.4, 1.5, 2.1]
+
+
+def test_the_bare_loop_prints_the_medians_of_its_stretches(bare, capsys, monkeypatch):
+    monkeypatch.setattr(bare, "STRETCH", [5])
+    values = [1.0, 1.1, 0.9, 1.0, 1.2, 2.0, 2.1, 1.9, 2.2, 2.0, 3.0, 3.1, 2.9, 3.0, 3.2, 9.0, 9.0]
+    bare.emit("cupy_raw", "graph", 0, values)
+    line = json.loads(capsys.readouterr().out)
+    assert line["stretches_us"] == [1.0, 2.0, 3.1]  # the last 7 values (5 + the 2 left) make the third
+    assert line["us_per_launch"] == 2.1
+    monkeypatch.setattr(bare, "STRETCH", [0])
+    bare.emit("cupy_raw", "graph", 0, values)
+    assert "stretches_us" not in json.loads(capsys.readouterr().out)
+
+
+def test_launch_cu_prints_the_same_stretch_medians_as_the_bare_loop(bare, tmp_path):
+    """launch.cu's report() (compiled alone with the host's C++ compiler) against bare_layers' emit."""
+    import shutil
+    import subprocess
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on this machine")
+    source = (ROOT / "benchmarks" / "floor_reference" / "launch.cu").read_text()
+    pieces = source[source.index("static double median") : source.index("template <typename Chevron>")]
+    values = [1.0, 1.1, 0.9, 1.0, 1.2, 2.0, 2.1, 1.9, 2.2, 2.0, 3.0, 3.1, 2.9, 3.0, 3.2, 9.0, 9.0]
+    listed = ", ".join(map(str, values))
+    program = tmp_path / "report.cpp"
+    program.write_text(
+        "#include <algorithm>\n#include <cstdio>\n#include <vector>\n"
+        + pieces
+        + f'int main() {{ std::vector<double> v = {{{listed}}}; g_stretch = 5; report("cuGraphLaunch", 4, 1, v); }}\n'
+    )
+    subprocess.run([compiler, "-O2", "-o", str(tmp_path / "report"), str(program)], check=True)
+    printed = json.loads(subprocess.run([str(tmp_path / "report")], capture_output=True, text=True).stdout)
+    assert printed["stretches_us"] == bare.stretch_medians(values, 5) == [1.0, 2.0, 3.1]
