@@ -318,7 +318,7 @@ def test_the_fidelity_script_pairs_layers_and_references(fidelity_script, tmp_pa
     )
     bare = json.dumps({"layer": "bindings", "mode": "eager", "args": 4, "us_per_launch": 5.0})
     refs = fidelity_script.parse_reference(launch + "\nnoise\n" + bare)
-    assert refs[("c", "eager", 4)] == 3.7 and refs[("c", "chevron", 4)] == 3.6
+    assert refs[("c", "eager", 4)] == [3.7] and refs[("c", "chevron", 4)] == [3.6]
     write_run(tmp_path, recorded_run())
     ours = fidelity_script.launchbench_values(tmp_path, stretches=2)
     assert ours[("gpu", "graph", None)] == pytest.approx([0.5, 0.5])
