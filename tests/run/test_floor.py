@@ -323,7 +323,7 @@ def test_the_fidelity_script_pairs_layers_and_references(fidelity_script, tmp_pa
     ours = fidelity_script.launchbench_values(tmp_path, stretches=2)
     assert ours[("gpu", "graph", None)] == pytest.approx([0.5, 0.5])
     assert ("gpu", "eager", None) not in ours and ("torch", "eager", None) not in ours  # skipped
-    rows = fidelity_script.fidelity(ours, {key: [value] for key, value in refs.items()})
+    rows = fidelity_script.fidelity(ours, refs)
     levels = [r for r in rows if not r.decides]
     eager = next(r for r in levels if (r.layer, r.mode, r.args) == ("c", "eager", 4))
     assert eager.level == "one" and eager.reference == "launch.cu cuLaunchKernel"
