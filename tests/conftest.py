@@ -1,23 +1,42 @@
 """The `gpu` marker: GPU tests skip, with a reason, where CuPy or a CUDA device is missing; the objects
 collection made (every test module, the libraries they import) frozen out of the garbage collector; one
-BLAS thread in the test processes and every process they start."""
+BLAS thread in the test processes and every process they start; and, where Python is told to write no
+bytecode, the processes the tests start sharing the bytecode of a temporary folder."""
 
 from __future__ import annotations
 
 import gc
 import os
+import shutil
 import sys
-
-# Before anything imports numpy: OpenBLAS starts a thread per core at import, which costs each worker
-# and `python -m launchbench` process the tests start about a fifth of its CPU time on 2 cores, and no
-# test multiplies matrices large enough to gain from a second thread. A value already set is kept.
-for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_variable, "1")
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from launchbench.pytest_plugin import gpu_problem as _gpu_problem  # the fixture's own check
+
+# Before anything imports NumPy: OpenBLAS starts a thread per core at import, which costs each worker
+# and `python -m launchbench` process the tests start about a fifth of its CPU time on 2 cores, and no
+# test multiplies matrices large enough to gain from a second thread. A value already set is kept.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+# PYTHONDONTWRITEBYTECODE set: every worker and `python -m launchbench` process the tests start would
+# compile launchbench (and what else has no bytecode) from source again. They write it instead to a
+# folder of this test process's own, which the next ones read, and which is removed at the end; the
+# checkout gets no bytecode, as asked.
+_PYCACHE: Path | None = None
+if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    _PYCACHE = Path(tempfile.mkdtemp(prefix="launchbench-tests-pycache-"))
+    os.environ["PYTHONPYCACHEPREFIX"] = str(_PYCACHE)
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _PYCACHE is not None:
+        shutil.rmtree(_PYCACHE, ignore_errors=True)
+
 
 sys.path.insert(0, str(Path(__file__).parent))
 
