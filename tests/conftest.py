@@ -1,16 +1,12 @@
 """The `gpu` marker: GPU tests skip, with a reason, where CuPy or a CUDA device is missing; the objects
 collection made (every test module, the libraries they import) frozen out of the garbage collector; one
-BLAS thread in the test processes and every process they start; where Python is told to write no
-bytecode, the processes the tests start sharing the bytecode of a temporary folder."""
+BLAS thread in the test processes and every process they start."""
 
 from __future__ import annotations
 
 import gc
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,26 +20,6 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 sys.path.insert(0, str(Path(__file__).parent))
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _shared_bytecode() -> Iterator[None]:
-    """Where Python is told to write no bytecode (PYTHONDONTWRITEBYTECODE), every worker and `python -m
-    launchbench` process the tests start would compile launchbench from source again: they write their
-    bytecode instead to a folder of this test process's own, which the next ones read, removed at the
-    end (the checkout gets none, as asked). Set here, where tests run, not at import: pytest-xdist's
-    workers, started before, keep reading the installed libraries' bytecode."""
-    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
-        yield
-        return
-    folder = tempfile.mkdtemp(prefix="launchbench-tests-pycache-")
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setenv("PYTHONPYCACHEPREFIX", folder)
-            patch.delenv("PYTHONDONTWRITEBYTECODE")
-            yield
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
