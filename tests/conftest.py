@@ -1,15 +1,23 @@
 """The `gpu` marker: GPU tests skip, with a reason, where CuPy or a CUDA device is missing; the objects
-collection made (every test module, the libraries they import) frozen out of the garbage collector."""
+collection made (every test module, the libraries they import) frozen out of the garbage collector; one
+BLAS thread in the test processes and every process they start."""
 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from launchbench.pytest_plugin import gpu_problem as _gpu_problem  # the fixture's own check
+
+# Before anything imports NumPy: OpenBLAS starts a thread per core at import, which costs each worker
+# and `python -m launchbench` process the tests start about a fifth of its CPU time on 2 cores, and no
+# test multiplies matrices large enough to gain from a second thread. A value already set is kept.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -165,20 +165,33 @@ def test_nodes_runs_merge_with_the_node_as_a_column(scenario: Path, tmp_path: Pa
 # --- run --devices --------------------------------------------------------------------------------------
 
 
-def test_devices_all_runs_every_device_at_once_into_one_run(scenario: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def devices_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str, str]:
+    """One run --devices all of three devices, each pinned to the same CPU, each device's run ingested
+    into a history: (its directory, what it printed, the database, the CPU), shared by the tests that
+    read it."""
+    folder = tmp_path_factory.mktemp("devices")
+    scenario = folder / "tiny.yaml"
+    scenario.write_text(TINY)
     cpu = str(min(os.sched_getaffinity(0)))
+    db = f"sqlite:///{folder / 'h.db'}"
     result = invoke(
-        "run", scenario, "-d", tmp_path / "r", "--quick", "--devices", "all",
+        "run", scenario, "-d", folder / "r", "--quick", "--devices", "all", "--history", "--db", db,
         LAUNCHBENCH_TEST_DEVICES="3", LAUNCHBENCH_TEST_LOCAL_CPUS=cpu,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert "per device" in result.output
-    table = rows(tmp_path / "r")
+    return folder / "r", result.output, db, cpu
+
+
+def test_devices_all_runs_every_device_at_once_into_one_run(devices_run: tuple[Path, str, str, str]) -> None:
+    run_dir, output, _, cpu = devices_run
+    assert "per device" in output
+    table = rows(run_dir)
     assert sorted({r["device"] for r in table}) == ["0", "1", "2"]
     assert len(table) == 3 * 8
     for device in range(3):
-        assert case_ids(tmp_path / "r" / "devices" / str(device)) == case_ids(tmp_path / "r")[:4]
-    merged = json.loads((tmp_path / "r" / "results.json").read_text())
+        assert case_ids(run_dir / "devices" / str(device)) == case_ids(run_dir)[:4]
+    merged = json.loads((run_dir / "results.json").read_text())
     assert [m["environment"]["worker_cpus"] for m in merged["members"]] == [[int(cpu)]] * 3  # pinned
     assert merged["settings"]["devices"] == {str(d): [int(cpu)] for d in range(3)}
 
@@ -386,27 +399,11 @@ def test_compare_and_history_refuse_a_run_with_a_case_per_node(fleet_run: Path, 
         assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_devices_with_history_ingest_each_devices_own_run(scenario: Path, tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'h.db'}"
-    result = invoke(
-        "run",
-        scenario,
-        "-d",
-        tmp_path / "r",
-        "--quick",
-        "-q",
-        "--devices",
-        "all",
-        "--history",
-        "--db",
-        db,
-        LAUNCHBENCH_TEST_DEVICES="2",
-    )
-    assert result.exit_code == 0, result.output
-    listed = invoke("history", "list", "--db", db)
-    assert "2 runs in" in listed.output, listed.output
+def test_devices_with_history_ingest_each_devices_own_run(devices_run: tuple[Path, str, str, str]) -> None:
+    listed = invoke("history", "list", "--db", devices_run[2])
+    assert "3 runs in" in listed.output, listed.output
     names = [line.split("│")[2].strip() for line in listed.output.splitlines() if line.startswith("│")]
-    assert sorted(names) == ["0", "1"]  # RUN/devices/0 and RUN/devices/1
+    assert sorted(names) == ["0", "1", "2"]  # RUN/devices/0, RUN/devices/1 and RUN/devices/2
 
 
 def test_resume_keeps_the_shard_it_measured(scenario: Path, tmp_path: Path) -> None:

@@ -285,8 +285,8 @@ def test_a_run_without_graphs_for_some_cases_renders(synthetic: RunRecord, tmp_p
     ]
     run = synthetic.model_copy(update={"cases": cases})
     figures = {name: build(run) for name, build in fig_write.FIGURES.items()}
-    for name, fig in figures.items():  # each figure drawn to a file, then read for what it shows
-        check_image(fig_style.save_figure(fig, tmp_path, name))
+    for name, fig in figures.items():  # each figure drawn to a file (at 50 dpi), then read for what it shows
+        check_image(fig_style.save_figure(fig, tmp_path, name, dpi=50), width=400)
     empty_ax, scale_ax = panel_axes(figures["wall_per_launch_vs_chain_length"])
     assert len(empty_ax.containers) == 2 and len(scale_ax.containers) == 1
     assert len(empty_ax.containers[1].lines[0].get_xdata()) == len(LENGTHS) - 1
@@ -387,8 +387,8 @@ def test_chains_of_one_length_are_one_grouped_bar_chart(synthetic: RunRecord, tm
     assert all("pays back after" in t.get_text() for t in life.get_yticklabels()[:3])
     (spread,) = panel_axes(fig_distributions.figure_sample_distributions(run))
     assert box_count(spread) == 7  # a box per case and mode measured
-    for path in fig_write.write_all_plots([run], tmp_path):
-        check_image(path)
+    for path in fig_write.write_all_plots([run], tmp_path, dpi=50):
+        check_image(path, width=400)
 
 
 def test_one_length_chains_sit_under_the_swept_ones(synthetic: RunRecord) -> None:

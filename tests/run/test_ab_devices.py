@@ -1,6 +1,7 @@
 """ab --devices on the CPU: one paired run per pretend GPU at once (tests/fakes.py:
 DeviceRecordingBackend), each device's sides interleaved and pinned to a CPU of their own, a comparison
-and gate per device, and a gate that fails when one device's does, naming it."""
+and gate per device, and a gate that fails when one device's does, naming it. The tests that read a
+passing two-device run share one (devices_run)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import csv
 import json
 import os
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -52,16 +54,39 @@ def _worker_cpus(run_dir: Path) -> list[int]:
     return json.loads((run_dir / "results.json").read_text())["environment"]["worker_cpus"]
 
 
-@two_cpus
-def test_each_device_interleaves_its_sides_on_a_cpu_of_its_own(scenario: Path, tmp_path: Path) -> None:
-    """Two devices on two NUMA nodes (one CPU each): each device's sides measured in ab's order, its
-    workers on its node's CPU; both sides merged into OUT/a and OUT/b with a device column."""
-    out = tmp_path / "ab"
-    local = f"{CPUS[0]};{CPUS[1]}"  # device 0's node holds CPUS[0], device 1's CPUS[1]
-    args = (scenario, "--devices", "all", "-d", out, *GATE, "--passes", "2")
-    result = invoke(tmp_path, *args, LAUNCHBENCH_TEST_DEVICES="2", LAUNCHBENCH_TEST_LOCAL_CPUS=local)
+@dataclass(frozen=True)
+class DevicesRun:
+    """One ab --devices all of two devices with the gate and --history: what it printed, where."""
+
+    output: str
+    folder: Path
+    out: Path
+    db: str
+
+
+@pytest.fixture(scope="module")
+def devices_run(tmp_path_factory: pytest.TempPathFactory) -> DevicesRun:
+    """Two devices on two NUMA nodes (one CPU each: device 0's node holds CPUS[0], device 1's CPUS[1]),
+    two passes, gated, each device's pair ingested into a history: shared by the tests that read it."""
+    if len(CPUS) < 2:
+        pytest.skip("needs 2 CPUs this process may use, one per device")
+    folder = tmp_path_factory.mktemp("ab_devices")
+    scenario = folder / "tiny.yaml"
+    scenario.write_text(SCENARIO)
+    out, db = folder / "ab", f"sqlite:///{folder / 'h.db'}"
+    args = (scenario, "--devices", "all", "-d", out, *GATE, "--passes", "2", "--history", "--db", db)
+    local = f"{CPUS[0]};{CPUS[1]}"
+    result = invoke(folder, *args, LAUNCHBENCH_TEST_DEVICES="2", LAUNCHBENCH_TEST_LOCAL_CPUS=local)
     assert result.exit_code == 0, result.output
-    lines = (tmp_path / "order.txt").read_text().splitlines()
+    return DevicesRun(result.output, folder, out, db)
+
+
+@two_cpus
+def test_each_device_interleaves_its_sides_on_a_cpu_of_its_own(devices_run: DevicesRun) -> None:
+    """Each device's sides measured in ab's order, its workers on its node's CPU; both sides merged
+    into OUT/a and OUT/b with a device column."""
+    out = devices_run.out
+    lines = (devices_run.folder / "order.txt").read_text().splitlines()
     for device in (0, 1):
         own = [line.split(" ", 1)[1] for line in lines if line.startswith(f"{device} ")]
         assert own == ORDER  # as ab on one device
@@ -73,7 +98,7 @@ def test_each_device_interleaves_its_sides_on_a_cpu_of_its_own(scenario: Path, t
             assert sorted({r["device"] for r in csv.DictReader(handle)}) == ["0", "1"]
         settings = json.loads((out / side / "results.json").read_text())["settings"]
         assert {d: v["cpus"] for d, v in settings["devices"].items()} == {"0": [CPUS[0]], "1": [CPUS[1]]}
-    assert "PASS: no regression on 2 device(s)" in result.output
+    assert "PASS: no regression on 2 device(s)" in devices_run.output
     assert "# launchbench ab on devices 0, 1: ✅" in (out / "comparison.md").read_text()
 
 
@@ -179,11 +204,8 @@ def test_cpu_none_pins_no_device_and_auto_reads_each_gpus_node() -> None:
 
 
 @two_cpus
-def test_history_takes_each_devices_pair_with_its_own_id(scenario: Path, tmp_path: Path) -> None:
-    db = f"sqlite:///{tmp_path / 'h.db'}"
-    out = tmp_path / "ab"
-    args = (scenario, "--devices", "all", "-d", out, "--passes", "2", "-q", "--history", "--db", db)
-    assert invoke(tmp_path, *args, LAUNCHBENCH_TEST_DEVICES="2").exit_code == 0
+def test_history_takes_each_devices_pair_with_its_own_id(devices_run: DevicesRun) -> None:
+    out, db = devices_run.out, devices_run.db
     listed = CliRunner().invoke(cli, ["history", "list", "--db", db, "--format", "json"])
     runs = {Path(str(r["run_dir"])): (r["ab_id"], r["ab_side"]) for r in json.loads(listed.stdout)["runs"]}
     ids = [
