@@ -122,13 +122,11 @@ def pooled_row(case: str, mode: str, ours: Sequence[float], bare: Sequence[float
         ).confidence_interval  # fmt: skip
         low, high = float(ci.low), float(ci.high)
     bound = GRAPH_BOUND if mode == "graph" else EAGER_BOUND
-    within = (
-        True
-        if 1 - bound <= low and high <= 1 + bound
-        else False
-        if high < 1 - bound or low > 1 + bound
-        else None
-    )
+    within: bool | None = None  # the interval straddles the bound: undecided
+    if 1 - bound <= low and high <= 1 + bound:
+        within = True
+    elif high < 1 - bound or low > 1 + bound:
+        within = False
     return RowFidelity(
         case, mode, "pooled", statistics.median(ours), statistics.median(bare), ratio, low, high, len(ours),
         len(bare), bound, within,

@@ -68,6 +68,16 @@ def test_fidelity_compares_graph_rows_per_turn_and_eager_rows_level_to_level():
     assert not fidelity.eager_rows("e", [5.4, 5.5], [4.5, 4.6])[0].within  # 20% apart at one level each
 
 
+def test_fidelity_pools_processes_and_decides_only_where_the_interval_allows():
+    fidelity = _benchmark_module("fidelity")
+    same = fidelity.pooled_row("g", "graph", [0.512, 0.513, 0.511, 0.512], [0.512, 0.511, 0.513])
+    assert same.compared == "pooled" and same.within is True and same.ratio_min <= 1 <= same.ratio_max
+    slower = fidelity.pooled_row("g", "graph", [0.61, 0.62, 0.615, 0.612], [0.512, 0.511, 0.513])
+    assert slower.within is False and slower.ratio_min > 1.03  # the whole interval beyond +3%
+    spread = fidelity.pooled_row("e", "eager", [4.3, 6.2, 9.0, 4.5, 8.8], [4.4, 9.1, 6.0])
+    assert spread.within is None and spread.ratio_min < 0.93 and spread.ratio_max > 1.07  # undecided
+
+
 def test_the_bare_loop_imports_nothing_of_launchbench():
     tree = ast.parse((ROOT / "benchmarks" / "bare_loop.py").read_text())
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]

@@ -155,7 +155,7 @@ def find_levels(pass_medians: Sequence[float]) -> Levels:
 def _find_levels(values: tuple[float, ...]) -> Levels:
     if len(values) < MIN_PASSES or not all(math.isfinite(v) and v > 0 for v in values):
         return one_level(values) if values else Levels(())
-    if max(values) < (1 + MIN_SEPARATION) * min(values) or splits_stay_close(values):
+    if splits_stay_close(values):  # no split of the sorted values puts two groups MIN_SEPARATION apart
         return one_level(values)  # step 3 would end here whatever groups the fit gave
     return fitted_levels(values)
 
