@@ -88,7 +88,8 @@ def describe_error(err: BaseException) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
-def _free_bytes() -> int:
+def free_device_bytes() -> int:
+    """The device's free memory by the driver (cudaMemGetInfo), in bytes."""
     return int(cupy.cuda.runtime.memGetInfo()[0])
 
 
@@ -112,7 +113,7 @@ def _split_lifecycle(
     graph = capture_raw(stream, calls)
     t1 = clock.wall()
     try:
-        free0 = _free_bytes()
+        free0 = free_device_bytes()
         t2 = clock.wall()
         graph_exec = checked(cudart.cudaGraphInstantiateWithFlags(graph, 0), "cudaGraphInstantiate")
         t3 = clock.wall()
@@ -120,7 +121,7 @@ def _split_lifecycle(
             checked(cudart.cudaGraphUpload(graph_exec, stream.ptr), "cudaGraphUpload")
             stream.synchronize()
             t4 = clock.wall()
-            free1 = _free_bytes()
+            free1 = free_device_bytes()
             checked(cudart.cudaGraphLaunch(graph_exec, stream.ptr), "cudaGraphLaunch")
             stream.synchronize()
             t5 = clock.wall()
@@ -223,7 +224,7 @@ def capture(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock:
         issue(calls)  # warm the graph's pool: temporaries are cached before capture
         stream.synchronize()
         split_life = _split_lifecycle(stream, calls, clock) if cudart is not None else None
-        free0 = _free_bytes()
+        free0 = free_device_bytes()
         t0 = clock.wall()
         try:
             stream.begin_capture()
@@ -236,7 +237,7 @@ def capture(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock:
         graph.upload(stream)
         stream.synchronize()
         t2 = clock.wall()
-        free1 = _free_bytes()
+        free1 = free_device_bytes()
         graph.launch(stream)
         stream.synchronize()
         t3 = clock.wall()

@@ -24,9 +24,9 @@ from typing import Any
 import cupy
 
 from launchbench.backend.base import OutputCheck, RankInfo
-from launchbench.backend.chain import StreamSource, reset_steps, snapshot_steps
+from launchbench.backend.chain import StreamSource, issue, reset_steps, snapshot_steps
 from launchbench.backend.check import combine_checks, compare_outputs
-from launchbench.backend.graph import CaptureFailed, abort_capture, describe_error
+from launchbench.backend.graph import CaptureFailed, abort_capture, describe_error, free_device_bytes
 from launchbench.backend.prepared import CupyPreparedCase
 from launchbench.backend.workload import LaunchLoop
 from launchbench.measure.clock import Clock
@@ -53,15 +53,6 @@ def new_graph(torch: Any) -> tuple[Any, bool]:
         return torch.cuda.CUDAGraph(), False
 
 
-def _free_bytes() -> int:
-    return int(cupy.cuda.runtime.memGetInfo()[0])
-
-
-def _issue(calls: Sequence[Callable[[], Any]]) -> None:
-    for call in calls:
-        call()
-
-
 def warm_up(torch: Any, main: Any, calls: Sequence[Callable[[], Any]]) -> None:
     """WARMUP_ITERS eager iterations on the stream that is captured (the case's), then waited for: torch's
     lazy set-up (cuBLAS handles and workspaces, which torch keys by stream) is done for that stream, and
@@ -69,7 +60,7 @@ def warm_up(torch: Any, main: Any, calls: Sequence[Callable[[], Any]]) -> None:
     try:
         with torch.cuda.stream(main):
             for _ in range(WARMUP_ITERS):
-                _issue(calls)
+                issue(calls)
         main.synchronize()
     except Exception as err:
         raise CaptureFailed(f"torch_graph warm-up: {describe_error(err)}") from err
@@ -84,7 +75,7 @@ def capture_graph(
     with torch.cuda.stream(torch.cuda.ExternalStream(stream.ptr)):
         try:
             graph.capture_begin(pool=pool)
-            _issue(calls)
+            issue(calls)
         except Exception as err:
             _abandon(torch, graph, pool, stream)
             raise CaptureFailed(f"torch.cuda.CUDAGraph capture: {describe_error(err)}") from err
@@ -174,7 +165,7 @@ def capture_torch(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], 
         warm_up(torch, main, calls)
         graph, kept = new_graph(torch)
         pool = torch.cuda.graph_pool_handle()
-        free0, reserved0 = _free_bytes(), torch.cuda.memory_reserved()
+        free0, reserved0 = free_device_bytes(), torch.cuda.memory_reserved()
         t0 = clock.wall()
         capture_graph(torch, graph, pool, stream, calls)
         t1 = clock.wall()
@@ -185,7 +176,7 @@ def capture_torch(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], 
         t3 = clock.wall()
         first_replay(torch, graph, main)
         t4 = clock.wall()
-        free1, reserved1 = _free_bytes(), torch.cuda.memory_reserved()
+        free1, reserved1 = free_device_bytes(), torch.cuda.memory_reserved()
     life = GraphLifecycle(
         split=kept,
         capture_s=t1 - t0,

@@ -4,7 +4,6 @@ workloads a layer returns by mode."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,10 +44,10 @@ class FloorContext:
 
     def end_failed_capture(self) -> None:
         """After a layer failed to build: end a capture it left open on the stream, so the next layer
-        launches normally (the graph, if any, is dropped)."""
-        if self.stream.is_capturing():
-            with contextlib.suppress(Exception):  # the capture is invalid already: nothing to keep
-                self.stream.end_capture()
+        launches normally (the graph, if any, is dropped); an invalidated capture too."""
+        from launchbench.backend.graph import abort_capture  # CuPy: only once a layer was built
+
+        abort_capture(self.stream)
 
     def close(self) -> None:
         """Wait for the stream, then free what the layers made, newest first."""
