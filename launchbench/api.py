@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args
 
 from launchbench.errors import LaunchbenchError
 
@@ -37,6 +37,7 @@ ScenarioInput = Union["Scenario", str, Path, Mapping[str, Any]]
 newline), the mapping the YAML holds, or a validated ``Scenario``."""
 
 Allow = Literal["missing", "empty", "interrupted", "disturbed", "blind", "different-gpu"]
+ALLOW_NAMES: tuple[str, ...] = get_args(Allow)
 """What a comparison's gate may let pass, as compare's ``--allow-*`` options name it."""
 
 SCENARIO_FILE = "scenario.yaml"  # a scenario given as text, written into its run directory
@@ -375,9 +376,9 @@ def compare(
     settings = gated_settings(
         tuple(metrics), [parse_threshold(t) for t in _texts(thresholds)], alpha or DEFAULT_ALPHA, rules
     )
-    unknown = sorted(set(allow) - set(Allow.__args__))  # type: ignore[attr-defined]
+    unknown = sorted(set(allow) - set(ALLOW_NAMES))
     if unknown:
-        raise ApiError(f"allow: unknown {', '.join(unknown)}; choose from {', '.join(Allow.__args__)}")  # type: ignore[attr-defined]
+        raise ApiError(f"allow: unknown {', '.join(unknown)}; choose from {', '.join(ALLOW_NAMES)}")
     policy = _policy(rules, gate_rows, allow) if rules else None
     sides = (_side(baseline), _side(current))
     design = pair_design(*sides)

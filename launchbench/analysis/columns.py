@@ -241,16 +241,9 @@ def _described(columns: tuple[Column, ...]) -> dict[str, tuple[str, str]]:
 
 
 # Column name → (unit, meaning), per group and for every column in the file's order.
-ID_COLUMNS = _described(ID_DECLARED)
-GRAPH_COLUMNS = _described(GRAPH_DECLARED)
-CHECK_COLUMNS = _described(CHECK_DECLARED)
 SHAPE_COLUMNS = _described(SHAPE_DECLARED)
 FLEET_COLUMNS = _described(FLEET_DECLARED)
 COLUMNS: dict[str, tuple[str, str]] = _described(DECLARED)
-
-
-def metric_columns() -> dict[str, tuple[str, str]]:
-    return _described(metric_declared())
 
 
 def level_columns() -> dict[str, tuple[str, str]]:

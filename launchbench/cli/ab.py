@@ -212,7 +212,6 @@ class AbArgs(MeasureArgs):
     allow_empty: bool
     allow_disturbed: bool
     allow_blind: bool
-    fail_on_blind: bool
     gate_rows: GateScope
     fmt: str
     output: Path | None

@@ -89,6 +89,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
             "--fail-on-blind",
             is_flag=True,
             hidden=True,
+            expose_value=False,
             help="Kept for old scripts: a gate fails on blind rows by default.",
         ),
         click.option(
@@ -165,7 +166,6 @@ class CompareArgs:
     allow_interrupted: bool
     allow_disturbed: bool
     allow_blind: bool
-    fail_on_blind: bool
     gate_rows: GateScope
     allow_different_gpu: bool
     fmt: str

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from launchbench.results.schema import CPU, GPU, WALL, CaseResult, RunRecord, ThreadPlace
+from launchbench.results.schema import CPU, GPU, MEASURED_STATUSES, WALL, CaseResult, RunRecord, ThreadPlace
 from launchbench.scenario.floor import LAYERS, Layer
 
 US = 1e6
@@ -94,7 +94,7 @@ class FloorReport:
 
 def _median(case: CaseResult, mode: str, key: str) -> float | None:
     result = case.modes.get(mode)  # type: ignore[call-overload]
-    if result is None or result.status not in ("ok", "budget"):
+    if result is None or result.status not in MEASURED_STATUSES:
         return None
     values = result.samples.get(key, [])
     return statistics.median(values) / case.launches_per_iter if values else None
@@ -111,13 +111,6 @@ def _reason(case: CaseResult) -> str | None:
 def _layer(case: CaseResult) -> Layer | None:
     layer = case.params.get("layer", case.chain)
     return next((known for known in LAYERS if known == layer), None)
-
-
-def siblings(layer: Layer) -> list[Layer]:
-    """The other layers with the same parent: each reaches that parent its own way, so what one costs
-    above the other is no layer of either (bindings, cupy_raw and torch over the C floor)."""
-    parent = PARENT[layer]
-    return [other for other in LAYERS if other != layer and parent is not None and PARENT[other] == parent]
 
 
 def ancestors(layer: Layer) -> list[Layer]:

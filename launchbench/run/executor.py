@@ -377,7 +377,7 @@ class WorkerProcess:
 
     def mark_spawn(self) -> None:
         """Note the moment the worker is spawned (for ``start_times``)."""
-        self._spawned_at, self._spawned = time.time(), time.perf_counter()
+        self._spawned_at = time.time()
 
     def ask(self, message: Request, progress: Progress, timeout: float) -> Answer | None:
         """Send a request and return the answer that is not progress (protocol.Answer); None when the

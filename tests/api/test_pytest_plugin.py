@@ -211,3 +211,11 @@ def test_a_test_id_is_one_folder_name() -> None:
     assert run_name("tests/test_x.py::test_a[p1-2]") == "tests_test_x.py_test_a_p1-2"
     assert "/" not in run_name("../../etc::x")
     assert Path(run_name("../../etc::x")).name == run_name("../../etc::x")
+
+
+def test_the_plugins_allow_choices_are_the_apis_allow_names():
+    """The plugin keeps its own copy (it imports nothing of launchbench when loaded): the same names."""
+    from launchbench import pytest_plugin
+    from launchbench.api import ALLOW_NAMES
+
+    assert pytest_plugin.ALLOWED == ALLOW_NAMES

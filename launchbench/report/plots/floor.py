@@ -11,12 +11,24 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from launchbench.report.floor import PARENT, US, FloorReport, FloorRow
-from launchbench.report.plots.style import DPI, save_figure
+from launchbench.report.plots.style import (
+    BLACK,
+    BLUE,
+    DPI,
+    GREEN,
+    ORANGE,
+    PURPLE,
+    SKY_BLUE,
+    VERMILLION,
+    WIDTH_IN,
+    YELLOW,
+    save_figure,
+)
 from launchbench.scenario.floor import LAYERS, Layer
 
 STEM = "floor"
 # Okabe & Ito colours, one per layer in stacking order
-COLOURS = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7")
+COLOURS = (BLACK, ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE)
 
 
 def _segments(row: FloorRow, rows: dict[tuple[Layer, int | None], FloorRow]) -> list[tuple[Layer, float]]:
@@ -41,7 +53,7 @@ def figure_floor(report: FloorReport) -> Figure | None:
     if not measured:
         return None
     rows = {(r.layer, r.args): r for r in measured}
-    fig = Figure(figsize=(8, 4.5), layout="constrained")
+    fig = Figure(figsize=(WIDTH_IN, 4.5), layout="constrained")
     ax = fig.add_subplot()
     for x, row in enumerate(measured):
         bottom = 0.0
@@ -49,7 +61,7 @@ def figure_floor(report: FloorReport) -> Figure | None:
             ax.bar(x, adds * US, bottom=bottom, color=COLOURS[LAYERS.index(layer)], width=0.6)
             bottom += adds * US
         if row.graph_s is not None:
-            ax.plot([x - 0.3, x + 0.3], [row.graph_s * US] * 2, color="#D55E00", linewidth=2, linestyle="--")
+            ax.plot([x - 0.3, x + 0.3], [row.graph_s * US] * 2, color=VERMILLION, linewidth=2, linestyle="--")
     gpu = next((r.gpu_node_s for r in report.rows if r.gpu_node_s is not None), None)
     if gpu is not None:
         ax.axhline(gpu * US, color="#999999", linewidth=1, linestyle=":")
@@ -60,7 +72,7 @@ def figure_floor(report: FloorReport) -> Figure | None:
         Patch(color=COLOURS[LAYERS.index(layer)], label=f"{layer} (above {PARENT[layer] or 'zero'})")
         for layer in used
     ]
-    handles.append(Patch(facecolor="none", edgecolor="#D55E00", linestyle="--", label="graph, per launch"))
+    handles.append(Patch(facecolor="none", edgecolor=VERMILLION, linestyle="--", label="graph, per launch"))
     if gpu is not None:
         handles.append(
             Patch(facecolor="none", edgecolor="#999999", linestyle=":", label="GPU per-node floor")
