@@ -336,11 +336,14 @@ def _expectation_checks(table: pd.DataFrame, scoped: ScopedExpectation) -> list[
     return checks
 
 
-def check_run(run: RunRecord, expectations: Iterable[Expectation | ScopedExpectation]) -> GateReport:
-    """Evaluate expectations on one run. A bare Expectation applies to rows of every scenario."""
+def check_run(
+    run: RunRecord, expectations: Iterable[Expectation | ScopedExpectation], table: pd.DataFrame | None = None
+) -> GateReport:
+    """Evaluate expectations on one run (``table``: its results table where the caller has it). A bare
+    Expectation applies to rows of every scenario."""
     from launchbench.analysis.table import run_table
 
-    table = run_table(run)
+    table = run_table(run) if table is None else table
     checks: list[GateCheck] = []
     for item in expectations:
         scoped = item if isinstance(item, ScopedExpectation) else ScopedExpectation(item)
@@ -348,11 +351,14 @@ def check_run(run: RunRecord, expectations: Iterable[Expectation | ScopedExpecta
     return GateReport(tuple(checks))
 
 
-def check_against_scenarios(run: RunRecord, scenario_files: Sequence[str | Path] = ()) -> GateReport:
+def check_against_scenarios(
+    run: RunRecord, scenario_files: Sequence[str | Path] = (), table: pd.DataFrame | None = None
+) -> GateReport:
     """`check` and `run --check`: the run against its scenarios' expectations (see run_expectations),
-    the notes on where they came from first. Raises NoExpectationsError when there is nothing to check."""
+    the notes on where they came from first (``table``: the run's results table, where the caller has
+    it). Raises NoExpectationsError when there is nothing to check."""
     expectations, notes = run_expectations(run, scenario_files)
-    report = check_run(run, expectations)
+    report = check_run(run, expectations, table)
     return replace(report, notes=(*notes, *report.notes))
 
 

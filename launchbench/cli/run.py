@@ -34,6 +34,7 @@ from launchbench.errors import LaunchbenchError
 from launchbench.run.overrides import OverridesError, default, measure_overrides, quick_help
 
 if TYPE_CHECKING:
+    import pandas as pd
     from rich.console import Console
 
     from launchbench.results.metadata import Overrides
@@ -262,10 +263,12 @@ def _measured(
 
 def _outcome(args: RunArgs, record: RunRecord, run_dir: Path, console: Console) -> int:
     """The summary, the input errors, --check, --plot and --history; the exit code."""
+    from launchbench.analysis.table import run_table
     from launchbench.report.console import print_summary
 
+    frame = run_table(record) if args.devices_spec is None or args.check else None  # built once for both
     if args.devices_spec is None:
-        print_summary(console, record, run_dir)
+        print_summary(console, record, run_dir, frame)
     else:
         console.print(f"results: {run_dir}")
     failed = any(c.error and c.error_kind != "resources" for c in record.cases)
@@ -276,7 +279,7 @@ def _outcome(args: RunArgs, record: RunRecord, run_dir: Path, console: Console) 
     if input_errors:
         code = EXIT_USAGE
     if args.check:
-        code = max(code, _check_expectations(record, console))
+        code = max(code, _check_expectations(record, console, frame))
     if args.plot:
         _write_plots(record, run_dir, console)
     if wants_history(args.history, args.db):
@@ -378,14 +381,14 @@ def _check_plan_expectations(the_plan: Any) -> None:
         check_expectations(loaded, ids)
 
 
-def _check_expectations(record: Any, console: Console) -> int:
+def _check_expectations(record: Any, console: Console, table: pd.DataFrame | None = None) -> int:
     """`run --check`: the scenarios' expectations, each scoped to its own scenario (gate owns the rules),
-    shown as `launchbench check` shows them."""
+    shown as `launchbench check` shows them (``table``: the run's results table, where it is made)."""
     from launchbench.analysis import gate
     from launchbench.report.compare_console import render_checks
 
     try:
-        report = gate.check_against_scenarios(record)
+        report = gate.check_against_scenarios(record, table=table)
     except gate.NoExpectationsError as err:
         console.print(f"[yellow]note:[/] nothing to check: {err}")
         return EXIT_OK

@@ -321,8 +321,10 @@ def _print_block(console: Console, header: str, lines: Sequence[str]) -> None:
             console.print(f"  {line}")
 
 
-def print_summary(console: Console, run: RunRecord, run_dir: Path) -> None:
-    frame = run_table(run)
+def print_summary(console: Console, run: RunRecord, run_dir: Path, frame: pd.DataFrame | None = None) -> None:
+    """The run's summary table, its cost models, host levels and canary, what failed or hit the budget
+    (``frame``: the run's results table, where the caller has it)."""
+    frame = run_table(run) if frame is None else frame
     console.print(summary_table(run, frame))
     shapes = shape_table(run, frame)
     if shapes is not None:
