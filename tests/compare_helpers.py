@@ -1,7 +1,8 @@
 """Helpers of the comparison tests (test_compare, test_gate, test_gate_blind, test_gate_coverage,
 test_cli_compare): the ``baseline_run`` fixture (the real H200 quickstart run, where present, and a
 synthetic run shaped like it), the committed H200 runs and the row selections and rescalings the tests
-build their current runs from."""
+build their current runs from, and the command-line helpers they share (``invoke``, ``save``, the
+``no_step_summary`` fixture, used autouse by re-export)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ from pathlib import Path
 
 import pytest
 from builders import make_run
+from click.testing import CliRunner, Result
 
 from launchbench.analysis.compare import COMPARABLE_STATUSES, DEFAULT_THRESHOLD, Comparison, RowKey
 from launchbench.analysis.drift import is_host_bound
 from launchbench.analysis.stats import pass_medians
+from launchbench.cli import cli
 from launchbench.results.schema import WALL, CaseResult, RunRecord
-from launchbench.results.store import load_run
+from launchbench.results.store import load_run, write_run
 
 H200 = Path(__file__).parent / "data" / "h200"
 REAL_BASELINE = H200 / "quickstart-a"  # first of two back-to-back quickstart runs
@@ -23,6 +26,22 @@ REAL_REPEAT = H200 / "quickstart-b"  # the second one
 REAL_LONGER = H200 / "quickstart-longer"  # same case names, chains 10% longer (rounded up)
 OTHER_GPU = "NVIDIA A100-SXM4-80GB"
 STABLE_SPREAD = DEFAULT_THRESHOLD  # a row whose pass medians differ by less than this is "steady"
+
+
+@pytest.fixture(autouse=True)
+def no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No $GITHUB_STEP_SUMMARY from the machine running the tests (a module re-exports it to use it)."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def save(tmp_path: Path, name: str, run: RunRecord) -> str:
+    """A run directory holding results.json, all that compare, check and run --resume read."""
+    write_run(tmp_path / name, run)
+    return str(tmp_path / name)
 
 
 def real(path: Path) -> bool:

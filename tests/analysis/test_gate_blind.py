@@ -9,17 +9,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
-from compare_helpers import REAL_BASELINE, REAL_LONGER, REAL_REPEAT, needs_real
+from click.testing import Result
+from compare_helpers import REAL_BASELINE, REAL_LONGER, REAL_REPEAT, invoke, needs_real
 
-from launchbench.cli import cli
 from launchbench.results.store import load_run, write_run
 
 RULE = ["--fail-on", "wall_us_per_launch:5%"]
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def _gate(result: Result) -> dict:

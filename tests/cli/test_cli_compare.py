@@ -11,7 +11,7 @@ import compare_helpers
 import pandas as pd
 import pytest
 from builders import expectation_scenario, first_graph_row
-from click.testing import CliRunner, Result
+from click.testing import Result
 from compare_helpers import (
     OTHER_GPU,
     REAL_BASELINE,
@@ -26,28 +26,16 @@ from compare_helpers import (
 )
 
 from launchbench.analysis.defaults import DEFAULT_METRICS
-from launchbench.cli import cli
 from launchbench.report.run_files import write_run_files
 from launchbench.results.schema import RunRecord
-from launchbench.results.store import write_run
 
 baseline_run = compare_helpers.baseline_run
 GATE = ["--fail-on", "wall_us_per_launch:5%", "--allow-blind"]  # the blind rows: test_blind_*
 
 
-@pytest.fixture(autouse=True)
-def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
-
-
-def save(tmp_path: Path, name: str, run: RunRecord) -> str:
-    """A run directory holding results.json, all that compare and check read."""
-    write_run(tmp_path / name, run)
-    return str(tmp_path / name)
+no_step_summary = compare_helpers.no_step_summary  # autouse
+invoke = compare_helpers.invoke
+save = compare_helpers.save
 
 
 def pair(tmp_path: Path, baseline: RunRecord, current: RunRecord) -> tuple[str, str]:
