@@ -245,10 +245,9 @@ def _planned(
 
 def _checked(the_plan: Plan) -> Plan:
     """The plan, its files' expect: entries held to real columns and cases before anything is measured."""
-    from launchbench.analysis.expectations import check_expectations
+    from launchbench.analysis.expectations import check_plan_expectations
 
-    for loaded in the_plan.files:
-        check_expectations(loaded, [c.case_id for c in the_plan.cases if c.scenario == loaded.scenario.name])
+    check_plan_expectations(the_plan.files, the_plan.cases)
     return the_plan
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from launchbench.analysis.columns import COLUMNS
 from launchbench.errors import ScenarioError
 from launchbench.results.schema import RunRecord
+from launchbench.scenario.core import Case
 from launchbench.scenario.expand import Expansion, load_bounded, plan_expansion
 from launchbench.scenario.load import ScenarioFile
 
@@ -31,6 +32,13 @@ TEXT_COLUMNS = frozenset(
     }
 )
 EXPECTABLE_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in TEXT_COLUMNS)
+
+
+def check_plan_expectations(files: Sequence[ScenarioFile], cases: Sequence[Case]) -> None:
+    """Every file's ``expect:`` entries held to real columns and to its own scenario's cases, before
+    anything is measured (check_expectations for each)."""
+    for loaded in files:
+        check_expectations(loaded, [c.case_id for c in cases if c.scenario == loaded.scenario.name])
 
 
 def check_expectations(loaded: ScenarioFile, case_ids: Sequence[str]) -> None:

@@ -297,6 +297,7 @@ def _planned(
     allow_changed: bool,
 ) -> Plan:
     """The run's plan, its output folder checked; a resumed run's files held to the ones it recorded."""
+    from launchbench.analysis.expectations import check_plan_expectations
     from launchbench.files import check_output_dir
     from launchbench.run import runner
     from launchbench.run.resume import check_scenarios
@@ -309,7 +310,7 @@ def _planned(
         check_output_dir(results_root, "--results-root")
     the_plan = runner.plan(scenarios, settings.overrides, settings.max_cases)
     warn_unused_axes(the_plan, settings.max_cases)
-    _check_plan_expectations(the_plan)
+    check_plan_expectations(the_plan.files, the_plan.cases)
     _check_requirements(the_plan)
     if resume is not None and out_dir is not None:
         for warning in check_scenarios(the_plan.scenarios, resume, out_dir, allow_changed):
@@ -370,15 +371,6 @@ def _run_devices(the_plan: Any, run_dir: Path, options: Any, spec: str, console:
     record, parts = run_devices(the_plan, run_dir, options, devices, lines.for_device, argv=sys.argv)
     print_device_summary(console, record, {p.device: p.cpus for p in parts})
     return record
-
-
-def _check_plan_expectations(the_plan: Any) -> None:
-    """The files' expect: entries name real columns and match cases, before anything is measured."""
-    from launchbench.analysis.expectations import check_expectations
-
-    for loaded in the_plan.files:
-        ids = [c.case_id for c in the_plan.cases if c.scenario == loaded.scenario.name]
-        check_expectations(loaded, ids)
 
 
 def _check_expectations(record: Any, console: Console, table: pd.DataFrame | None = None) -> int:
