@@ -212,3 +212,16 @@ def expectation_scenario(path: Path, name: str, expect: str) -> Path:
         lines += [f"  {chain}:", f"    - {{kind: empty{uses}}}"]
     path.write_text("\n".join(lines) + f"\nexpect:\n{expect}", encoding="utf-8")
     return path
+
+
+def plant_package(tmp_path: Path, files: dict[str, str]) -> Path:
+    """A package ``launchbench`` under ``tmp_path`` holding ``files`` (path → source; an empty
+    ``__init__.py`` in every folder, an empty ``errors.py``), for the tests that read a tree's sources."""
+    root = tmp_path / "launchbench"
+    for name, source in {"__init__.py": "", "errors.py": "", **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(root).parents:
+            (root / parent / "__init__.py").touch()
+        path.write_text(source)
+    return root

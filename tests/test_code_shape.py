@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from builders import plant_package
+
 PACKAGE = Path(__file__).resolve().parent.parent / "launchbench"
 MAX_LINES = 60
 
@@ -137,15 +139,6 @@ def test_the_exemptions_are_still_there() -> None:
 # ------------------------------------------------------------------------------------ the checkers themselves
 
 
-def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "launchbench"
-    for name, source in {"__init__.py": "", **files}.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(source)
-    return root
-
-
 def _body(lines: int) -> str:
     return "".join("    x = 1\n" for _ in range(lines - 1))
 
@@ -154,14 +147,16 @@ def test_a_long_function_and_method_are_found(tmp_path: Path) -> None:
     source = (
         f"def short():\n{_body(60)}\n\nclass C:\n    def long(self):\n{_body(61).replace('    ', '        ')}"
     )
-    root = _plant(tmp_path, {"run/engine.py": source})
+    root = plant_package(tmp_path, {"run/engine.py": source})
     assert long_function_problems(functions(root), {}) == [
         f"launchbench.run.engine:C.long is 61 lines (at most {MAX_LINES})"
     ]
 
 
 def test_a_listed_function_may_only_shrink(tmp_path: Path) -> None:
-    root = _plant(tmp_path, {"run/engine.py": f"def grown():\n{_body(80)}\ndef shrunk():\n{_body(70)}"})
+    root = plant_package(
+        tmp_path, {"run/engine.py": f"def grown():\n{_body(80)}\ndef shrunk():\n{_body(70)}"}
+    )
     found = functions(root)
     allowed = {"launchbench.run.engine:grown": 79, "launchbench.run.engine:shrunk": 75}
     assert long_function_problems(found, allowed) == [
@@ -170,7 +165,7 @@ def test_a_listed_function_may_only_shrink(tmp_path: Path) -> None:
 
 
 def test_a_fixed_or_gone_function_must_leave_the_list(tmp_path: Path) -> None:
-    root = _plant(tmp_path, {"run/engine.py": f"def fixed():\n{_body(60)}"})
+    root = plant_package(tmp_path, {"run/engine.py": f"def fixed():\n{_body(60)}"})
     allowed = {"launchbench.run.engine:fixed": 75, "launchbench.run.engine:gone": 90}
     assert long_function_problems(functions(root), allowed) == [
         "launchbench.run.engine:fixed is 60 lines now: remove its line from LONG",
@@ -179,7 +174,7 @@ def test_a_fixed_or_gone_function_must_leave_the_list(tmp_path: Path) -> None:
 
 
 def test_flag_parameters_are_found_outside_the_cli(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {
             "analysis/compare.py": (
@@ -200,7 +195,7 @@ def test_flag_parameters_are_found_outside_the_cli(tmp_path: Path) -> None:
 
 
 def test_a_fixed_flag_must_leave_the_list(tmp_path: Path) -> None:
-    root = _plant(tmp_path, {"files.py": "def check(create: int = 0): pass\n"})
+    root = plant_package(tmp_path, {"files.py": "def check(create: int = 0): pass\n"})
     assert flag_problems(functions(root), frozenset({"launchbench.files:check:create"}), frozenset()) == [
         "launchbench.files:check:create is listed in FLAGS but gone: remove its line"
     ]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from builders import plant_package
 
 PACKAGE = Path(__file__).resolve().parent.parent / "launchbench"
 LAYERS = (
@@ -260,19 +261,8 @@ def test_every_package_has_a_layer() -> None:
 # ------------------------------------------------------------------------------------ the checker itself
 
 
-def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
-    root = tmp_path / "launchbench"
-    for name, source in {"__init__.py": "", "errors.py": "", **files}.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for parent in path.relative_to(root).parents:
-            (root / parent / "__init__.py").touch()
-        path.write_text(source)
-    return root
-
-
 def test_a_lazy_import_of_a_higher_layer_is_found(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {
             "analysis/stats.py": "def median(): pass\n",
@@ -295,13 +285,13 @@ def test_a_lazy_import_of_a_higher_layer_is_found(tmp_path: Path) -> None:
     ],
 )
 def test_every_spelling_of_an_import_is_found(tmp_path: Path, statement: str) -> None:
-    root = _plant(tmp_path, {"report/console.py": "", "results/store.py": statement + "\n"})
+    root = plant_package(tmp_path, {"report/console.py": "", "results/store.py": statement + "\n"})
     (found,) = violations(root)
     assert "launchbench.results.store (results) imports launchbench.report" in found
 
 
 def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {
             "kinds/empty.py": "from launchbench.errors import LaunchbenchError\n",
@@ -315,7 +305,7 @@ def test_imports_down_and_within_a_layer_pass(tmp_path: Path) -> None:
 
 
 def test_the_kind_definitions_sit_below_the_backend(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path, {"backend/base.py": "", "kinds/empty.py": "from launchbench.backend import base\n"}
     )
     (found,) = violations(root)
@@ -323,7 +313,7 @@ def test_the_kind_definitions_sit_below_the_backend(tmp_path: Path) -> None:
 
 
 def test_module_level_gpu_imports_outside_the_backend_are_found(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {
             "backend/graph.py": "import cupy\n",
@@ -337,18 +327,20 @@ def test_module_level_gpu_imports_outside_the_backend_are_found(tmp_path: Path) 
 
 
 def test_a_module_on_no_layer_is_found(tmp_path: Path) -> None:
-    root = _plant(tmp_path, {"extras/thing.py": ""})
+    root = plant_package(tmp_path, {"extras/thing.py": ""})
     assert any("module launchbench.extras is on no layer" in v for v in violations(root))
 
 
 def test_a_top_level_module_is_on_the_lowest_layer(tmp_path: Path) -> None:
-    root = _plant(tmp_path, {"files.py": "from launchbench.scenario import model\n", "scenario/model.py": ""})
+    root = plant_package(
+        tmp_path, {"files.py": "from launchbench.scenario import model\n", "scenario/model.py": ""}
+    )
     (found,) = violations(root)
     assert "launchbench.files (errors) imports launchbench.scenario.model (scenario)" in found
 
 
 def test_the_api_sits_between_the_fleet_and_the_cli(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {
             "api.py": "from launchbench.fleet import score\nfrom launchbench.report import console\n",
@@ -378,14 +370,14 @@ def test_the_api_sits_between_the_fleet_and_the_cli(tmp_path: Path) -> None:
     ],
 )
 def test_only_the_package_getattr_re_exports_the_api(tmp_path: Path, source: str, allowed: bool) -> None:
-    root = _plant(tmp_path, {"api.py": "", "run/__init__.py": "", "report/console.py": ""})
+    root = plant_package(tmp_path, {"api.py": "", "run/__init__.py": "", "report/console.py": ""})
     (root / "__init__.py").write_text(source)
     assert (violations(root) == []) is allowed
 
 
 def test_the_runner_package_may_call_the_api_only_from_its_call(tmp_path: Path) -> None:
     call = "class P:\n    def __call__(self):\n        from launchbench.api import run\n"
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {"api.py": "", "run/__init__.py": call, "run/runner.py": "def f():\n    import launchbench.api\n"},
     )
@@ -394,7 +386,7 @@ def test_the_runner_package_may_call_the_api_only_from_its_call(tmp_path: Path) 
 
 
 def test_an_import_cycle_is_found(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {
             "scenario/a.py": "from launchbench.scenario import b\n",
@@ -409,7 +401,7 @@ def test_an_import_cycle_is_found(tmp_path: Path) -> None:
 
 
 def test_a_cycle_through_a_package_init_is_found(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {
             "run/__init__.py": "from launchbench.run.engine import start\n",
@@ -420,7 +412,7 @@ def test_a_cycle_through_a_package_init_is_found(tmp_path: Path) -> None:
 
 
 def test_lazy_and_type_checking_imports_make_no_cycle(tmp_path: Path) -> None:
-    root = _plant(
+    root = plant_package(
         tmp_path,
         {
             "scenario/a.py": "from launchbench.scenario import b\n",
