@@ -293,7 +293,8 @@ def header(ours: Values, refs: Values) -> list[str]:
         "consecutive stretches of each process's samples (the level can move within a process).",
         "- references, each in its own fresh process: the `c` layer against "
         "benchmarks/floor_reference/launch.cu built with nvcc (its cuLaunchKernel loop for eager, its "
-        f"cuGraphLaunch loop for graph); each Python layer against `bare_layers.py LAYER`; {ref_n} processes each.",
+        f"cuGraphLaunch loop for graph); each Python layer against `bare_layers.py LAYER`; {ref_n} values each, the medians of "
+        "consecutive stretches of each process's batches.",
         f"- the decision, row `floor`: each side's values at its floor state (within {FLOOR_BAND:.0%} of its "
         f"lowest), the ratio of their medians, within ±{TOLERANCE:.0%} to pass (compared where each side has "
         f"at least {FLOOR_MIN} values there); the host's slower states are several, and how often a side "
