@@ -292,6 +292,8 @@ def fit_shape_model(table: pd.DataFrame) -> pd.DataFrame:
                 k = mode_rows["iterations_per_shape"].to_numpy(dtype=float)
                 wall = mode_rows["wall_us_per_iter"].to_numpy(dtype=float)
                 fits[str(mode)] = {**line, "n": len(mode_rows), "rel_rmse": _relative_rmse(wall, cost.at(k))}
+            if not costs:  # one number of iterations per shape: no line to fit for any mode
+                continue
             largest = float(sub["iterations_per_shape"].max())
             ranges = winning_ranges(costs, largest)
             for mode, cost in costs.items():

@@ -317,6 +317,26 @@ def test_the_model_recovers_host_change_and_gpu_costs_and_the_crossovers():
     assert set(model["fit"]) == {"iterations_per_shape"} and (model["group"] == "{}").all()
 
 
+def test_one_number_of_iterations_per_shape_gives_no_model_row():
+    costs = {"eager": ShapeCost(0.0, 5.0, 0.0), "recapture": ShapeCost(0.0, 6.0, 100.0)}
+    assert fit_shape_model(_synthetic(costs, ks=(1,))).empty
+
+
+def test_a_run_of_one_shape_case_writes_its_tables(tmp_path: Path):
+    """One number of iterations per shape leaves the cost model nothing to fit; the pass still ends
+    with its tables."""
+    from launchbench.report.run_files import write_tables
+
+    plan = runner.plan([SHAPES], Overrides(passes=1, max_time=0.1))
+    plan = runner.Plan([c for c in plan.cases if c.case_id == "mlp/per_shape=16"], plan.scenarios, plan.files)
+    options = runner.RunOptions(
+        isolate=False, backend_factory=lambda _device: ScriptedBackend(), write_tables=write_tables
+    )
+    record = runner.run(plan, tmp_path / "one", options)
+    assert record.cases[0].outputs_match is True
+    assert len(pd.read_csv(tmp_path / "one" / "results.csv")) == 4  # eager and the three strategies
+
+
 def test_a_mode_that_never_beats_eager_has_an_infinite_crossover():
     costs = {"eager": ShapeCost(0.0, 5.0, 0.0), "recapture": ShapeCost(0.0, 6.0, 100.0)}
     fits = fit_shape_model(_synthetic(costs)).set_index("mode")
