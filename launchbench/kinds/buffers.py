@@ -14,11 +14,13 @@ def random_array(size: int, dtype: str, rng: np.random.Generator) -> Any:
     import cupy
 
     np_dtype = np.dtype(dtype)
-    if np_dtype.kind == "f":
-        host = rng.uniform(0.5, 1.5, size).astype(np_dtype)
+    if np_dtype.kind == "f":  # drawn in float32 (float64 for float64) and shifted in place: one pass each
+        host = rng.random(size, dtype=np.float64 if np_dtype.itemsize == 8 else np.float32)
+        host += 0.5
+        host = host.astype(np_dtype, copy=False)
     else:
         high = min(100, np.iinfo(np_dtype).max)
-        host = rng.integers(0, high, size, endpoint=False).astype(np_dtype)
+        host = rng.integers(0, high, size, dtype=np_dtype, endpoint=False)
     return cupy.asarray(host)
 
 
