@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from launchbench import __version__
 from launchbench.analysis.columns import COLUMNS
 from launchbench.analysis.table import HostLevels, Placement, case_rows, run_table
-from launchbench.backend.base import OutputCheck
+from launchbench.backend.base import KeepsModeGraphs, OutputCheck
 from launchbench.backend.check import combine_checks
 from launchbench.cli import cli
 from launchbench.kinds import registry
@@ -184,6 +184,7 @@ def test_mode_graph_reads_per_mode_records_where_the_case_keeps_them() -> None:
         mode_lifecycles={"torch_graph": torch_life},
         mode_failures={},
     )
+    assert isinstance(torch_case, KeepsModeGraphs) and not isinstance(plain, KeepsModeGraphs)
     assert mode_graph(torch_case, "graph") == (None, "run allocates 2 tensor(s)")
     assert mode_graph(torch_case, "torch_graph") == (torch_life, "run allocates 2 tensor(s)")
 
