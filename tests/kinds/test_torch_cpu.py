@@ -310,6 +310,19 @@ def test_the_capture_table_command(tmp_path: Path) -> None:
     assert len(bad.output.strip().splitlines()) == 1
 
 
+def test_the_capture_table_figure_is_saved_as_every_figure_is(tmp_path: Path) -> None:
+    """style.save_figure's file: an SVG without a date, the same bytes on every rerun."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_run(run_dir, torch_run())
+    figures = []
+    for out in (tmp_path / "first", tmp_path / "second"):
+        result = CliRunner().invoke(cli, ["capture-table", str(run_dir), "-d", str(out), "--format", "svg"])
+        assert result.exit_code == 0, result.output
+        figures.append((out / "capture_table.svg").read_bytes())
+    assert b"<dc:date>" not in figures[0] and figures[0] == figures[1]
+
+
 def test_the_capture_table_figure_draws_every_mode(tmp_path: Path) -> None:
     from launchbench.report.plots.capture import figure_capture_table
 
