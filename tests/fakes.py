@@ -495,3 +495,29 @@ class DeviceRecordingBackend(FleetBackend):
 def device_recording_backend(device: int) -> DeviceRecordingBackend:
     """DeviceRecordingBackend's factory (``--backend fakes:device_recording_backend``)."""
     return DeviceRecordingBackend(device)
+
+
+class HarnessCountingBackend(ScriptedBackend):
+    """A scripted backend whose harness cost is HARNESS_STEP times the number of times a case in this
+    process has measured it, so a result's ``harness_s_per_iter`` says which measurement it carries."""
+
+    HARNESS_STEP = 1e-8
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.harness_measured = 0
+
+    def prepare(self, case: Case, ranks: RankInfo | None = None) -> ScriptedPreparedCase | ScriptedShapeCase:
+        prepared = super().prepare(case, ranks)
+
+        def harness_cost() -> float:
+            self.harness_measured += 1
+            return self.HARNESS_STEP * self.harness_measured
+
+        prepared.harness_cost = harness_cost  # type: ignore[method-assign]
+        return prepared
+
+
+def harness_counting_backend(device: int) -> HarnessCountingBackend:
+    """HarnessCountingBackend's factory (picklable, for a spawned worker)."""
+    return HarnessCountingBackend()

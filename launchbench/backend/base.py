@@ -68,6 +68,15 @@ class PreparedCase(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class KeepsModeGraphs(Protocol):
+    """A prepared case whose graph modes keep their own life cycle and failure, by mode (a torch
+    chain's: backend/torch_graph.py); any other case's graph mode has ``lifecycle`` and ``graph_failure``."""
+
+    mode_lifecycles: dict[str, GraphLifecycle]
+    mode_failures: dict[str, str]
+
+
 @dataclass(frozen=True)
 class GraphDrawing:
     """A captured graph drawn: Graphviz DOT, and a one-line count of its nodes by type where the nodes

@@ -9,7 +9,8 @@ Temporary buffers that CuPy allocates during capture (e.g. CUB's scratch space f
 memory pool dedicated to the graph and kept alive with it, so no other allocation can reuse them while
 the graph may still replay (cupy/cupy#9655).
 
-What other backend modules use: ``capture`` (a chain's graph and its timed life cycle), ``capture_raw``
+What other backend modules use: ``capture`` (a chain's graph and its timed life cycle), ``capture_graph``
+(one iteration as an instantiated CuPy graph, untimed), ``capture_raw``
 (one iteration as a cudaGraph_t, not instantiated), ``abort_capture``, ``checked`` (a cuda-bindings
 call's values or CaptureFailed), ``describe_error`` and ``CaptureFailed``.
 """
@@ -211,6 +212,21 @@ def _count_nodes(graph: Any) -> int | None:
     if hasattr(graph, "debug_dot_str"):
         return len(set(re.findall(r'"(graph_\d+_node_\d+)"\[', graph.debug_dot_str())))
     return None
+
+
+def capture_graph(
+    stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], pool: cupy.cuda.MemoryPool
+) -> Any:
+    """One iteration of ``calls`` captured with CuPy's stream capture, its allocations from ``pool``: an
+    instantiated cupy.cuda.Graph; CaptureFailed with the reason, the capture ended, where it fails."""
+    with cupy.cuda.using_allocator(pool.malloc), stream:
+        try:
+            stream.begin_capture()
+            issue(calls)
+            return stream.end_capture()
+        except Exception as err:
+            abort_capture(stream)
+            raise CaptureFailed(describe_error(err)) from err
 
 
 def capture(stream: cupy.cuda.Stream, calls: Sequence[Callable[[], Any]], clock: Clock) -> CapturedGraph:

@@ -33,6 +33,9 @@ from launchbench.measure.clock import Clock
 from launchbench.results.schema import GraphLifecycle, ShapeCounts
 from launchbench.scenario.core import Case
 
+# the buffers a chain writes: their initial contents, and after one eager iteration from them
+EagerOutputs = tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
+
 
 class CupyPreparedCase:
     def __init__(self, case: Case, clock: Clock, streams: StreamSource, ranks: RankInfo | None = None):
@@ -85,16 +88,30 @@ class CupyPreparedCase:
     def check_outputs(self) -> OutputCheck:
         if self.captured is None:
             return self._check_eager_only()
+        return self.check_graph(self.eager_outputs())
+
+    def eager_outputs(self) -> EagerOutputs | None:
+        """The buffers the chain writes as reset, and after one eager iteration from there (what every
+        graph mode's outputs are checked against); None where the chain writes none."""
         reset_steps(self.stream, self.steps)
         initial = snapshot_steps(self.stream, self.steps)
         if not initial:
-            return OutputCheck(None, "the chain writes no buffer; graph node count checked instead")
+            return None
         self.eager.run_batch(1)
-        eager = snapshot_steps(self.stream, self.steps)
+        return initial, snapshot_steps(self.stream, self.steps)
+
+    def check_graph(self, outputs: EagerOutputs | None) -> OutputCheck:
+        """The captured graph's outputs from the initial contents against eager's (``outputs``, from
+        eager_outputs), and eager's against the host reference where a kind gives one; without a graph,
+        eager's against the host reference only."""
+        if self.captured is None:
+            return self._check_eager_only(outputs[1] if outputs else None)
+        if outputs is None:
+            return OutputCheck(None, "the chain writes no buffer; graph node count checked instead")
+        initial, eager = outputs
         reset_steps(self.stream, self.steps)
         self.workloads["graph"].run_batch(1)
-        graph = snapshot_steps(self.stream, self.steps)
-        check = compare_outputs(initial, eager, graph)
+        check = compare_outputs(initial, eager, snapshot_steps(self.stream, self.steps))
         host = compare_reference(self._references(), eager)
         if host is None or check.match is False:
             return check
@@ -102,15 +119,18 @@ class CupyPreparedCase:
             return host
         return OutputCheck(True, f"{check.detail}; {host.detail}")
 
-    def _check_eager_only(self) -> OutputCheck:
-        """No graph: eager's outputs against the host reference, where a kind gives one."""
+    def _check_eager_only(self, eager: dict[str, np.ndarray] | None = None) -> OutputCheck:
+        """No graph: eager's outputs (``eager``, else one eager iteration from the initial contents)
+        against the host reference, where a kind gives one."""
         no_graph = f"no graph to compare ({self.graph_failure})"
         references = self._references()
         if not references:
             return OutputCheck(None, no_graph)
-        reset_steps(self.stream, self.steps)
-        self.eager.run_batch(1)
-        host = compare_reference(references, snapshot_steps(self.stream, self.steps))
+        if eager is None:
+            reset_steps(self.stream, self.steps)
+            self.eager.run_batch(1)
+            eager = snapshot_steps(self.stream, self.steps)
+        host = compare_reference(references, eager)
         assert host is not None
         return host if host.match is False else OutputCheck(None, f"{no_graph}; eager: {host.detail}")
 

@@ -48,11 +48,10 @@ from launchbench.backend.chain import (
 from launchbench.backend.check import compare_outputs
 from launchbench.backend.graph import (
     CaptureFailed,
-    abort_capture,
+    capture_graph,
     capture_raw,
     checked,
     cudart,
-    describe_error,
 )
 from launchbench.backend.step_builder import StepBuilder
 from launchbench.backend.window import LaunchWindow
@@ -98,18 +97,6 @@ class Counter:
             cache_misses=self.cache_misses,
             refusal_reasons=dict(self.reasons),
         )
-
-
-def capture_graph(stream: cupy.cuda.Stream, calls: Calls, pool: cupy.cuda.MemoryPool) -> Any:
-    """One iteration of ``calls`` captured with CuPy's stream capture: an instantiated cupy.cuda.Graph."""
-    with cupy.cuda.using_allocator(pool.malloc), stream:
-        try:
-            stream.begin_capture()
-            issue(calls)
-            return stream.end_capture()
-        except Exception as err:
-            abort_capture(stream)
-            raise CaptureFailed(describe_error(err)) from err
 
 
 def capture_raw_pooled(stream: cupy.cuda.Stream, calls: Calls, pool: cupy.cuda.MemoryPool) -> Any:

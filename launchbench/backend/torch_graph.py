@@ -221,16 +221,15 @@ class TorchPreparedCase(CupyPreparedCase):
 
     def check_outputs(self) -> OutputCheck:
         """Eager against CuPy's graph (as any chain), and eager against torch_graph, from the same
-        initial contents; failed_modes names the graph modes whose outputs differ."""
-        cupy_check = super().check_outputs()
+        initial contents and the same eager outputs; failed_modes names the graph modes whose outputs
+        differ."""
         if MODE not in self.workloads:
+            return super().check_outputs()
+        outputs = self.eager_outputs()
+        cupy_check = self.check_graph(outputs)
+        if outputs is None:
             return cupy_check
-        reset_steps(self.stream, self.steps)
-        initial = snapshot_steps(self.stream, self.steps)
-        if not initial:
-            return cupy_check
-        self.eager.run_batch(1)
-        eager = snapshot_steps(self.stream, self.steps)
+        initial, eager = outputs
         reset_steps(self.stream, self.steps)
         self.workloads[MODE].run_batch(1)
         torch_check = compare_outputs(initial, eager, snapshot_steps(self.stream, self.steps))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from launchbench.backend.base import Backend, CaseRefused, OutputCheck, PreparedCase
+from launchbench.backend.base import Backend, CaseRefused, KeepsModeGraphs, OutputCheck, PreparedCase
 from launchbench.errors import LaunchbenchError
 from launchbench.kinds.registry import spec_of
 from launchbench.kinds.torch_step import holds_torch
@@ -125,8 +125,10 @@ def case_modes(case: Case) -> tuple[Mode, ...]:
 def mode_graph(prepared: PreparedCase, mode: str) -> tuple[GraphLifecycle | None, str | None]:
     """A graph mode's life cycle and why it is absent: from the prepared case's per-mode records where
     it keeps them (a torch chain's, backend/torch_graph.py), else the CuPy graph's."""
-    lifecycles: dict[str, GraphLifecycle] = getattr(prepared, "mode_lifecycles", {})
-    failures: dict[str, str] = getattr(prepared, "mode_failures", {})
+    lifecycles: dict[str, GraphLifecycle] = {}
+    failures: dict[str, str] = {}
+    if isinstance(prepared, KeepsModeGraphs):
+        lifecycles, failures = prepared.mode_lifecycles, prepared.mode_failures
     lifecycle = prepared.lifecycle if mode == "graph" else None
     return lifecycles.get(mode, lifecycle), failures.get(mode, prepared.graph_failure)
 

@@ -139,7 +139,7 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
         if isinstance(message, MeasureCase):
             _measure(conn, backend, watch, message.case, PassContext(message.spreads, harness))
         else:  # a case sampled round by round, as the parent asks
-            session = _step(conn, backend, watch, session, message)
+            session = _step(conn, backend, watch, session, message, harness)
 
 
 def _measure(conn: Connection, backend: Any, watch: CanaryWatch, case: Case, context: PassContext) -> None:
@@ -210,14 +210,17 @@ def _step(
     watch: CanaryWatch,
     session: CaseSession | None,
     step: BeginCase | NextRound | FinishCase,
+    harness: HarnessCosts,
 ) -> CaseSession | None:
-    """One step of a case sampled round by round: ``BeginCase`` prepares it and answers ``Prepared``
-    (or its result when it cannot run); ``NextRound`` samples one round and answers ``RoundDone``;
-    ``FinishCase`` answers its result. The session the next step continues."""
+    """One step of a case sampled round by round: ``BeginCase`` prepares it (with the worker's
+    ``harness`` costs, as a ``MeasureCase`` is) and answers ``Prepared`` (or its result when it cannot
+    run); ``NextRound`` samples one round and answers ``RoundDone``; ``FinishCase`` answers its result.
+    The session the next step continues."""
     case = step.case if isinstance(step, BeginCase) else session.case if session is not None else None
     try:
         if isinstance(step, BeginCase):
-            started = start_case(backend, step.case, backend.clock, _ProgressSender(conn))
+            context = PassContext(harness=harness)
+            started = start_case(backend, step.case, backend.clock, _ProgressSender(conn), context)
             if isinstance(started, CaseResult):
                 _send_result(conn, started, backend, watch)
                 return None

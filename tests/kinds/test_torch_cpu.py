@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from launchbench import __version__
 from launchbench.analysis.columns import COLUMNS
 from launchbench.analysis.table import HostLevels, Placement, case_rows, run_table
-from launchbench.backend.base import OutputCheck
+from launchbench.backend.base import KeepsModeGraphs, OutputCheck
 from launchbench.backend.check import combine_checks
 from launchbench.cli import cli
 from launchbench.kinds import registry
@@ -184,6 +184,7 @@ def test_mode_graph_reads_per_mode_records_where_the_case_keeps_them() -> None:
         mode_lifecycles={"torch_graph": torch_life},
         mode_failures={},
     )
+    assert isinstance(torch_case, KeepsModeGraphs) and not isinstance(plain, KeepsModeGraphs)
     assert mode_graph(torch_case, "graph") == (None, "run allocates 2 tensor(s)")
     assert mode_graph(torch_case, "torch_graph") == (torch_life, "run allocates 2 tensor(s)")
 
@@ -307,6 +308,19 @@ def test_the_capture_table_command(tmp_path: Path) -> None:
     bad = CliRunner().invoke(cli, ["capture-table", str(run_dir), "--axis", "tokens"])
     assert bad.exit_code == 2 and "'tokens'" in bad.output and "batch" in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_the_capture_table_figure_is_saved_as_every_figure_is(tmp_path: Path) -> None:
+    """style.save_figure's file: an SVG without a date, the same bytes on every rerun."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_run(run_dir, torch_run())
+    figures = []
+    for out in (tmp_path / "first", tmp_path / "second"):
+        result = CliRunner().invoke(cli, ["capture-table", str(run_dir), "-d", str(out), "--format", "svg"])
+        assert result.exit_code == 0, result.output
+        figures.append((out / "capture_table.svg").read_bytes())
+    assert b"<dc:date>" not in figures[0] and figures[0] == figures[1]
 
 
 def test_the_capture_table_figure_draws_every_mode(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import cupy
 
 from launchbench.backend.floor.base import FloorContext, LayerWorkloads, kernel_name
+from launchbench.backend.graph import capture_graph
 from launchbench.backend.workload import LaunchLoop
 from launchbench.measure.sampler import Workload
 
@@ -20,13 +21,9 @@ ELEMENTS = 1024  # the arrays the elementwise kernel and the ufunc work on: GPU 
 
 
 def _graph(ctx: FloorContext, call: Callable[[], Any], nodes: int) -> Any:
-    """``call`` captured ``nodes`` times on the context's stream: the instantiated CuPy Graph."""
-    stream = ctx.stream
-    with stream:
-        stream.begin_capture()
-        for _ in range(nodes):
-            call()
-        graph = stream.end_capture()
+    """``call`` captured ``nodes`` times on the context's stream: the instantiated CuPy Graph (the calls
+    allocate nothing: the default pool serves the capture, as it serves the eager calls)."""
+    graph = capture_graph(ctx.stream, [call] * nodes, cupy.get_default_memory_pool())
     ctx.shared.setdefault("graphs", []).append(graph)  # kept alive until the context closes
     return graph
 

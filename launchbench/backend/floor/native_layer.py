@@ -1,5 +1,6 @@
 """Layer ``c``: cuLaunchKernel and cuGraphLaunch called in native.c's loops, the queue bounded there as
-the Python layers bound it (a block of half the launches allowed in flight, an event after each)."""
+the Python layers bound it (a block of half the launches allowed in flight, an event after each; a
+graph replay counts as one launch, whatever its nodes)."""
 
 from __future__ import annotations
 
@@ -64,8 +65,8 @@ def build_c(ctx: FloorContext, args: int) -> LayerWorkloads:
     def eager(iters: int) -> None:
         lib.launch(function, stream, params, iters * nodes, block)
 
-    def replay(iters: int) -> None:
-        lib.replay(graph, stream, iters, max(1, block // nodes))
+    def replay(iters: int) -> None:  # a replay is one launch, as in workload.LaunchLoop's graph loops
+        lib.replay(graph, stream, iters, block)
 
     return LayerWorkloads(
         {

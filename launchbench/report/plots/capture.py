@@ -20,7 +20,15 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from launchbench.analysis.table import HostLevels, run_table  # noqa: E402
 from launchbench.errors import LaunchbenchError  # noqa: E402
 from launchbench.report.capture_table import capture_table, markdown  # noqa: E402
-from launchbench.report.plots.style import DPI, MODE_COLOURS, MODE_LABELS, MODE_MARKERS, STYLE, WIDTH_IN  # noqa: E402
+from launchbench.report.plots.style import (  # noqa: E402
+    DPI,
+    MODE_COLOURS,
+    MODE_LABELS,
+    MODE_MARKERS,
+    STYLE,
+    WIDTH_IN,
+    save_figure,
+)
 from launchbench.results.schema import MEASURED_STATUSES, RunRecord  # noqa: E402
 
 MIB = 2**20
@@ -108,7 +116,5 @@ def write_capture_files(run: RunRecord, out_dir: Path, axis: str = "batch", fmt:
         figure = figure_capture_table(
             group, axis, f"{scenario}: {chain}{extra}: graph capture cost per {axis}"
         )
-        path = out_dir / f"{name}.{fmt}"
-        figure.savefig(path, format=fmt)
-        written.append(path)
+        written.append(save_figure(figure, out_dir, name, fmt))
     return written
