@@ -264,6 +264,22 @@ def _relative_rmse(measured: np.ndarray, predicted: np.ndarray) -> float:
     return float(np.sqrt(np.mean(((predicted - measured) / measured) ** 2)))
 
 
+def _mode_costs(group: pd.DataFrame) -> tuple[dict[str, ShapeCost], dict[str, dict[str, Any]]]:
+    """Each mode's ShapeCost in one group of rows, and its fit (line, points, relative RMSE); a mode
+    measured at fewer than two numbers of iterations per shape has no line and is left out."""
+    costs: dict[str, ShapeCost] = {}
+    fits: dict[str, dict[str, Any]] = {}
+    for mode, mode_rows in group.groupby("mode", sort=False):
+        if mode_rows["iterations_per_shape"].nunique() < 2:
+            continue
+        cost, line = shape_cost(mode_rows)
+        costs[str(mode)] = cost
+        k = mode_rows["iterations_per_shape"].to_numpy(dtype=float)
+        wall = mode_rows["wall_us_per_iter"].to_numpy(dtype=float)
+        fits[str(mode)] = {**line, "n": len(mode_rows), "rel_rmse": _relative_rmse(wall, cost.at(k))}
+    return costs, fits
+
+
 def fit_shape_model(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (scenario, chain, other sweep values, mode) of a chain whose sizes change, where the
     iterations per shape take ≥ 2 values: the mode's ShapeCost (``fixed_us`` is its cost without a
@@ -282,16 +298,7 @@ def fit_shape_model(table: pd.DataFrame) -> pd.DataFrame:
         axes = length_axes(params, [int(k) for k in group["iterations_per_shape"]])
         keys = [json.dumps({k: v for k, v in p.items() if k not in axes}, sort_keys=True) for p in params]
         for key, sub in group.groupby(keys, sort=False):
-            costs: dict[str, ShapeCost] = {}
-            fits: dict[str, dict[str, Any]] = {}
-            for mode, mode_rows in sub.groupby("mode", sort=False):
-                if mode_rows["iterations_per_shape"].nunique() < 2:
-                    continue
-                cost, line = shape_cost(mode_rows)
-                costs[str(mode)] = cost
-                k = mode_rows["iterations_per_shape"].to_numpy(dtype=float)
-                wall = mode_rows["wall_us_per_iter"].to_numpy(dtype=float)
-                fits[str(mode)] = {**line, "n": len(mode_rows), "rel_rmse": _relative_rmse(wall, cost.at(k))}
+            costs, fits = _mode_costs(sub)
             if not costs:  # one number of iterations per shape: no line to fit for any mode
                 continue
             largest = float(sub["iterations_per_shape"].max())

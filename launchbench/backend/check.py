@@ -1,4 +1,5 @@
-"""Graph output against eager output: the check that a fast answer is also a right one (numpy only)."""
+"""Graph output against eager output: the check that a fast answer is also a right one (numpy only;
+device_check.py keeps the snapshots of a chain with many buffers on the GPU and judges with the same words)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,24 @@ def compare_outputs(
     initial: dict[str, np.ndarray], eager: dict[str, np.ndarray], graph: dict[str, np.ndarray]
 ) -> OutputCheck:
     """Exact equality, or closeness within the dtype's rounding for reductions whose order may vary."""
+    unchanged = [name for name in eager if np.array_equal(eager[name], initial[name], equal_nan=True)]
+    differing = {
+        name: (expected, graph[name])
+        for name, expected in eager.items()
+        if not np.array_equal(expected, graph[name], equal_nan=True)
+    }
+    return judge_outputs(len(eager), sum(a.nbytes for a in eager.values()), unchanged, differing)
+
+
+def judge_outputs(
+    count: int, total_bytes: int, unchanged: list[str], differing: dict[str, tuple[np.ndarray, np.ndarray]]
+) -> OutputCheck:
+    """The check of ``count`` outputs (``total_bytes`` in all) of which ``differing`` (name: eager's and
+    the graph's contents, in output order) are not identical: each one within the dtype's rounding, or a
+    mismatch; ``unchanged`` are those eager left as they were."""
     mismatches = []
     close_only = []
-    unchanged = [name for name in eager if np.array_equal(eager[name], initial[name], equal_nan=True)]
-    for name, expected in eager.items():
-        got = graph[name]
-        if np.array_equal(expected, got, equal_nan=True):
-            continue
+    for name, (expected, got) in differing.items():
         if expected.dtype.kind == "f":
             far = ~np.isclose(
                 got, expected, rtol=ROUNDING_RTOL[expected.dtype.itemsize], atol=0, equal_nan=True
@@ -31,12 +43,11 @@ def compare_outputs(
         else:
             bad = int(np.count_nonzero(got != expected))
         mismatches.append(f"{name}: {bad} of {expected.size} elements differ")
-    total_bytes = sum(a.nbytes for a in eager.values())
     if mismatches:
         return OutputCheck(False, "graph output differs from eager: " + "; ".join(mismatches))
-    detail = f"{len(eager)} buffer(s), {total_bytes} bytes identical"
+    detail = f"{count} buffer(s), {total_bytes} bytes identical"
     if close_only:
-        detail = f"{len(eager)} buffer(s) equal; within rounding: {', '.join(close_only)}"
+        detail = f"{count} buffer(s) equal; within rounding: {', '.join(close_only)}"
     if unchanged:
         detail += f"; note: eager left {', '.join(unchanged)} unchanged"
     return OutputCheck(True, detail)

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import cupy
-import numpy as np
 
+from launchbench.backend import device_check
 from launchbench.backend.base import GraphDrawing, OutputCheck, RankControl
 from launchbench.backend.chain import (
     Calls,
@@ -486,9 +486,10 @@ class ShapePreparedCase:
             self.workloads.pop(name, None)
         self.graph_failure = reason
 
-    def _walk(self, mode: str) -> dict[str, np.ndarray]:
+    def _walk(self, mode: str) -> None:
         """From the initial contents, every shape in turn (CHECK_CYCLES times), up to two iterations each,
-        through the mode's own strategy (its cache and its executable graph as measured); not counted."""
+        through the mode's own strategy (its cache and its executable graph as measured); not counted.
+        The outputs are left as the walk wrote them."""
         loop = self.loops[mode]
         reset_steps(self.stream, self.steps)
         with loop.not_counting(), self.stream:
@@ -499,18 +500,37 @@ class ShapePreparedCase:
                     for _ in range(min(self.plan.per_shape, 2)):
                         loop.strategy.launch()
             self.stream.synchronize()
-        return snapshot_steps(self.stream, self.steps)
 
     def check_outputs(self) -> OutputCheck:
+        """Every graph strategy's walk against eager's, the snapshots kept on the GPU (device_check);
+        on the host where the GPU has no room for them."""
         modes = [mode for mode in self.loops if mode != "eager"]
         if not modes:
             return OutputCheck(None, f"no graph to compare ({self.graph_failure})")
+        try:
+            return self._check_with(modes, device_check.snapshot, device_check.compare_snapshots)
+        except cupy.cuda.memory.OutOfMemoryError:
+            cupy.get_default_memory_pool().free_all_blocks()
+        return self._check_with(modes, snapshot_steps, compare_outputs)
+
+    def _check_with(
+        self, modes: list[str], take: Callable[..., Any], compare: Callable[..., OutputCheck]
+    ) -> OutputCheck:
+        """The walks' outputs taken by ``take`` (a snapshot of the steps) and judged by ``compare``
+        (initial, eager, graph)."""
         reset_steps(self.stream, self.steps)
-        initial = snapshot_steps(self.stream, self.steps)
-        if not initial:
+        initial = take(self.stream, self.steps)
+        if not len(initial):
             return OutputCheck(None, "the chain writes no buffer")
-        eager = self._walk("eager")
-        checks = {mode: compare_outputs(initial, eager, self._walk(mode)) for mode in modes}
+        self._walk("eager")
+        eager = take(self.stream, self.steps)
+        checks = {}
+        for mode in modes:
+            self._walk(mode)
+            checks[mode] = compare(initial, eager, take(self.stream, self.steps))
+        return self._verdict(modes, checks)
+
+    def _verdict(self, modes: list[str], checks: dict[str, OutputCheck]) -> OutputCheck:
         failed = tuple(mode for mode, check in checks.items() if check.match is False)
         if failed:
             detail = "; ".join(f"{mode}: {checks[mode].detail}" for mode in failed)

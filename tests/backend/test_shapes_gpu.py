@@ -83,3 +83,63 @@ def test_the_graph_command_draws_the_first_shape(backend):
     finally:
         prepared.close()
     assert dot.lstrip().startswith("digraph")
+
+
+def _steps(arrays):
+    from launchbench.kinds.base import BuiltStep
+
+    return [BuiltStep(calls=[], outputs={name: array}) for name, array in arrays.items()]
+
+
+def _states():
+    """Outputs of mixed dtypes and shapes as reset, after eager, and after four graph walks: identical,
+    within float32 rounding, different in 3 elements of one buffer, and NaN where eager has NaN."""
+    import cupy
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    initial = {
+        "a": rng.random((4, 5)).astype(np.float32),
+        "b": rng.integers(0, 9, 7).astype(np.int32),
+        "c": rng.random(6),
+        "keep": np.arange(3, dtype=np.float32),
+    }
+    eager = {k: v.copy() for k, v in initial.items()}
+    eager["a"] = eager["a"] * 2
+    eager["b"] = eager["b"] + 1
+    eager["c"][2] = np.nan
+    graphs = {"same": {k: v.copy() for k, v in eager.items()}}
+    graphs["rounding"] = {k: v.copy() for k, v in eager.items()}
+    graphs["rounding"]["a"] = np.nextafter(eager["a"], np.float32(np.inf))
+    graphs["different"] = {k: v.copy() for k, v in eager.items()}
+    graphs["different"]["b"][:3] += 5
+    graphs["nan"] = {k: v.copy() for k, v in eager.items()}
+    graphs["nan"]["c"][2] = 0.0
+    to_device = {k: cupy.asarray(v) for k, v in initial.items()}
+    return initial, eager, graphs, to_device
+
+
+def test_the_device_check_says_what_the_host_check_says():
+    import cupy
+
+    from launchbench.backend import device_check
+    from launchbench.backend.check import compare_outputs
+
+    initial, eager, graphs, buffers = _states()
+    steps = _steps(buffers)
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def taken(contents):
+        for name, array in contents.items():
+            buffers[name][...] = cupy.asarray(array)
+        cupy.cuda.Device().synchronize()  # written on the default stream, read on ``stream``
+        return device_check.snapshot(stream, steps)
+
+    first, after = taken(initial), taken(eager)
+    for name, graph in graphs.items():
+        on_device = device_check.compare_snapshots(first, after, taken(graph))
+        on_host = compare_outputs(initial, eager, graph)
+        assert on_device == on_host, name
+    assert "within rounding: a" in str(compare_outputs(initial, eager, graphs["rounding"]).detail)
+    assert "b: 3 of 7 elements differ" in str(compare_outputs(initial, eager, graphs["different"]).detail)
+    assert "eager left keep unchanged" in str(compare_outputs(initial, eager, graphs["same"]).detail)
