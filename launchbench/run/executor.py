@@ -201,16 +201,17 @@ class WorkerExecutor:
 
     def next_pass(self, pass_index: int) -> None:
         """Spawn the worker pass ``pass_index`` runs in and stop this pass's: the new one imports
-        launchbench while the old one ends and the parent does what it does between passes (the
-        tables), and starts its backend only when the pass's first case asks for it, after the old one
-        has ended: nothing is measured meanwhile, and the first canary reading is taken with the parent
-        waiting."""
+        launchbench while the old one ends, and is asked to start its backend (the CUDA context, NVML,
+        the first canary reading) once the old one has ended, so it does while the parent does what it
+        does between passes (the tables, the host-level fits). Nothing is measured meanwhile: the pass's
+        first case waits for the new worker's Ready."""
         ending, self._worker = self._worker, None
         if self._next is not None:
             self._next.stop()
         self._next = self._spawn()
         if ending is not None:
             ending.stop()
+        self._next.ask_start()
         self._pass = pass_index
 
     def execute(
@@ -341,6 +342,7 @@ class WorkerProcess:
     join, kill) and ``timed_out`` are what the methods use, so a worker started otherwise can derive."""
 
     start_times: WorkerStart | None = None
+    _asked = False  # StartBackend sent
 
     def __init__(self, factory: Callable[[int], Any], device: int):
         ctx = multiprocessing.get_context("spawn")
@@ -351,12 +353,19 @@ class WorkerProcess:
         child.close()
         self.timed_out = False
 
-    def start(self) -> dict[str, Any]:
-        """Ask the worker to start its backend (it has been importing since its spawn) and wait for
-        it; the environment it runs on."""
-        asked = time.perf_counter()
-        with contextlib.suppress(OSError, ValueError):  # a worker that exited: its code is read below
+    def ask_start(self) -> None:
+        """Ask the worker to start its backend once its imports are done (``start`` waits for it)."""
+        if self._asked:
+            return
+        self._asked = True
+        with contextlib.suppress(OSError, ValueError):  # a worker that exited: its code is read in start
             self.conn.send(StartBackend())
+
+    def start(self) -> dict[str, Any]:
+        """Wait for the worker's backend (asking for it, unless ``ask_start`` did; the worker has been
+        importing since its spawn); the environment it runs on."""
+        asked = time.perf_counter()
+        self.ask_start()
         if not self.conn.poll(WORKER_START_TIMEOUT):
             self.stop()
             raise LaunchbenchError("the GPU worker did not start within 3 minutes")

@@ -330,6 +330,9 @@ class _Spawned:
         self.log = log
         log.append("spawn")
 
+    def ask_start(self) -> None:
+        self.log.append("ask")
+
     def start(self) -> dict:
         self.log.append("start")
         return {}
@@ -341,18 +344,39 @@ class _Spawned:
         self.log.append("stop")
 
 
-def test_the_next_pass_worker_is_spawned_as_a_pass_ends_and_started_when_its_pass_asks():
+def test_the_next_pass_worker_is_spawned_as_a_pass_ends_and_asked_to_start_once_the_old_one_ended():
     from launchbench.run.executor import WorkerExecutor
 
     log: list[str] = []
     executor = WorkerExecutor(scripted_backend, 0, spawn=lambda: _Spawned(log))
     executor.start()
     executor._worker_for(0)
-    executor.next_pass(1)  # the next one spawned (not started), then this pass's stopped
-    assert log == ["spawn", "start", "spawn", "stop"]
-    executor._worker_for(1)
-    assert log == ["spawn", "start", "spawn", "stop", "start"]
+    executor.next_pass(1)  # the next one spawned, this pass's stopped, then the next one asked to start
+    assert log == ["spawn", "start", "spawn", "stop", "ask"]
+    executor._worker_for(1)  # the pass's first case waits for it
+    assert log == ["spawn", "start", "spawn", "stop", "ask", "start"]
     executor._worker_for(1)  # the same pass: the same worker
     executor.next_pass(2)
-    executor.close()  # a worker spawned ahead and never asked for is stopped too
-    assert log[5:] == ["spawn", "stop", "stop"]
+    executor.close()  # a worker spawned ahead and never waited for is stopped too
+    assert log[6:] == ["spawn", "stop", "ask", "stop"]
+
+
+def test_a_worker_asked_to_start_ahead_reports_only_the_wait_for_it(tmp_path):
+    """``ready_s`` counts the wait from ``start`` on, not the time since ``ask_start``; asking twice
+    is one ask."""
+    import time
+
+    from launchbench.run.executor import WorkerProcess
+
+    worker = WorkerProcess(scripted_backend, 0)
+    try:
+        asked = time.perf_counter()
+        worker.ask_start()
+        worker.ask_start()
+        time.sleep(0.5)
+        assert worker.start()
+        assert worker.start_times is not None
+        assert worker.start_times.ready_s <= time.perf_counter() - asked - 0.5
+        assert worker.alive()
+    finally:
+        worker.stop()
