@@ -323,3 +323,21 @@ def test_preprocess_outputs_are_right():
     expected = preprocess.reference(np.array(work.images_host), work.contrast, work.brightness)
     np.testing.assert_allclose(cupy.asnumpy(work.out), expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(work.out_host, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "uint8", "int64"])
+def test_initial_buffers_are_the_same_random_values_every_run_in_their_range(dtype):
+    import cupy
+    import numpy as np
+
+    from launchbench.kinds.buffers import random_array
+
+    first = random_array(100_001, dtype, np.random.default_rng(7))
+    again = random_array(100_001, dtype, np.random.default_rng(7))
+    other = random_array(100_001, dtype, np.random.default_rng(8))
+    assert first.dtype == np.dtype(dtype) and first.shape == (100_001,)
+    assert bool(cupy.array_equal(first, again)) and not bool(cupy.array_equal(first, other))
+    low, high = (0.5, 1.5) if np.dtype(dtype).kind == "f" else (0, 99)
+    assert low <= float(first.min()) and float(first.max()) <= high
+    assert len(cupy.unique(first)) > 50  # random, not a constant
+    assert random_array(0, dtype, np.random.default_rng(7)).size == 0
