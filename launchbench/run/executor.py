@@ -23,6 +23,7 @@ from launchbench.run.profile import CaseTimes, PassTimes, WorkerStart
 from launchbench.run.protocol import (
     Answer,
     BeginCase,
+    Booted,
     CasePass,
     Failed,
     FinishCase,
@@ -184,6 +185,7 @@ class WorkerExecutor:
         self._pass: int | None = None
         self._started: WorkerStart | None = None  # the start of the worker the next case-pass runs in
         self._next: WorkerProcess | None = None  # spawned for the next pass, its backend not started
+        self._ahead: WorkerProcess | None = None  # spawned for the pass after it: imported, then idle
         self._times: PassTimes | None = None
 
     def start(self) -> dict[str, Any]:
@@ -200,18 +202,21 @@ class WorkerExecutor:
         return environment
 
     def next_pass(self, pass_index: int) -> None:
-        """Spawn the worker pass ``pass_index`` runs in and stop this pass's: the new one imports
-        launchbench while the old one ends, and is asked to start its backend (the CUDA context, NVML,
-        the first canary reading) once the old one has ended, so it does while the parent does what it
-        does between passes (the tables, the host-level fits). Nothing is measured meanwhile: the pass's
-        first case waits for the new worker's Ready."""
+        """Stop this pass's worker and ready the one pass ``pass_index`` runs in, between the passes,
+        while nothing is measured: that one was spawned a pass ahead and has imported launchbench (or is
+        spawned now), and starts its backend (the CUDA context, NVML, the first canary reading) once the
+        old one has ended, while the parent does what it does between passes (the tables, the
+        host-level fits). The worker for the pass after it is spawned now, to import meanwhile; the
+        pass's first case waits for the new worker's Ready and for that one's imports to be done, so no
+        import loads the host while a case is measured, and it then sits idle, holding no GPU context."""
         ending, self._worker = self._worker, None
         if self._next is not None:
             self._next.stop()
-        self._next = self._spawn()
+        self._next, self._ahead = self._ahead or self._spawn(), None
         if ending is not None:
             ending.stop()
         self._next.ask_start()
+        self._ahead = self._spawn()
         self._pass = pass_index
 
     def execute(
@@ -244,6 +249,9 @@ class WorkerExecutor:
         if self._next is not None:
             self._worker = self._next
             self._ready(self._worker)
+            if self._ahead is not None and not self._ahead.booted():
+                self._ahead.stop()
+                self._ahead = None
         if self._worker is None or not self._worker.alive():
             self.start()
         assert self._worker is not None
@@ -297,10 +305,10 @@ class WorkerExecutor:
         return self._times
 
     def close(self) -> None:
-        for worker in (self._worker, self._next):
+        for worker in (self._worker, self._next, self._ahead):
             if worker is not None:
                 worker.stop()
-        self._worker = self._next = None
+        self._worker = self._next = self._ahead = None
 
 
 class RemotePass:
@@ -343,6 +351,7 @@ class WorkerProcess:
 
     start_times: WorkerStart | None = None
     _asked = False  # StartBackend sent
+    _booted = False  # its Booted received (by ``booted``)
 
     def __init__(self, factory: Callable[[int], Any], device: int):
         ctx = multiprocessing.get_context("spawn")
@@ -366,15 +375,9 @@ class WorkerProcess:
         importing since its spawn); the environment it runs on."""
         asked = time.perf_counter()
         self.ask_start()
-        if not self.conn.poll(WORKER_START_TIMEOUT):
-            self.stop()
-            raise LaunchbenchError("the GPU worker did not start within 3 minutes")
-        try:
-            answer = self.conn.recv()
-        except EOFError:
-            code = self.process.exitcode
-            self.stop()
-            raise LaunchbenchError(f"the GPU worker exited while starting (exit code {code})") from None
+        answer = self._next_answer()
+        if isinstance(answer, Booted):  # not taken by ``booted``: the answer after it
+            answer = self._next_answer()
         if isinstance(answer, StartFailed):
             self.stop()
             raise NoGpuError(answer.message)
@@ -383,6 +386,28 @@ class WorkerProcess:
         ready = time.perf_counter() - asked
         self.start_times = WorkerStart(boot, answer.backend_s, answer.canary_s, ready)
         return answer.environment
+
+    def _next_answer(self) -> object:
+        if not self.conn.poll(WORKER_START_TIMEOUT):
+            self.stop()
+            raise LaunchbenchError("the GPU worker did not start within 3 minutes")
+        try:
+            return self.conn.recv()
+        except EOFError:
+            code = self.process.exitcode
+            self.stop()
+            raise LaunchbenchError(f"the GPU worker exited while starting (exit code {code})") from None
+
+    def booted(self) -> bool:
+        """Wait until the worker has imported what it runs (its Booted); False when it exited first.
+        Only before ``ask_start``: the answer after Booted is the backend's."""
+        if self._booted:
+            return True
+        try:
+            self._booted = self.conn.poll(WORKER_START_TIMEOUT) and isinstance(self.conn.recv(), Booted)
+        except (EOFError, OSError):
+            self._booted = False
+        return self._booted
 
     def mark_spawn(self) -> None:
         """Note the moment the worker is spawned (for ``start_times``)."""

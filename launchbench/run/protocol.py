@@ -131,6 +131,12 @@ Request = (
 
 
 @dataclass(frozen=True)
+class Booted:
+    """The worker has imported what it runs (sent as its main loop begins, before it waits for
+    StartBackend), so the parent knows its imports no longer load the host."""
+
+
+@dataclass(frozen=True)
 class Ready:
     """The worker's environment, and how its start went: when its main loop began (``time.time()``,
     which the parent compares with its spawn), and the seconds its backend and first canary took."""

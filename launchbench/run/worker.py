@@ -28,6 +28,7 @@ from launchbench.run.execute import CaseSession, HarnessCosts, PassContext, fail
 from launchbench.run.profile import CaseTimes
 from launchbench.run.protocol import (
     BeginCase,
+    Booted,
     Failed,
     FinishCase,
     FloorDone,
@@ -112,8 +113,9 @@ def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) 
     os.environ[NVLS_VARIABLE] = "0"  # NCCL's NVLink multicast stays off in every worker
     entered_at = time.time()
     try:
+        conn.send(Booted())
         asked = conn.recv()  # nothing touches the GPU before the parent asks (StartBackend)
-    except EOFError:
+    except (EOFError, BrokenPipeError):
         return
     if not isinstance(asked, StartBackend):
         return

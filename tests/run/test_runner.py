@@ -313,6 +313,7 @@ def test_a_worker_touches_no_backend_before_the_parent_asks(tmp_path, monkeypatc
     monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
     worker = WorkerProcess(counting_backend, 0)
     try:
+        assert worker.booted()  # its imports are done: it says so, then waits
         wait_until_idle(worker.process.pid)  # a worker that did not wait would be up by now
         assert not starts.exists() and not worker.conn.poll(0)  # no backend, no Ready yet
         worker.start()
@@ -333,6 +334,10 @@ class _Spawned:
     def ask_start(self) -> None:
         self.log.append("ask")
 
+    def booted(self) -> bool:
+        self.log.append("booted")
+        return True
+
     def start(self) -> dict:
         self.log.append("start")
         return {}
@@ -344,21 +349,24 @@ class _Spawned:
         self.log.append("stop")
 
 
-def test_the_next_pass_worker_is_spawned_as_a_pass_ends_and_asked_to_start_once_the_old_one_ended():
+def test_each_pass_worker_is_spawned_a_pass_ahead_and_started_between_the_passes():
     from launchbench.run.executor import WorkerExecutor
 
     log: list[str] = []
     executor = WorkerExecutor(scripted_backend, 0, spawn=lambda: _Spawned(log))
     executor.start()
     executor._worker_for(0)
-    executor.next_pass(1)  # the next one spawned, this pass's stopped, then the next one asked to start
-    assert log == ["spawn", "start", "spawn", "stop", "ask"]
-    executor._worker_for(1)  # the pass's first case waits for it
-    assert log == ["spawn", "start", "spawn", "stop", "ask", "start"]
+    assert log == ["spawn", "start"]
+    executor.next_pass(1)  # pass 1's worker spawned, pass 0's stopped, pass 1's asked; pass 2's spawned
+    assert log[2:] == ["spawn", "stop", "ask", "spawn"]
+    executor._worker_for(1)  # the first case waits for pass 1's backend and pass 2's imports
+    assert log[6:] == ["start", "booted"]
     executor._worker_for(1)  # the same pass: the same worker
-    executor.next_pass(2)
-    executor.close()  # a worker spawned ahead and never waited for is stopped too
-    assert log[6:] == ["spawn", "stop", "ask", "stop"]
+    assert log[8:] == []
+    executor.next_pass(2)  # pass 2's worker is the one spawned ahead
+    assert log[8:] == ["stop", "ask", "spawn"]
+    executor.close()  # the worker ahead and the one never waited for are stopped too
+    assert log[11:] == ["stop", "stop"]
 
 
 def test_a_worker_asked_to_start_ahead_reports_only_the_wait_for_it(tmp_path):
