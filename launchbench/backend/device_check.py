@@ -92,8 +92,14 @@ def _differing_elements(a: cupy.ndarray, b: cupy.ndarray) -> cupy.ndarray:
     return differ.astype(cupy.int64)
 
 
-def differing_counts(a: DeviceSnapshot, b: DeviceSnapshot) -> dict[str, int]:
-    """Per output, how many of its elements differ between two snapshots of the same steps."""
+def differing_counts(a: DeviceSnapshot, b: DeviceSnapshot, stream: cupy.cuda.Stream) -> dict[str, int]:
+    """Per output, how many of its elements differ between two snapshots of the same steps (counted on
+    ``stream``)."""
+    with stream:
+        return _differing_counts(a, b)
+
+
+def _differing_counts(a: DeviceSnapshot, b: DeviceSnapshot) -> dict[str, int]:
     counts: dict[str, int] = {}
     for dtype, flat in a.flats.items():
         members = [(name, seg) for name, seg in a.segments.items() if seg.dtype == dtype]
@@ -109,13 +115,18 @@ def differing_counts(a: DeviceSnapshot, b: DeviceSnapshot) -> dict[str, int]:
     return counts
 
 
-def compare_snapshots(initial: DeviceSnapshot, eager: DeviceSnapshot, graph: DeviceSnapshot) -> OutputCheck:
-    """check.compare_outputs of the three snapshots, with only the outputs that differ copied to the host."""
-    unchanged = [name for name, n in differing_counts(eager, initial).items() if n == 0]
-    differing = [name for name, n in differing_counts(eager, graph).items() if n > 0]
+def compare_snapshots(
+    initial: DeviceSnapshot, eager: DeviceSnapshot, graph: DeviceSnapshot, stream: cupy.cuda.Stream
+) -> OutputCheck:
+    """check.compare_outputs of the three snapshots, with only the outputs that differ copied to the host.
+    Every kernel and copy runs on ``stream``, the case's own: work on a second stream can leave later
+    graph replays of the process slower (docs/methodology.md, what slows graph replays)."""
+    unchanged = [name for name, n in differing_counts(eager, initial, stream).items() if n == 0]
+    differing = [name for name, n in differing_counts(eager, graph, stream).items() if n > 0]
     order = {name: i for i, name in enumerate(eager.names)}
     unchanged.sort(key=order.__getitem__)
     differing.sort(key=order.__getitem__)
-    expected, got = eager.on_host(differing), graph.on_host(differing)
+    with stream:
+        expected, got = eager.on_host(differing), graph.on_host(differing)
     pairs = {name: (expected[name], got[name]) for name in differing}
     return judge_outputs(len(eager.names), eager.nbytes(), unchanged, pairs)

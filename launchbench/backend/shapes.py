@@ -508,10 +508,13 @@ class ShapePreparedCase:
         if not modes:
             return OutputCheck(None, f"no graph to compare ({self.graph_failure})")
         try:
-            return self._check_with(modes, device_check.snapshot, device_check.compare_snapshots)
+            return self._check_with(modes, device_check.snapshot, self._compare_on_device)
         except cupy.cuda.memory.OutOfMemoryError:
             cupy.get_default_memory_pool().free_all_blocks()
         return self._check_with(modes, snapshot_steps, compare_outputs)
+
+    def _compare_on_device(self, initial: Any, eager: Any, graph: Any) -> OutputCheck:
+        return device_check.compare_snapshots(initial, eager, graph, self.stream)
 
     def _check_with(
         self, modes: list[str], take: Callable[..., Any], compare: Callable[..., OutputCheck]

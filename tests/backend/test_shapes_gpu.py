@@ -137,9 +137,26 @@ def test_the_device_check_says_what_the_host_check_says():
 
     first, after = taken(initial), taken(eager)
     for name, graph in graphs.items():
-        on_device = device_check.compare_snapshots(first, after, taken(graph))
+        on_device = device_check.compare_snapshots(first, after, taken(graph), stream)
         on_host = compare_outputs(initial, eager, graph)
         assert on_device == on_host, name
     assert "within rounding: a" in str(compare_outputs(initial, eager, graphs["rounding"]).detail)
     assert "b: 3 of 7 elements differ" in str(compare_outputs(initial, eager, graphs["different"]).detail)
     assert "eager left keep unchanged" in str(compare_outputs(initial, eager, graphs["same"]).detail)
+
+
+def test_shape_cases_leave_their_worker_as_fast_as_it_started(tmp_path):
+    """Each case's check runs on the case's stream: the canary read after every case (a 100-node graph's
+    GPU time per node) stays within its bound of the worker's start, so no case is marked disturbed and
+    the run exits 0."""
+    import subprocess
+    import sys
+
+    from launchbench.results.store import load_run
+
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "launchbench", "run", str(DATA / "shapes.yaml"), "--passes", "1"]
+    done = subprocess.run([*command, "--max-time", "0.4", "--quiet", "--out-dir", str(out)], check=False)
+    record = load_run(out)
+    assert [c.case_id for c in record.cases if c.disturbed_passes] == []
+    assert done.returncode == 0
