@@ -40,7 +40,7 @@ F = Callable[..., Any]
 
 
 def _threshold(text: str) -> tuple[str | None, float]:
-    from launchbench.analysis.compare import parse_threshold
+    from launchbench.analysis.comparison import parse_threshold  # the model: no statistics loaded
 
     return parse_threshold(text)
 
@@ -182,13 +182,7 @@ class CompareArgs:
 
 def _compare(args: CompareArgs) -> int:
     """The runs loaded (or the baseline drawn from the history), each CURRENT compared with BASELINE and
-    gated, the report written; the exit code."""
-    from launchbench.analysis.coverage import CoveragePolicy
-    from launchbench.analysis.gate import GatePolicy
-    from launchbench.api import compare_pair
-    from launchbench.results.document import kept_to_the_end
-    from launchbench.results.store import load_run
-
+    gated, the report written; the exit code. Every argument is checked before the statistics load."""
     if args.baseline_from == "history" and len(args.runs) != 1:
         raise click.UsageError("with --baseline history give only CURRENT")
     if args.baseline_from is None and len(args.runs) < 2:
@@ -204,8 +198,15 @@ def _compare(args: CompareArgs) -> int:
         )
         sides = [(drawn.label, drawn.baseline), (args.runs[0], drawn.current)]
     else:
+        from launchbench.results.document import kept_to_the_end
+        from launchbench.results.store import load_run
+
         with kept_to_the_end():
             sides = [(path, load_run(path)) for path in args.runs]
+    from launchbench.analysis.coverage import CoveragePolicy
+    from launchbench.analysis.gate import GatePolicy
+    from launchbench.api import compare_pair
+
     coverage = CoveragePolicy(
         args.allow_empty, args.allow_missing, args.allow_interrupted, args.allow_disturbed
     )
@@ -230,8 +231,9 @@ def _compare(args: CompareArgs) -> int:
 def usable_settings(
     metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
 ) -> CompareSettings:
-    """The comparison's settings (analysis.gate.gated_settings); one that cannot be used: a usage error."""
-    from launchbench.analysis.compare import CompareSettingsError
+    """The comparison's settings (analysis.gate.gated_settings); one that cannot be used: a usage error.
+    Checked before the statistics (numpy's reductions, SciPy, scikit-learn) load: refusals answer at once."""
+    from launchbench.analysis.comparison import CompareSettingsError
     from launchbench.analysis.gate import gated_settings
 
     try:
