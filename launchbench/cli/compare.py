@@ -148,7 +148,11 @@ def compare(**given: Any) -> None:
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
-    sys.exit(_compare(CompareArgs(**given)))
+    from launchbench.results.document import paused_collector
+
+    with paused_collector():  # the imports, the runs and the comparison hold no garbage worth a collection
+        code = _compare(CompareArgs(**given))
+    sys.exit(code)
 
 
 @dataclass(frozen=True)
