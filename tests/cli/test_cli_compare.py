@@ -339,7 +339,6 @@ def test_commands_have_help() -> None:
         assert "Exit 0" in text and "2 on a usage or input error" in text
 
 
-
 def test_compare_runs_with_the_collector_paused(
     baseline_run: RunRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
