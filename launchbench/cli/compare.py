@@ -148,9 +148,11 @@ def compare(**given: Any) -> None:
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
-    from launchbench.results.document import paused_collector
+    from launchbench.results.document import kept_to_the_end
 
-    with paused_collector():  # the imports, the runs and the comparison hold no garbage worth a collection
+    # the imports, the runs and the comparison hold no garbage worth a collection; what is alive at the
+    # end (the modules) leaves the collector's view, so the interpreter's exit walks none of it either
+    with kept_to_the_end():
         code = _compare(CompareArgs(**given))
     sys.exit(code)
 
