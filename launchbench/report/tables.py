@@ -3,9 +3,12 @@ check): CSV and JSON. The comparison's columns come from report.comparison_table
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from launchbench.analysis.compare import Comparison
@@ -52,7 +55,34 @@ def comparison_frame(comparison: Comparison, report: GateReport | None = None) -
 
 
 def comparison_csv(comparison: Comparison, report: GateReport | None = None) -> str:
-    return comparison_frame(comparison, report).to_csv(index=False)
+    """The records as comparison_frame(...).to_csv(index=False) writes them, without the frame: each
+    column's cells as pandas writes the type it infers for them (csv_cells), written by the csv module
+    with pandas' settings (minimal quoting, newline-ended lines)."""
+    records = comparison_records(comparison, report)
+    columns = [csv_cells([record[key] for record in records]) for key in COMPARISON_COLUMNS]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COMPARISON_COLUMNS)
+    writer.writerows(zip(*columns))
+    return out.getvalue()
+
+
+def csv_cells(values: list[Any]) -> list[str]:
+    """One column's cells as pandas' to_csv writes them: all true/false: True/False; all whole numbers:
+    as they are; numbers with or without missing values: floats in their shortest form (repr, as NumPy
+    writes a float64), a missing one empty; otherwise text, a missing value (None, NaN) empty."""
+    if all(isinstance(v, bool | np.bool_) for v in values):
+        return [str(bool(v)) for v in values]
+    if not any(isinstance(v, bool | np.bool_) for v in values):
+        if all(isinstance(v, int | np.integer) for v in values):
+            return [str(v) for v in values]
+        if all(v is None or isinstance(v, int | float | np.integer | np.floating) for v in values):
+            return ["" if _missing(v) else repr(float(v)) for v in values]
+    return ["" if _missing(v) else str(v) for v in values]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float | np.floating) and math.isnan(value))
 
 
 def _clean(value: Any) -> Any:
