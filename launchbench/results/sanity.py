@@ -103,6 +103,8 @@ def _json_problems(value: Any, where: Location) -> Problems:
 
 
 def _text_problems(text: str, where: Location) -> Problems:
+    if text.isprintable():  # no character of the categories Cc, Cf, Zl or Zp (nor other unprintables)
+        return []
     found = control_characters(text)
     if not found:
         return []
