@@ -55,11 +55,11 @@ def comparison_frame(comparison: Comparison, report: GateReport | None = None) -
 
 
 def comparison_csv(comparison: Comparison, report: GateReport | None = None) -> str:
-    """The records as comparison_frame(...).to_csv(index=False) writes them, without the frame: each
-    column's cells as pandas writes the type it infers for them (csv_cells), written by the csv module
-    with pandas' settings (minimal quoting, newline-ended lines)."""
-    records = comparison_records(comparison, report)
-    columns = [csv_cells([record[key] for record in records]) for key in COMPARISON_COLUMNS]
+    """The records (comparison_records) as comparison_frame(...).to_csv(index=False) writes them, without
+    the frame, column by column: each column's cells as pandas writes the type it infers for them
+    (csv_cells), written by the csv module with pandas' settings (minimal quoting, lines ended by \\n)."""
+    lines = list(comparison_table.lines(comparison, report))
+    columns = [csv_cells([column.value(line) for line in lines]) for column in comparison_table.DATA_COLUMNS]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COMPARISON_COLUMNS)
@@ -71,13 +71,16 @@ def csv_cells(values: list[Any]) -> list[str]:
     """One column's cells as pandas' to_csv writes them: all true/false: True/False; all whole numbers:
     as they are; numbers with or without missing values: floats in their shortest form (repr, as NumPy
     writes a float64), a missing one empty; otherwise text, a missing value (None, NaN) empty."""
-    if all(isinstance(v, bool | np.bool_) for v in values):
+    kinds = {type(v) for v in values}
+    if kinds <= {str}:
+        return values
+    if all(issubclass(t, bool | np.bool_) for t in kinds):
         return [str(bool(v)) for v in values]
-    if not any(isinstance(v, bool | np.bool_) for v in values):
-        if all(isinstance(v, int | np.integer) for v in values):
+    if not any(issubclass(t, bool | np.bool_) for t in kinds):
+        if all(issubclass(t, int | np.integer) for t in kinds):
             return [str(v) for v in values]
-        if all(v is None or isinstance(v, int | float | np.integer | np.floating) for v in values):
-            return ["" if _missing(v) else repr(float(v)) for v in values]
+        if all(t is type(None) or issubclass(t, int | float | np.integer | np.floating) for t in kinds):
+            return ["" if v is None or v != v else repr(float(v)) for v in values]  # v != v: NaN
     return ["" if _missing(v) else str(v) for v in values]
 
 
