@@ -204,11 +204,9 @@ def _compare(args: CompareArgs) -> int:
         )
         sides = [(drawn.label, drawn.baseline), (args.runs[0], drawn.current)]
     else:
-        from launchbench.results.document import kept_to_the_end
         from launchbench.results.store import load_run
 
-        with kept_to_the_end():
-            sides = [(path, load_run(path)) for path in args.runs]
+        sides = [(path, load_run(path)) for path in args.runs]  # the collector paused: compare()
     from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.analysis.gate import GatePolicy
     from launchbench.api import compare_pair
@@ -237,8 +235,9 @@ def _compare(args: CompareArgs) -> int:
 def usable_settings(
     metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
 ) -> CompareSettings:
-    """The comparison's settings (analysis.gate.gated_settings); one that cannot be used: a usage error.
-    Checked before the statistics (numpy's reductions, SciPy, scikit-learn) load: refusals answer at once."""
+    """The comparison's settings (analysis.gate.gated_settings); one that cannot be used: a usage error,
+    said with the comparison model's errors (analysis.comparison, which loads no SciPy) before the
+    statistics load."""
     from launchbench.analysis.comparison import CompareSettingsError
     from launchbench.analysis.gate import gated_settings
 

@@ -103,7 +103,7 @@ def _json_problems(value: Any, where: Location) -> Problems:
 
 
 def _text_problems(text: str, where: Location) -> Problems:
-    if text.isprintable():  # no character of the categories Cc, Cf, Zl or Zp (nor other unprintables)
+    if text.isprintable():  # false for every character of Cc, Cf, Zl and Zp (and for a few others)
         return []
     found = control_characters(text)
     if not found:
