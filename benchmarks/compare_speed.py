@@ -1,4 +1,4 @@
-"""How long `launchbench compare` takes on two runs of many cases (the target: 1,000 cases in < 10 s).
+"""How long `launchbench compare` takes on two runs of many cases (the target: 1,000 cases in 2 s).
 
 Builds two runs of N cases each from the committed H200 quickstart runs (their 8 cases repeated
 under new case ids, raw samples and passes as measured), writes them as run directories, and times

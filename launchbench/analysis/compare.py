@@ -123,6 +123,8 @@ __all__ = [  # the model and the inference, imported from here by report/, run/ 
     "log_evidence",
     "noise_priors",
     "parse_threshold",
+    "priors_of",
+    "row_evidence",
     "sides_of_one_ab",
     "trimmed_rounds",
 ]
@@ -277,10 +279,12 @@ def compare_row(
     design: Evidence = SEPARATE_RUNS,
     series: tuple[RowSeries, RowSeries] | None = None,
     shifts: Mapping[str, float] | None = None,
+    evidence: RowEvidence | None = None,
 ) -> RowComparison:
     """One row's metrics; ``priors`` (per drift.stratum) moderate each metric's variance; ``series``:
     the two sides' RowSeries when the caller made them already; ``shifts``: per metric, the common
-    shift of host-bound rows (host_shifts), a run-to-run component of a host-bound row's error."""
+    shift of host-bound rows (host_shifts), a run-to-run component of a host-bound row's error;
+    ``evidence``: the row's evidence per metric when the caller made it already (row_evidence)."""
     why = _unmeasured(baseline, current)
     if why is not None or baseline is None or current is None:
         return _unmeasured_row(key, baseline, current, settings, why or ("missing", ""))
@@ -297,7 +301,7 @@ def compare_row(
             c_samples,
             b_series.sizes,
             c_series.sizes,
-            evidence_of(b_logs, c_logs, medians, design),
+            evidence[m] if evidence is not None else evidence_of(b_logs, c_logs, medians, design),
             medians,
         )
         host_paced = b_series.host_paced(m) or c_series.host_paced(m)
@@ -337,15 +341,38 @@ def noise_priors(
     design: Evidence = SEPARATE_RUNS,
 ) -> dict[tuple[str, bool], NoisePrior]:
     """The prior of each stratum, fitted to the own variances of every row measured on both sides."""
-    variances: dict[tuple[str, bool], list[RowVariance]] = {}
-    for b_series, c_series in series.values():
-        host_bound = b_series.host_bound or c_series.host_bound
+    return priors_of(series, row_evidence(series, metrics, design))
+
+
+RowEvidence = Mapping[str, LogEvidence | None]  # one row's evidence per metric
+
+
+def row_evidence(
+    series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str], design: Evidence
+) -> dict[RowKey, RowEvidence]:
+    """Each row's evidence per metric (evidence_of its sides' log pass medians), made once for the priors
+    and the rows' comparisons."""
+    made: dict[RowKey, RowEvidence] = {}
+    for key, (b_series, c_series) in series.items():
+        one: dict[str, LogEvidence | None] = {}
         for metric in metrics:
             b_logs, b_median = b_series.metric(metric)[1:]
             c_logs, c_median = c_series.metric(metric)[1:]
-            evidence = evidence_of(b_logs, c_logs, (b_median, c_median), design)
-            if evidence is not None and evidence.own.df >= 1:
-                variances.setdefault(stratum(metric, host_bound), []).append(evidence.own)
+            one[metric] = evidence_of(b_logs, c_logs, (b_median, c_median), design)
+        made[key] = one
+    return made
+
+
+def priors_of(
+    series: Mapping[RowKey, tuple[RowSeries, RowSeries]], evidence: Mapping[RowKey, RowEvidence]
+) -> dict[tuple[str, bool], NoisePrior]:
+    """noise_priors from the rows' evidence (row_evidence)."""
+    variances: dict[tuple[str, bool], list[RowVariance]] = {}
+    for key, (b_series, c_series) in series.items():
+        host_bound = b_series.host_bound or c_series.host_bound
+        for metric, one in evidence[key].items():
+            if one is not None and one.own.df >= 1:
+                variances.setdefault(stratum(metric, host_bound), []).append(one.own)
     return fit_priors(variances)
 
 
@@ -409,12 +436,21 @@ def compare_runs(
         and b_rows[key][1].status in COMPARABLE_STATUSES
         and c_rows[key][1].status in COMPARABLE_STATUSES
     }
-    priors = noise_priors(series, settings.metrics, design)
+    evidence = row_evidence(series, settings.metrics, design)
+    priors = priors_of(series, evidence)
     shifts = design.host_shifts(series, settings.metrics)
     rows = adjust_across_rows(
         [
             compare_row(
-                key, b_rows.get(key), c_rows.get(key), settings, priors, design, series.get(key), shifts
+                key,
+                b_rows.get(key),
+                c_rows.get(key),
+                settings,
+                priors,
+                design,
+                series.get(key),
+                shifts,
+                evidence.get(key),
             )
             for key in align(b_rows, c_rows)
         ],

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -30,7 +31,7 @@ from launchbench.analysis.inference import (
     t_inference,
     trimmed_rounds,
 )
-from launchbench.analysis.stats import log_pass_medians, sorted_median
+from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
 from launchbench.results.schema import CPU, GPU, LATENCY, METRIC_BY_NAME, WALL, CaseResult
 
 
@@ -147,11 +148,30 @@ class RowSeries:
 
     def series(self, key: str) -> tuple[np.ndarray, np.ndarray | None, float]:
         if key not in self._cache:
-            samples = self.case.samples(self.mode, key)
-            logs = log_pass_medians(samples, self.sizes) if len(samples) else None
-            median = sorted_median(np.sort(samples)) if len(samples) else math.nan
+            chunks = self._chunks(key)
+            pooled: list[float] = []
+            for chunk in chunks:
+                pooled.extend(chunk)
+            samples = np.asarray(pooled, dtype=float)
+            logs = self._log_medians(samples, chunks) if pooled else None
+            median = sorted_median(np.sort(samples)) if pooled else math.nan
             self._cache[key] = (samples, logs, median)
         return self._cache[key]
+
+    def _chunks(self, key: str) -> list[list[float]]:
+        """The series' samples of each pass, in run order (a pass without it: empty)."""
+        result = self.case.modes.get(self.mode)  # type: ignore[call-overload]
+        return [] if result is None else [p.samples.get(key, []) for p in result.passes]
+
+    def _log_medians(self, samples: np.ndarray, chunks: list[list[float]]) -> np.ndarray | None:
+        """stats.log_pass_medians of the pooled samples, taken from each pass's own list where the
+        passes' slices are those lists (the same values, without pooling and slicing them again)."""
+        sizes = usable_passes(self.sizes, len(samples))
+        held = [chunk for chunk in chunks if chunk]
+        if sizes is None or [len(chunk) for chunk in held] != sizes:
+            return log_pass_medians(samples, self.sizes)
+        medians = [statistics.median(chunk) for chunk in held]
+        return np.log(np.array(medians, dtype=float)) if all(m > 0 for m in medians) else None
 
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray | None, float]:
         """Samples, log pass medians and median of a metric, in its unit (made once per metric)."""

@@ -131,6 +131,8 @@ def level_lines(run: RunRecord) -> list[str]:
 def comparison_note(baseline: Levels, current: Levels) -> str:
     """compare's note on one row-metric whose levels matter: each side's levels, and whether the sides
     mix them differently (then the verdict may reflect the level shares rather than a change)."""
+    if not (baseline.two or baseline.apart or current.two or current.apart):
+        return ""  # one level and nothing apart on both sides: describe_levels says nothing of either
     sides = [
         (name, describe_levels(levels)) for name, levels in (("baseline", baseline), ("current", current))
     ]

@@ -40,7 +40,7 @@ F = Callable[..., Any]
 
 
 def _threshold(text: str) -> tuple[str | None, float]:
-    from launchbench.analysis.compare import parse_threshold
+    from launchbench.analysis.comparison import parse_threshold  # the model: no statistics loaded
 
     return parse_threshold(text)
 
@@ -148,7 +148,13 @@ def compare(**given: Any) -> None:
     Exit 0 when no --fail-on rule finds a regression, 1 when one does or the gate checked nothing, 2 on
     a usage or input error (including runs taken on different GPU models without --allow-different-gpu).
     """
-    sys.exit(_compare(CompareArgs(**given)))
+    from launchbench.results.document import kept_to_the_end
+
+    # the imports, the runs and the comparison hold no garbage worth a collection; what is alive at the
+    # end (the modules) leaves the collector's view, so the interpreter's exit walks none of it either
+    with kept_to_the_end():
+        code = _compare(CompareArgs(**given))
+    sys.exit(code)
 
 
 @dataclass(frozen=True)
@@ -182,13 +188,7 @@ class CompareArgs:
 
 def _compare(args: CompareArgs) -> int:
     """The runs loaded (or the baseline drawn from the history), each CURRENT compared with BASELINE and
-    gated, the report written; the exit code."""
-    from launchbench.analysis.coverage import CoveragePolicy
-    from launchbench.analysis.gate import GatePolicy
-    from launchbench.api import compare_pair
-    from launchbench.results.document import kept_to_the_end
-    from launchbench.results.store import load_run
-
+    gated, the report written; the exit code. Every argument is checked before the statistics load."""
     if args.baseline_from == "history" and len(args.runs) != 1:
         raise click.UsageError("with --baseline history give only CURRENT")
     if args.baseline_from is None and len(args.runs) < 2:
@@ -204,8 +204,13 @@ def _compare(args: CompareArgs) -> int:
         )
         sides = [(drawn.label, drawn.baseline), (args.runs[0], drawn.current)]
     else:
-        with kept_to_the_end():
-            sides = [(path, load_run(path)) for path in args.runs]
+        from launchbench.results.store import load_run
+
+        sides = [(path, load_run(path)) for path in args.runs]  # the collector paused: compare()
+    from launchbench.analysis.coverage import CoveragePolicy
+    from launchbench.analysis.gate import GatePolicy
+    from launchbench.api import compare_pair
+
     coverage = CoveragePolicy(
         args.allow_empty, args.allow_missing, args.allow_interrupted, args.allow_disturbed
     )
@@ -230,8 +235,10 @@ def _compare(args: CompareArgs) -> int:
 def usable_settings(
     metrics: tuple[str, ...], thresholds: list[tuple[str | None, float]], alpha: float, rules: list[GateRule]
 ) -> CompareSettings:
-    """The comparison's settings (analysis.gate.gated_settings); one that cannot be used: a usage error."""
-    from launchbench.analysis.compare import CompareSettingsError
+    """The comparison's settings (analysis.gate.gated_settings); one that cannot be used: a usage error,
+    said with the comparison model's errors (analysis.comparison, which loads no SciPy) before the
+    statistics load."""
+    from launchbench.analysis.comparison import CompareSettingsError
     from launchbench.analysis.gate import gated_settings
 
     try:

@@ -103,6 +103,8 @@ def _json_problems(value: Any, where: Location) -> Problems:
 
 
 def _text_problems(text: str, where: Location) -> Problems:
+    if text.isprintable():  # false for every character of Cc, Cf, Zl and Zp (and for a few others)
+        return []
     found = control_characters(text)
     if not found:
         return []
@@ -110,26 +112,28 @@ def _text_problems(text: str, where: Location) -> Problems:
 
 
 def _sample_problems(one: ModePass, where: Location) -> Problems:
-    series = [((*where, "samples", key), values) for key, values in one.samples.items()]
-    series += [
-        ((*where, "ranks", k, "samples", key), values)
-        for k, rank in enumerate(one.ranks)
-        for key, values in rank.samples.items()
-    ]
     problems: Problems = []
-    for loc, values in series:
-        if not values or (min(values) >= MIN_TIME_S and max(values) <= MAX_SAMPLE_S):
-            continue  # the usual case, decided at C speed
-        for k, v in enumerate(values):
-            if 0 < v < MIN_TIME_S or v > MAX_SAMPLE_S:
-                bound = (
-                    f"0 or at least {MIN_TIME_S:g} s"
-                    if v < MIN_TIME_S
-                    else f"at most {MAX_SAMPLE_S:g} s per iteration"
-                )
-                problems.append(((*loc, k), f"must be {bound} (got {v!r})"))
-                break
-    return problems
+    for key, values in one.samples.items():
+        if values and not (min(values) >= MIN_TIME_S and max(values) <= MAX_SAMPLE_S):
+            problems += _bound_problems((*where, "samples", key), values)
+    for k, rank in enumerate(one.ranks):
+        for key, values in rank.samples.items():
+            if values and not (min(values) >= MIN_TIME_S and max(values) <= MAX_SAMPLE_S):
+                problems += _bound_problems((*where, "ranks", k, "samples", key), values)
+    return problems  # the usual case (every series within its bounds) decided at C speed
+
+
+def _bound_problems(loc: Location, values: list[float]) -> Problems:
+    """The first sample of a series beyond the physical bounds, if any."""
+    for k, v in enumerate(values):
+        if 0 < v < MIN_TIME_S or v > MAX_SAMPLE_S:
+            bound = (
+                f"0 or at least {MIN_TIME_S:g} s"
+                if v < MIN_TIME_S
+                else f"at most {MAX_SAMPLE_S:g} s per iteration"
+            )
+            return [((*loc, k), f"must be {bound} (got {v!r})")]
+    return []
 
 
 def _mode_problems(record: RunRecord, i: int) -> Problems:

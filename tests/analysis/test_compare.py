@@ -616,3 +616,35 @@ def test_paired_rounds_are_trimmed_so_one_odd_round_does_not_set_the_interval() 
     few = rounds[:9]
     center9, variance9 = trimmed_rounds(few)
     assert center9 == pytest.approx(np.mean(few)) and variance9 == RowVariance.of(few)
+
+
+@pytest.mark.parametrize("passes", [1, 4])
+def test_row_series_reads_what_the_pooled_samples_give(passes: int) -> None:
+    """RowSeries takes each pass's median from the pass's own samples: the same samples, log pass
+    medians and median as the pooled series gives (stats.log_pass_medians), also for a series one pass
+    lacks (its sizes are unusable: one pass)."""
+    from builders import make_case
+
+    from launchbench.analysis.evidence import RowSeries
+    from launchbench.analysis.stats import log_pass_medians, sorted_median
+    from launchbench.results.schema import GPU, LATENCY, WALL
+
+    case = make_case("empty", 8, np.random.default_rng(3), n=41, passes=passes)
+    eager = case.modes["eager"]
+    first = eager.passes[0]
+    if passes > 1:  # the first pass without the other series
+        first = first.model_copy(update={"samples": {WALL: first.samples[WALL]}})
+    eager = eager.model_copy(update={"passes": [first, *eager.passes[1:]]})
+    case = case.model_copy(update={"modes": {**case.modes, "eager": eager}})
+    for mode in ("eager", "graph"):
+        row = RowSeries(case, mode)
+        for key in (WALL, GPU, LATENCY):
+            samples = case.samples(mode, key)
+            logs = log_pass_medians(samples, case.pass_sizes(mode))
+            got_samples, got_logs, got_median = row.series(key)
+            assert got_samples.tolist() == samples.tolist()
+            assert got_median == sorted_median(np.sort(samples))
+            assert got_logs is not None and logs is not None
+            assert got_logs.tolist() == logs.tolist()
+            lacks = passes > 1 and mode == "eager" and key != WALL  # its first pass has no such series
+            assert len(got_logs) == (1 if lacks else passes)

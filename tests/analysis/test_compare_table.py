@@ -239,3 +239,54 @@ def test_a_format_is_one_module_and_one_registry_entry(
     entry = registry.Entry("toy_rows_format", registry.Option.FORMAT)
     monkeypatch.setitem(registry.EXPORTERS, "rows", entry)
     assert registry.export("rows", registry.Compared(longer, None)) == f"{len(longer.rows)} rows\n"
+
+
+def test_the_csv_is_what_pandas_writes_of_the_frame(longer: Comparison) -> None:
+    """comparison_csv writes without a DataFrame what comparison_frame(...).to_csv(index=False) writes,
+    byte for byte: every row detailed and gated, and rows missing, failed, or named with commas, quotes
+    and a newline (quoted cells)."""
+    from launchbench.report.tables import comparison_csv, comparison_frame
+
+    report = evaluate_rules(longer, [parse_rule("gpu_us_per_iter:5%")])
+    assert comparison_csv(longer, report) == comparison_frame(longer, report).to_csv(index=False)
+    run = load_run(H200 / "quickstart-a")
+    odd = run.cases[1].model_copy(update={"case_id": 'odd, "quoted"\nname'})
+    graph = run.cases[2].modes["graph"].model_copy(update={"status": "failed", "reason": "a, b"})
+    failed = run.cases[2].model_copy(update={"modes": {**run.cases[2].modes, "graph": graph}})
+    current = run.model_copy(update={"cases": [odd, failed, *run.cases[3:]]})
+    comparison = compare_runs(run, current, CompareSettings(metrics=DEFAULT_METRICS))
+    verdicts = {mc.verdict for row in comparison.rows for mc in row.metrics}
+    assert {"missing", "failed"} <= verdicts
+    assert comparison_csv(comparison) == comparison_frame(comparison).to_csv(index=False)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [1, 2],
+        [1, None],
+        [1, 2.5],
+        [0.1, float("nan"), float("inf")],
+        [True, False],
+        [True, None],
+        [True, 1],
+        [None, None],
+        ["a", None, float("nan"), ""],
+        ["a", 1.5, 2],
+    ],
+)
+def test_csv_cells_are_what_pandas_writes_of_a_column(values: list[object]) -> None:
+    """csv_cells gives each kind of column the cells pandas writes for the type it infers from records
+    (whole numbers with a missing one become floats, true/false with another value become text)."""
+    import csv
+
+    import pandas as pd
+
+    from launchbench.report.tables import csv_cells
+
+    frame = pd.DataFrame([{"x": v, "y": 0} for v in values], columns=["x", "y"])
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerows([["x", "y"], *([cell, "0"] for cell in csv_cells(values))])
+    assert out.getvalue() == frame.to_csv(index=False)

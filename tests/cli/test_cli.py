@@ -91,6 +91,42 @@ def test_help_and_version_load_no_heavy_library() -> None:
     assert "loaded: []" in proc.stdout and "Commands:" in proc.stdout
 
 
+STATISTICS = ("scipy", "sklearn", "pandas", "rich", "matplotlib")
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["compare", "{tmp}/no-such-run", "{tmp}/other"], "no-such-run: no such file"),
+        (["compare", "{tmp}/only-one"], "give BASELINE and CURRENT"),
+        (["compare", "{tmp}/a", "{tmp}/b", "--threshold", "five"], "threshold 'five': give a percentage"),
+        (["compare", "{tmp}/a", "{tmp}/b", "--fail-on", "wall"], "--fail-on 'wall': expected METRIC:N%"),
+        (["compare", "{tmp}/a", "{tmp}/b", "-o", "{tmp}/no-folder/out.csv"], "does not exist"),
+        (["ab", "{tmp}/no-such.yaml"], "no-such.yaml: no such file"),
+        (["ab", "scenarios/quickstart.yaml", "--threshold", "-3%"], "must be a non-negative percentage"),
+        (["ab", "scenarios/quickstart.yaml", "--a", "python={tmp}/no-python"], "is not an executable file"),
+    ],
+)
+def test_refused_compare_and_ab_answer_before_the_statistics_load(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    """A compare or ab given bad arguments or a missing input says so (exit 2, one line) before SciPy,
+    scikit-learn, pandas or rich are imported: a refusal answers at once."""
+    code = (
+        "import sys\n"
+        "from launchbench.cli import main\n"
+        f"sys.argv = ['launchbench', *{[a.format(tmp=tmp_path) for a in args]!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit_:\n"
+        "    print('exit:', exit_.code)\n"
+        f"print('loaded:', sorted(m for m in {STATISTICS!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert "exit: 2" in proc.stdout and "loaded: []" in proc.stdout, (proc.stdout, proc.stderr)
+    assert said in proc.stderr and "Traceback" not in proc.stderr
+
+
 # ----------------------------------------------------------------------------------- output in CI logs
 
 

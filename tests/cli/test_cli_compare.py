@@ -337,3 +337,41 @@ def test_commands_have_help() -> None:
         assert result.exit_code == 0
         text = " ".join(result.stdout.split())
         assert "Exit 0" in text and "2 on a usage or input error" in text
+
+
+def test_compare_runs_with_the_collector_paused(
+    baseline_run: RunRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No cyclic collection runs while compare reads, compares and writes (with the collector's
+    thresholds at 1, one would run at almost every allocation), and the collector is back after it."""
+    import gc
+
+    import launchbench.cli.compare as command
+
+    base, cur = pair(tmp_path, baseline_run, baseline_run)
+    inside: list[bool] = []
+    collections: list[int] = []
+    compare_args = command._compare
+
+    def observed(args: command.CompareArgs) -> int:
+        inside.append(True)
+        try:
+            return compare_args(args)
+        finally:
+            inside.clear()
+
+    def counted(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and inside:
+            collections.append(info["generation"])
+
+    monkeypatch.setattr(command, "_compare", observed)
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    gc.callbacks.append(counted)
+    try:
+        result = invoke("compare", base, cur, "--format", "csv")
+    finally:
+        gc.callbacks.remove(counted)
+        gc.set_threshold(*thresholds)
+    assert result.exit_code == 0, result.output
+    assert collections == [] and gc.isenabled()

@@ -161,3 +161,13 @@ def test_kept_to_the_end_moves_what_was_read_out_of_the_collectors_view():
         assert gc.get_freeze_count() >= before + len(record.cases)
     finally:
         gc.unfreeze()
+
+
+def test_a_printable_name_holds_no_control_character() -> None:
+    """The name check's shortcut (str.isprintable) is exact: no character Python calls printable is one
+    of the control, format or separator characters the check refuses."""
+    from launchbench.printable import control_characters
+
+    printable = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isprintable())
+    assert control_characters(printable) == []
+    assert not "a\u202eb".isprintable() and control_characters("a\u202eb") == ["U+202E"]
