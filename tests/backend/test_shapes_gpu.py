@@ -146,9 +146,10 @@ def test_the_device_check_says_what_the_host_check_says():
 
 
 def test_shape_cases_leave_their_worker_as_fast_as_it_started(tmp_path):
-    """Each case's check runs on the case's stream: the canary read after every case (a 100-node graph's
-    GPU time per node) stays within its bound of the worker's start, so no case is marked disturbed and
-    the run exits 0."""
+    """Each case's check runs on the case's stream: after every single-stream case the canary (a 100-node
+    graph's GPU time per node) stays within its bound of the worker's start, so none of them is marked
+    disturbed. A chain on several streams may be (its own work runs on a second stream), and the run
+    then exits 1."""
     import subprocess
     import sys
 
@@ -158,5 +159,7 @@ def test_shape_cases_leave_their_worker_as_fast_as_it_started(tmp_path):
     command = [sys.executable, "-m", "launchbench", "run", str(DATA / "shapes.yaml"), "--passes", "1"]
     done = subprocess.run([*command, "--max-time", "0.4", "--quiet", "--out-dir", str(out)], check=False)
     record = load_run(out)
-    assert [c.case_id for c in record.cases if c.disturbed_passes] == []
-    assert done.returncode == 0
+    disturbed = {c.chain for c in record.cases if c.disturbed_passes}
+    assert disturbed <= {"two_streams"}  # work on a second stream may move it (docs/methodology.md)
+    assert {"elementwise", "reduction", "raw"} <= {c.chain for c in record.cases} - disturbed
+    assert done.returncode == (1 if disturbed else 0)
