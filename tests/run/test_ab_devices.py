@@ -108,7 +108,7 @@ def test_a_regression_on_one_device_fails_the_gate_and_names_it(scenario: Path, 
     device 1 and pass device 0."""
     out, junit, md = tmp_path / "ab", tmp_path / "junit.xml", tmp_path / "ab.md"
     slow = f",env={SLOWDOWN_VARIABLE}=0.3,env={SLOW_DEVICE_VARIABLE}=1"
-    args = (scenario, "--devices", "0,1", "-d", out, *GATE, "--passes", "3")
+    args = (scenario, "--devices", "0,1", "-d", out, *GATE, "--passes", "2")
     result = invoke(
         tmp_path, *args, "--junit", junit, "--format", "markdown", "-o", md, b=slow,
         LAUNCHBENCH_TEST_DEVICES="2",
