@@ -235,7 +235,7 @@ def test_an_interrupt_waits_for_every_device_to_clean_up() -> None:
                 time.sleep(0.01)
         except KeyboardInterrupt:
             time.sleep(
-                0.7 - 0.2 * device
+                0.3 - 0.1 * device
             )  # results written, workers stopped; device 0 (waited on first) last
             cleaned.append(device)
             raise
@@ -248,7 +248,7 @@ def test_an_interrupt_waits_for_every_device_to_clean_up() -> None:
     previous = signal.signal(signal.SIGUSR1, interrupt)
     main = threading.main_thread().ident
     assert main is not None
-    threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGUSR1)).start()  # to the waiting thread
+    threading.Timer(0.1, signal.pthread_kill, (main, signal.SIGUSR1)).start()  # to the waiting thread
     try:
         with pytest.raises(KeyboardInterrupt):
             on_each_device([0, 1, 2], work, lambda device: SilentEvents())
