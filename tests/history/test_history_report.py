@@ -69,9 +69,9 @@ def load(page: Path, tmp_path: Path) -> tuple[str, list[str]]:
     return result.stdout, console
 
 
-@pytest.fixture()
-def browser(tmp_path: Path) -> Iterator[Any]:
-    """Chromium driven by chromedriver (selenium), headless."""
+@pytest.fixture(scope="module")
+def chromium_driven(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Chromium driven by chromedriver (selenium), headless: one browser for the tests of this module."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -79,7 +79,7 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     options.binary_location = chromium()
     for flag in FLAGS:
         options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-driven'}")
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-driven')}")
     options.add_argument("--window-size=1300,1000")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(_installed("chromedriver")))
@@ -87,6 +87,15 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture()
+def browser(chromium_driven: Any) -> Any:
+    """The module's browser on a blank page, its console log read empty: what a test sees and logs is
+    its own page's."""
+    chromium_driven.get("about:blank")
+    chromium_driven.get_log("browser")
+    return chromium_driven
 
 
 @pytest.fixture()

@@ -518,21 +518,33 @@ def test_the_comparison_figure_draws_the_comparison_it_is_given(synthetic: RunRe
     assert "±50% band" in legend and "same (change below the threshold)" in legend
 
 
-def ab_sides(tmp_path: Path) -> tuple[Path, Path]:
-    """OUT/a and OUT/b of one ab run: B's eager 10% slower; the host drifts alike in both sides' rounds,
-    so only pairing round by round sees the change clearly."""
+def ab_sides(tmp_path: Path, cases: int | None = None) -> tuple[Path, Path]:
+    """OUT/a and OUT/b of one ab run (of its first ``cases`` cases, where given): B's eager 10% slower;
+    the host drifts alike in both sides' rounds, so only pairing round by round sees the change clearly."""
     drift = (1.0, 1.35, 1.0, 1.3)
     a = make_run(passes=4, eager_drift=drift).model_copy(
         update={"settings": Settings(ab=AbSettings(side="A"))}
     )
     b = scaled(make_run(seed=1, passes=4, eager_drift=drift), {(c.case_id, "eager"): 1.1 for c in a.cases})
     b = b.model_copy(update={"settings": Settings(ab=AbSettings(side="B"))})
-    write_run(tmp_path / "out" / "a", a)
-    write_run(tmp_path / "out" / "b", b)
+    write_run(tmp_path / "out" / "a", a.model_copy(update={"cases": a.cases[:cases]}))
+    write_run(tmp_path / "out" / "b", b.model_copy(update={"cases": b.cases[:cases]}))
     return tmp_path / "out" / "a", tmp_path / "out" / "b"
 
 
-def test_the_sides_of_an_ab_run_are_paired_as_compare_pairs_them(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def plotted_sides(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`launchbench plot A B/results.json --format svg` of the first two cases of an ab run's sides
+    (one given as its folder, one as its file): the folder it drew into."""
+    a_dir, b_dir = ab_sides(tmp_path_factory.mktemp("plotted"), cases=2)
+    out = a_dir.parent.parent / "figs"
+    args = ["plot", str(a_dir), str(b_dir / "results.json"), "-d", str(out), "--format", "svg"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_the_sides_of_an_ab_run_are_paired_as_compare_pairs_them(tmp_path: Path, plotted_sides: Path) -> None:
     a_dir, b_dir = ab_sides(tmp_path)
     result = CliRunner().invoke(cli, ["compare", str(a_dir), str(b_dir), "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -546,11 +558,8 @@ def test_the_sides_of_an_ab_run_are_paired_as_compare_pairs_them(tmp_path: Path)
     assert {v for (_, mode), v in verdicts.items() if mode == "eager"} == {"slower"}
     unpaired = compare_runs(load_run(a_dir), load_run(b_dir))
     assert {v for (_, mode), v in drawn_verdicts(unpaired).items() if mode == "eager"} != {"slower"}
-    out = tmp_path / "figs"
-    result = CliRunner().invoke(cli, ["plot", str(a_dir), str(b_dir), "-d", str(out), "--format", "svg"])
-    assert result.exit_code == 0, result.output
-    svg = (out / "comparison_ratio.svg").read_text()
-    assert "paired round by round" in svg and "t interval over interleaved rounds (16 rows)" in svg
+    svg = (plotted_sides / "comparison_ratio.svg").read_text()  # the sides' first two cases
+    assert "paired round by round" in svg and "t interval over interleaved rounds (4 rows)" in svg
 
 
 def test_comparison_counts_cases_of_a_scenario_only_one_run_has(synthetic: RunRecord) -> None:
@@ -636,15 +645,12 @@ def test_the_plot_table_is_results_csvs_for_the_metrics_it_draws(run: RunRecord)
     assert mine[levels].isna().all().all() and full[levels].notna().any().any()  # no figure draws levels
 
 
-def test_cli_plot_two_runs_as_svg(synthetic: RunRecord, tmp_path: Path) -> None:
-    write_run(tmp_path / "base", small(synthetic))
-    write_run(tmp_path / "cur", small(make_run(seed=1)))
-    out = tmp_path / "figs"
-    result = CliRunner().invoke(cli, ["plot", str(tmp_path / "base"), str(tmp_path / "cur" / "results.json"),
-                                      "-d", str(out), "--format", "svg"])  # fmt: skip
-    assert result.exit_code == 0, result.output
-    assert (out / "comparison_ratio.svg").exists()
-    assert (out / "base" / "graph_lifecycle.svg").exists() and (out / "cur" / "cpu_per_launch.svg").exists()
+def test_cli_plot_two_runs_as_svg(plotted_sides: Path) -> None:
+    """A run given as its folder and one as its results.json: a subfolder of figures each, and their
+    comparison."""
+    assert {p.name for p in plotted_sides.iterdir()} == {"a", "b", "comparison_ratio.svg"}
+    for side in ("a", "b"):
+        assert {p.name for p in (plotted_sides / side).iterdir()} == {f"{s}.svg" for s in SINGLE_RUN_FILES}
 
 
 def test_cli_plot_bad_results_file_exits_2(tmp_path: Path) -> None:

@@ -264,7 +264,7 @@ def test_ab_command_writes_both_runs_and_the_paired_gate(
             "--out",
             str(out),
             "--passes",
-            "3",
+            "2",
             "--fail-on",
             "wall_us_per_launch:5%",
             "--junit",

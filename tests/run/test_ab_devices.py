@@ -108,7 +108,7 @@ def test_a_regression_on_one_device_fails_the_gate_and_names_it(scenario: Path, 
     device 1 and pass device 0."""
     out, junit, md = tmp_path / "ab", tmp_path / "junit.xml", tmp_path / "ab.md"
     slow = f",env={SLOWDOWN_VARIABLE}=0.3,env={SLOW_DEVICE_VARIABLE}=1"
-    args = (scenario, "--devices", "0,1", "-d", out, *GATE, "--passes", "3")
+    args = (scenario, "--devices", "0,1", "-d", out, *GATE, "--passes", "2")
     result = invoke(
         tmp_path, *args, "--junit", junit, "--format", "markdown", "-o", md, b=slow,
         LAUNCHBENCH_TEST_DEVICES="2",
@@ -235,7 +235,7 @@ def test_an_interrupt_waits_for_every_device_to_clean_up() -> None:
                 time.sleep(0.01)
         except KeyboardInterrupt:
             time.sleep(
-                0.7 - 0.2 * device
+                0.3 - 0.1 * device
             )  # results written, workers stopped; device 0 (waited on first) last
             cleaned.append(device)
             raise
@@ -248,7 +248,7 @@ def test_an_interrupt_waits_for_every_device_to_clean_up() -> None:
     previous = signal.signal(signal.SIGUSR1, interrupt)
     main = threading.main_thread().ident
     assert main is not None
-    threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGUSR1)).start()  # to the waiting thread
+    threading.Timer(0.1, signal.pthread_kill, (main, signal.SIGUSR1)).start()  # to the waiting thread
     try:
         with pytest.raises(KeyboardInterrupt):
             on_each_device([0, 1, 2], work, lambda device: SilentEvents())

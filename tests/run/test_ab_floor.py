@@ -36,7 +36,7 @@ from launchbench.run.ab import Side, floor_schedule, parse_variant, run_ab
 from launchbench.run.ab_floor import paired_floors
 
 TESTS = Path(__file__).parents[1]
-ROUNDS = 4
+ROUNDS = 3
 SCENARIO = f"""
 name: fl
 description: one chain and a floor block for ab
@@ -46,7 +46,7 @@ measure: {{max_time: 0.1, passes: {ROUNDS}, min_samples: 5, warmup_time: 0.01}}
 floor:
   layers: [c, bindings, torch]
   args: [0, 4]
-  max_time: 0.8
+  max_time: 0.6
 """
 FLOOR_IDS = ["c/args=0", "c/args=4", "bindings/args=0", "bindings/args=4", "torch"]
 METRIC = "wall_us_per_launch"
@@ -91,7 +91,7 @@ def ab_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AbRun]:
 def test_each_round_measures_the_floor_on_both_sides_after_its_cases_in_alternating_order(
     ab_run: AbRun,
 ) -> None:
-    floor = "floor fl max_time=0.2"  # the block's 0.8 s shared among the 4 rounds
+    floor = "floor fl max_time=0.2"  # the block's 0.6 s shared among the 3 rounds
     expected = []
     for k in range(ROUNDS):
         first, second = ("A", "B") if k % 2 == 0 else ("B", "A")
@@ -233,7 +233,7 @@ def test_a_floor_process_that_fails_fails_that_sides_floor_once(
     assert all(c.passes_done == 1 and "a scripted floor failure" in (c.error or "") for c in failed)
     assert all(c.passes_done == 2 and not c.error for c in load_run(out / "a").cases)
     order = (tmp_path / "order.txt").read_text().splitlines()
-    assert [line for line in order if " floor " in line] == ["? floor fl max_time=0.4"] * 2  # A's only
+    assert [line for line in order if " floor " in line] == ["? floor fl max_time=0.3"] * 2  # A's only
 
 
 def test_ab_refuses_variants_whose_floor_blocks_differ_in_one_line(
