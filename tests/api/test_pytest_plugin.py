@@ -45,16 +45,6 @@ def _loaded(tmp_path_factory: pytest.TempPathFactory) -> None:
     api.compare(run, run, fail_on="wall_us_per_iter:5%")
 
 
-@pytest.fixture(autouse=True)
-def _inner_sessions_quiet_about_plain_imports(request: pytest.FixtureRequest) -> None:
-    """An inline session marks launchbench and hypothesis (entry-point plugins) for assertion rewriting;
-    this session loads its plugins by name (pyproject's addopts) and imported them unrewritten, so the
-    inner one would warn that it cannot rewrite them: a warning about this session, not the plugin's."""
-    if "pytester" in request.fixturenames:
-        pytester = request.getfixturevalue("pytester")
-        pytester.makeini("[pytest]\nfilterwarnings = ignore::pytest.PytestAssertRewriteWarning\n")
-
-
 def test_the_fixture_skips_without_a_gpu_with_the_reason(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
