@@ -73,8 +73,9 @@ class Executor(Protocol):
         cannot run."""
         ...
 
-    def next_pass(self, pass_index: int) -> None:
-        """The current pass is over and pass ``pass_index`` follows: prepare what it runs in."""
+    def next_pass(self, pass_index: int, then: int | None = None) -> None:
+        """The current pass is over and pass ``pass_index`` follows (and pass ``then`` after it, where
+        the schedule holds one): prepare what it runs in."""
         ...
 
     def close(self) -> None: ...
@@ -156,7 +157,7 @@ class InProcessExecutor:
     def _checked(self, result: CaseResult) -> CaseResult:
         return with_canary(result, self._watch.check(self._backend.canary()))
 
-    def next_pass(self, pass_index: int) -> None:
+    def next_pass(self, pass_index: int, then: int | None = None) -> None:
         return None  # every pass runs in this process
 
     def close(self) -> None:
@@ -201,12 +202,13 @@ class WorkerExecutor:
         self._started = worker.start_times
         return environment
 
-    def next_pass(self, pass_index: int) -> None:
+    def next_pass(self, pass_index: int, then: int | None = None) -> None:
         """Stop this pass's worker and ready the one pass ``pass_index`` runs in, between the passes,
         while nothing is measured: that one was spawned a pass ahead and has imported launchbench (or is
         spawned now), and starts its backend (the CUDA context, NVML, the first canary reading) once the
         old one has ended, while the parent does what it does between passes (the tables, the
-        host-level fits). The worker for the pass after it is spawned now, to import meanwhile; the
+        host-level fits). The worker for the pass after it (``then``, where the schedule holds one) is
+        spawned now, to import meanwhile; the
         pass's first case waits for the new worker's Ready and for that one's imports to be done, so no
         import loads the host while a case is measured, and it then sits idle, holding no GPU context."""
         ending, self._worker = self._worker, None
@@ -216,7 +218,7 @@ class WorkerExecutor:
         if ending is not None:
             ending.stop()
         self._next.ask_start()
-        self._ahead = self._spawn()
+        self._ahead = self._spawn() if then is not None else None
         self._pass = pass_index
 
     def execute(

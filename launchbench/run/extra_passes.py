@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from launchbench.measure.levels import ENOUGH_PASSES, find_levels
+from launchbench.measure.levels import ENOUGH_PASSES, MIN_PASSES, find_levels
 from launchbench.results.schema import MEASURED_STATUSES, WALL, CaseResult, RunRecord
 from launchbench.scenario.core import Case
 
@@ -21,6 +21,13 @@ EXTRA_PASS_FACTOR = 2  # a case runs at most this many times its planned passes
 def pass_cap(case: Case) -> int:
     """The most passes a case runs, planned and added together."""
     return EXTRA_PASS_FACTOR * case.measure.passes
+
+
+def may_follow(cases: Sequence[Case], pass_index: int) -> bool:
+    """Whether a pass could be added after pass ``pass_index``: some case has run its planned passes by
+    then, is below its cap, and has the passes a host-level fit needs (fewer ask for none)."""
+    done = pass_index + 1
+    return done >= MIN_PASSES and any(case.measure.passes <= done < pass_cap(case) for case in cases)
 
 
 def wanting_row(result: CaseResult) -> str | None:

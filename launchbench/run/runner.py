@@ -23,7 +23,7 @@ from launchbench.results.metadata import Environment, Overrides, Settings
 from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.results.store import claim_new_dir, create_run_dir, refuse_used_run_dir
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
-from launchbench.run.extra_passes import extra_passes, marked, pass_cap
+from launchbench.run.extra_passes import extra_passes, marked, may_follow, pass_cap
 from launchbench.run.profile import PassTimes, append_profile, profile_line
 from launchbench.run.resume import RunSettings, refuse_incomplete
 from launchbench.run.session import (
@@ -176,7 +176,7 @@ def _measure_passes(
             schedule += more()  # the passes added for host levels, known once this pass is in
         if index + 1 == len(schedule) or schedule[index + 1][1] != pass_index:
             if index + 1 < len(schedule):
-                executor.next_pass(schedule[index + 1][1])  # its imports overlap the tables
+                executor.next_pass(schedule[index + 1][1], _pass_after(the_plan.cases, schedule, index + 1))
             session.pass_ended()
         if profile is not None:
             times = executor.last_times or PassTimes()
@@ -184,6 +184,16 @@ def _measure_passes(
             append_profile(profile, line)
         events.case_finished(shown)
     refuse_incomplete(the_plan.cases, session.record, session.run_dir)  # complete only with every case-pass
+
+
+def _pass_after(cases: Sequence[Case], schedule: list[tuple[Case, int]], start: int) -> int | None:
+    """The pass that follows the one ``schedule[start]`` belongs to: the schedule's next, else one that
+    may be added for host levels (extra_passes.may_follow), else None."""
+    current = schedule[start][1]
+    following = next((p for _, p in schedule[start:] if p != current), None)
+    if following is None and may_follow(cases, current):
+        return current + 1
+    return following
 
 
 def _with_floors(

@@ -357,16 +357,22 @@ def test_each_pass_worker_is_spawned_a_pass_ahead_and_started_between_the_passes
     executor.start()
     executor._worker_for(0)
     assert log == ["spawn", "start"]
-    executor.next_pass(1)  # pass 1's worker spawned, pass 0's stopped, pass 1's asked; pass 2's spawned
+    executor.next_pass(1, then=2)  # pass 1's spawned, pass 0's stopped, pass 1's asked; pass 2's spawned
     assert log[2:] == ["spawn", "stop", "ask", "spawn"]
     executor._worker_for(1)  # the first case waits for pass 1's backend and pass 2's imports
     assert log[6:] == ["start", "booted"]
     executor._worker_for(1)  # the same pass: the same worker
     assert log[8:] == []
-    executor.next_pass(2)  # pass 2's worker is the one spawned ahead
+    executor.next_pass(2, then=3)  # pass 2's worker is the one spawned ahead
     assert log[8:] == ["stop", "ask", "spawn"]
-    executor.close()  # the worker ahead and the one never waited for are stopped too
-    assert log[11:] == ["stop", "stop"]
+    executor._worker_for(2)
+    executor.next_pass(3)  # the last pass the schedule holds: nothing spawned beyond it
+    assert log[11:] == ["start", "booted", "stop", "ask"]
+    executor._worker_for(3)
+    executor.next_pass(4)  # a pass added later: its worker spawned then
+    assert log[15:] == ["start", "spawn", "stop", "ask"]
+    executor.close()  # the one never waited for is stopped too
+    assert log[19:] == ["stop"]
 
 
 def test_a_worker_asked_to_start_ahead_reports_only_the_wait_for_it(tmp_path):
@@ -388,3 +394,24 @@ def test_a_worker_asked_to_start_ahead_reports_only_the_wait_for_it(tmp_path):
         assert worker.alive()
     finally:
         worker.stop()
+
+
+def test_a_worker_is_spawned_ahead_only_where_a_pass_may_follow():
+    """The schedule's next pass, else a pass the host-level fit may add (a case past its planned passes,
+    below its cap, with the passes a fit needs), else none: no worker spawned for nothing."""
+    import dataclasses
+
+    from launchbench.measure.levels import MIN_PASSES
+    from launchbench.run.extra_passes import may_follow, pass_cap
+    from launchbench.run.runner import _pass_after
+
+    case = runner.plan([DATA / "three.yaml"]).cases[0]
+    five = dataclasses.replace(case, measure=case.measure.model_copy(update={"passes": 5}))
+    two = dataclasses.replace(case, measure=case.measure.model_copy(update={"passes": 2}))
+    assert pass_cap(five) == 10 and MIN_PASSES == 4
+    assert [may_follow([five], p) for p in (2, 3, 4, 8, 9)] == [False, False, True, True, False]
+    assert [may_follow([two], p) for p in (0, 1, 2)] == [False, False, False]  # too few passes to fit
+    schedule = [(five, p) for p in range(5)]
+    assert _pass_after([five], schedule, 1) == 2  # the schedule's own next
+    assert _pass_after([five], schedule, 4) == 5  # one the fit may add
+    assert _pass_after([two], [(two, 0), (two, 1)], 1) is None
