@@ -366,10 +366,8 @@ def pass_series(
         )
         wanted = set(keys) if keys is not None else None
         by_row: dict[RowKey, dict[int, tuple[int, bool, dict[str, list[float]]]]] = {}
-        # plain tuples, by position: (row id, run id, scenario, case, mode, launches, host bound, pass, *medians)
-        for _, run_id, scenario, case_id, mode, launches, host_bound, _, *values in connection.execute(
-            query
-        ).tuples():
+        # rows by position: (row id, run id, scenario, case, mode, launches, host bound, pass, *medians)
+        for _, run_id, scenario, case_id, mode, launches, host_bound, _, *values in connection.execute(query):
             key = (scenario, case_id, mode)
             if wanted is not None and key not in wanted:
                 continue
