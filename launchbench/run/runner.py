@@ -11,10 +11,10 @@ import dataclasses
 import datetime as _dt
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -40,8 +40,6 @@ from launchbench.scenario.expand import expand_loaded, load_bounded
 from launchbench.scenario.load import ScenarioFile
 
 __all__ = ["Plan", "RunEvents", "RunOptions", "SilentEvents", "pass_settings", "plan", "run"]
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -164,25 +162,31 @@ def _measure_passes(
         """Passes added for host levels, read from the record as it is when the schedule runs out."""
         return _added_passes(the_plan.cases, session.record, events)
 
-    for index, (case, pass_index) in enumerate(growing(schedule, more)):
-        if session.failed_before(case):
-            continue  # a case that failed in an earlier pass is not measured again
-        events.case_started(case, index, len(schedule))
-        spreads = pass_spreads(session.record.case(case.scenario, case.case_id))
-        result = executor.execute(pass_settings(case), pass_index, events.case_progress, spreads)
-        writing = time.perf_counter()
-        shown = session.add(case, pass_index, marked(result, case, pass_index))
+    index = 0
+    while index < len(schedule):  # the schedule grows by the passes added for host levels
+        case, pass_index = schedule[index]
+        skipped = session.failed_before(case)  # a case that failed in an earlier pass is not measured again
+        if not skipped:
+            events.case_started(case, index, len(schedule))
+            spreads = pass_spreads(session.record.case(case.scenario, case.case_id))
+            result = executor.execute(pass_settings(case), pass_index, events.case_progress, spreads)
+            writing = time.perf_counter()
+            shown = session.add(case, pass_index, marked(result, case, pass_index))
         if index + 1 == len(schedule):
             schedule += more()  # the passes added for host levels, known once this pass is in
         if index + 1 == len(schedule) or schedule[index + 1][1] != pass_index:
             if index + 1 < len(schedule):
                 executor.next_pass(schedule[index + 1][1], _pass_after(the_plan.cases, schedule, index + 1))
             session.pass_ended()
-        if profile is not None:
-            times = executor.last_times or PassTimes()
-            line = profile_line(case.scenario, case.case_id, pass_index, times, time.perf_counter() - writing)
-            append_profile(profile, line)
-        events.case_finished(shown)
+        if not skipped:
+            if profile is not None:
+                times = executor.last_times or PassTimes()
+                line = profile_line(
+                    case.scenario, case.case_id, pass_index, times, time.perf_counter() - writing
+                )
+                append_profile(profile, line)
+            events.case_finished(shown)
+        index += 1
     refuse_incomplete(the_plan.cases, session.record, session.run_dir)  # complete only with every case-pass
 
 
@@ -207,18 +211,6 @@ def _with_floors(
         return record
     address = Environment.of(environment).gpu.pci_address
     return with_floors(record, requests, options.floor or measure_in_process, address)
-
-
-def growing(items: list[T], more: Callable[[], list[T]]) -> Iterator[T]:
-    """The items, then, each time they run out, what ``more`` adds to them (until it adds nothing)."""
-    index = 0
-    while True:
-        if index == len(items):
-            items += more()
-            if index == len(items):
-                return
-        yield items[index]
-        index += 1
 
 
 def _added_passes(cases: Sequence[Case], record: RunRecord, events: RunEvents) -> list[tuple[Case, int]]:

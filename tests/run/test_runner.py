@@ -415,3 +415,23 @@ def test_a_worker_is_spawned_ahead_only_where_a_pass_may_follow():
     assert _pass_after([five], schedule, 1) == 2  # the schedule's own next
     assert _pass_after([five], schedule, 4) == 5  # one the fit may add
     assert _pass_after([two], [(two, 0), (two, 1)], 1) is None
+
+
+def test_a_pass_whose_last_case_failed_before_still_ends_with_its_tables(tmp_path):
+    """A case that failed in an earlier pass is not measured again, and the pass it is last in still
+    ends as every pass does: its tables written (then the run's own at the end)."""
+    from fakes import ScriptedBackend
+
+    plan = runner.plan([DATA / "faults.yaml"], overrides=Overrides(passes=3))
+    plan = runner.Plan(
+        [c for c in plan.cases if c.case_id in ("a_first", "e_huge")], plan.scenarios, plan.files
+    )
+    written: list[int] = []
+    options = runner.RunOptions(
+        isolate=False,
+        backend_factory=lambda _device: ScriptedBackend(),
+        write_tables=lambda _dir, record: written.append(record.case("faults", "a_first").passes_done),
+    )
+    record = runner.run(plan, tmp_path / "run", options)
+    assert record.case("faults", "e_huge").error and record.case("faults", "e_huge").passes_done == 1
+    assert written == [1, 2, 3, 3]  # after each of the 3 passes, then the run's end
