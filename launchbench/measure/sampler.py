@@ -117,6 +117,7 @@ class Sampler:
         self.spent = 0.0
         self._prepared = (0.0, 0.0, 0.0)  # warm-up, settling and calibration seconds
         self._sampling_s = 0.0
+        self._pending_now: list[str] | None = None  # the modes still pending, as the rules last said
 
     def run(self, workloads: Mapping[str, Workload], progress: Progress = _noop) -> SamplingOutcome:
         """Sample every mode until each is precise enough or the budget is spent."""
@@ -140,6 +141,7 @@ class Sampler:
         self.reasons = set()
         self.reading = self.monitor.read() if self.monitor else None
         self.rounds = 0
+        self._pending_now = None
         self.spent = self.clock.wall() - begin
         self._prepared = (warmed - begin, settled - warmed, begin + self.spent - settled)
         self._sampling_s = 0.0
@@ -157,7 +159,11 @@ class Sampler:
         )
 
     def _pending(self) -> list[str]:
-        return [m for m in self.workloads if not self.rule.finished(self._view(m))]
+        """The modes whose rule is not finished; the answer is kept until the samples change (the next
+        round), so a round and the ``done`` after it ask each rule once."""
+        if self._pending_now is None:
+            self._pending_now = [m for m in self.workloads if not self.rule.finished(self._view(m))]
+        return self._pending_now
 
     @property
     def done(self) -> bool:
@@ -170,7 +176,8 @@ class Sampler:
         """One round (SAMPLES_PER_ROUND samples of every mode still pending, every mode once when none
         is); whether the sampling is done afterwards."""
         begin = self.clock.wall()
-        pending = self._pending() or list(self.workloads)
+        pending = list(self._pending()) or list(self.workloads)
+        self._pending_now = None  # the round's samples change what the rules see
         if self.rounds % 2:
             pending.reverse()
         for mode in pending:

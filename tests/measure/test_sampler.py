@@ -364,3 +364,28 @@ def test_the_spread_rule_ends_sampling_early_only_where_a_spread_is_known():
         done[bool(spreads)] = (len(out.modes["eager"].wall), out.budget_hit, out.modes["eager"].target_met)
     assert done[False][0] > 100 and not done[False][2]  # 0.01% is out of reach: the cap or budget ends it
     assert done[True] == (15, False, False)  # 5% noise against a 20% spread: three rounds are enough
+
+
+def test_each_round_asks_every_rule_once():
+    """The modes still pending are asked once per round (kept until the round's samples change them), so
+    a round and the ``done`` after it do not evaluate each mode's rule twice."""
+    from dataclasses import dataclass, field
+    from typing import ClassVar
+
+    @dataclass
+    class Counting:
+        name: ClassVar[str] = "counting"
+        inner: object
+        asked: list[str] = field(default_factory=list)
+
+        def finished(self, view):
+            self.asked.append(view.mode)
+            return self.inner.finished(view)
+
+    clock = SteppingClock()
+    work = {"eager": ScriptedWorkload(clock, 1, 6e-6, noise=0.5), "graph": ScriptedWorkload(clock, 1, 2e-6)}
+    rule = Counting(FirstOf((NoiseTarget.of(settings()), SampleCap(10_000))))
+    sampler = Sampler(settings(max_time=0.2), clock, rule=rule)
+    out = sampler.run(work)
+    assert out.budget_hit and sampler.rounds > 3
+    assert rule.asked.count("eager") == sampler.rounds + 1  # once at the start, once after each round
