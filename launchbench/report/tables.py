@@ -3,12 +3,9 @@ check): CSV and JSON. The comparison's columns come from report.comparison_table
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from launchbench.analysis.compare import Comparison
@@ -55,37 +52,7 @@ def comparison_frame(comparison: Comparison, report: GateReport | None = None) -
 
 
 def comparison_csv(comparison: Comparison, report: GateReport | None = None) -> str:
-    """The records (comparison_records) as comparison_frame(...).to_csv(index=False) writes them, without
-    the frame, column by column: each column's cells as pandas writes the type it infers for them
-    (csv_cells), written by the csv module with pandas' settings (minimal quoting, lines ended by \\n)."""
-    lines = list(comparison_table.lines(comparison, report))
-    columns = [csv_cells([column.value(line) for line in lines]) for column in comparison_table.DATA_COLUMNS]
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COMPARISON_COLUMNS)
-    writer.writerows(zip(*columns))
-    return out.getvalue()
-
-
-def csv_cells(values: list[Any]) -> list[str]:
-    """One column's cells as pandas' to_csv writes them: all true/false: True/False; all whole numbers:
-    as they are; numbers with or without missing values: floats in their shortest form (repr, as NumPy
-    writes a float64), a missing one empty; otherwise text, a missing value (None, NaN) empty."""
-    kinds = {type(v) for v in values}
-    if kinds <= {str}:
-        return values
-    if all(issubclass(t, bool | np.bool_) for t in kinds):
-        return [str(bool(v)) for v in values]
-    if not any(issubclass(t, bool | np.bool_) for t in kinds):
-        if all(issubclass(t, int | np.integer) for t in kinds):
-            return [str(v) for v in values]
-        if all(t is type(None) or issubclass(t, int | float | np.integer | np.floating) for t in kinds):
-            return ["" if v is None or v != v else repr(float(v)) for v in values]  # v != v: NaN
-    return ["" if _missing(v) else str(v) for v in values]
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float | np.floating) and math.isnan(value))
+    return comparison_frame(comparison, report).to_csv(index=False)
 
 
 def _clean(value: Any) -> Any:
