@@ -5,14 +5,16 @@ and only the outputs that differ travel to the host, where check.judge_outputs d
 rounding, or different) with the same words as check.compare_outputs.
 
 A chain at 256 shapes writes about 3,000 buffers: copying each to the host and comparing it there took
-seconds per check, where these take milliseconds. Outputs in host memory (the rank channel's pinned
-buffers) are copied and compared on the host as before. Where the device has no room for the copies
+6–9 s a pass on the H200, and the whole check of such a case, its walks included, takes 0.7–1.4 s this
+way (results/speed/shape_changes-h200-c). Outputs in host memory (the rank channel's pinned buffers)
+are copied and compared on the host. Where the device has no room for the copies
 (``cupy.cuda.memory.OutOfMemoryError``), ``snapshot`` raises it and the caller checks on the host."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import cupy
 import numpy as np
@@ -84,49 +86,52 @@ def snapshot(stream: cupy.cuda.Stream, steps: Sequence[BuiltStep]) -> DeviceSnap
     return DeviceSnapshot(tuple(names), flats, segments, host)
 
 
-def _differing_elements(a: cupy.ndarray, b: cupy.ndarray) -> cupy.ndarray:
-    """Per element, 1 where ``a`` and ``b`` differ (two NaNs do not), as int64 (for the running sum)."""
+def _differing(a: Any, b: Any) -> Any:
+    """Per element, 1 where ``a`` and ``b`` differ (two NaNs do not), as int64 (for the running sum);
+    CuPy arrays on the device, NumPy arrays on the host."""
+    xp = cupy.get_array_module(a)
     differ = a != b
     if a.dtype.kind in "fc":
-        differ &= ~(cupy.isnan(a) & cupy.isnan(b))
-    return differ.astype(cupy.int64)
+        differ &= ~(xp.isnan(a) & xp.isnan(b))
+    return differ.astype(np.int64)
 
 
 def differing_counts(a: DeviceSnapshot, b: DeviceSnapshot, stream: cupy.cuda.Stream) -> dict[str, int]:
     """Per output, how many of its elements differ between two snapshots of the same steps (counted on
     ``stream``)."""
-    with stream:
-        return _differing_counts(a, b)
-
-
-def _differing_counts(a: DeviceSnapshot, b: DeviceSnapshot) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for dtype, flat in a.flats.items():
-        members = [(name, seg) for name, seg in a.segments.items() if seg.dtype == dtype]
-        running = cupy.concatenate(
-            [cupy.zeros(1, cupy.int64), cupy.cumsum(_differing_elements(flat, b.flats[dtype]))]
-        )
-        starts = cupy.asarray([seg.start for _, seg in members], dtype=cupy.int64)
-        stops = cupy.asarray([seg.stop for _, seg in members], dtype=cupy.int64)
-        per_output = cupy.asnumpy(running[stops] - running[starts])
-        counts.update({name: int(n) for (name, _), n in zip(members, per_output)})
+    with stream:
+        for dtype, flat in a.flats.items():
+            members = [(name, seg) for name, seg in a.segments.items() if seg.dtype == dtype]
+            running = cupy.concatenate(
+                [cupy.zeros(1, cupy.int64), cupy.cumsum(_differing(flat, b.flats[dtype]))]
+            )
+            starts = cupy.asarray([seg.start for _, seg in members], dtype=cupy.int64)
+            stops = cupy.asarray([seg.stop for _, seg in members], dtype=cupy.int64)
+            per_output = cupy.asnumpy(running[stops] - running[starts])
+            counts.update({name: int(n) for (name, _), n in zip(members, per_output)})
     for name, array in a.host.items():
-        counts[name] = 0 if np.array_equal(array, b.host[name], equal_nan=True) else 1
+        counts[name] = int(_differing(array, b.host[name]).sum())
     return counts
 
 
-def compare_snapshots(
-    initial: DeviceSnapshot, eager: DeviceSnapshot, graph: DeviceSnapshot, stream: cupy.cuda.Stream
-) -> OutputCheck:
-    """check.compare_outputs of the three snapshots, with only the outputs that differ copied to the host.
+def judge_against(
+    initial: DeviceSnapshot, eager: DeviceSnapshot, stream: cupy.cuda.Stream
+) -> Callable[[DeviceSnapshot], OutputCheck]:
+    """check.compare_outputs(initial, eager, graph) for every graph snapshot it is given: which outputs
+    eager left unchanged is counted once, each graph's differing outputs alone copied to the host.
     Every kernel and copy runs on ``stream``, the case's own: work on a second stream can leave later
     graph replays of the process slower (docs/methodology.md, what slows graph replays)."""
-    unchanged = [name for name, n in differing_counts(eager, initial, stream).items() if n == 0]
-    differing = [name for name, n in differing_counts(eager, graph, stream).items() if n > 0]
     order = {name: i for i, name in enumerate(eager.names)}
-    unchanged.sort(key=order.__getitem__)
-    differing.sort(key=order.__getitem__)
-    with stream:
-        expected, got = eager.on_host(differing), graph.on_host(differing)
-    pairs = {name: (expected[name], got[name]) for name in differing}
-    return judge_outputs(len(eager.names), eager.nbytes(), unchanged, pairs)
+    counts = differing_counts(eager, initial, stream)
+    unchanged = sorted((name for name, n in counts.items() if n == 0), key=order.__getitem__)
+
+    def judge(graph: DeviceSnapshot) -> OutputCheck:
+        counts = differing_counts(eager, graph, stream)
+        differing = sorted((name for name, n in counts.items() if n > 0), key=order.__getitem__)
+        with stream:
+            expected, got = eager.on_host(differing), graph.on_host(differing)
+        pairs = {name: (expected[name], got[name]) for name in differing}
+        return judge_outputs(len(eager.names), eager.nbytes(), unchanged, pairs)
+
+    return judge

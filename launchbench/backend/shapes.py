@@ -28,9 +28,11 @@ import contextlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import cupy
+import numpy as np
 
 from launchbench.backend import device_check
 from launchbench.backend.base import GraphDrawing, OutputCheck, RankControl
@@ -385,6 +387,15 @@ def _bytes_needed(plan: ShapePlan) -> int:
     return sum(step_bytes(step) for step in unique.values())
 
 
+Snapshot = TypeVar("Snapshot", dict[str, np.ndarray], device_check.DeviceSnapshot)
+
+
+def _host_judge(
+    initial: dict[str, np.ndarray], eager: dict[str, np.ndarray]
+) -> Callable[[dict[str, np.ndarray]], OutputCheck]:
+    return partial(compare_outputs, initial, eager)
+
+
 class ShapePreparedCase:
     """A shape-changing case built on the GPU, with a ShapeLoop per mode (PreparedCase)."""
 
@@ -508,29 +519,32 @@ class ShapePreparedCase:
         if not modes:
             return OutputCheck(None, f"no graph to compare ({self.graph_failure})")
         try:
-            return self._check_with(modes, device_check.snapshot, self._compare_on_device)
+            return self._check_with(modes, device_check.snapshot, self._device_judge)
         except cupy.cuda.memory.OutOfMemoryError:
             cupy.get_default_memory_pool().free_all_blocks()
-        return self._check_with(modes, snapshot_steps, compare_outputs)
+        return self._check_with(modes, snapshot_steps, _host_judge)
 
-    def _compare_on_device(self, initial: Any, eager: Any, graph: Any) -> OutputCheck:
-        return device_check.compare_snapshots(initial, eager, graph, self.stream)
+    def _device_judge(self, initial: Any, eager: Any) -> Callable[[Any], OutputCheck]:
+        return device_check.judge_against(initial, eager, self.stream)
 
     def _check_with(
-        self, modes: list[str], take: Callable[..., Any], compare: Callable[..., OutputCheck]
+        self,
+        modes: list[str],
+        take: Callable[[cupy.cuda.Stream, Sequence[BuiltStep]], Snapshot],
+        judge_against: Callable[[Snapshot, Snapshot], Callable[[Snapshot], OutputCheck]],
     ) -> OutputCheck:
-        """The walks' outputs taken by ``take`` (a snapshot of the steps) and judged by ``compare``
-        (initial, eager, graph)."""
+        """The walks' outputs taken by ``take`` (a snapshot of the steps), each graph strategy's judged
+        against the initial contents and eager's walk (``judge_against``)."""
         reset_steps(self.stream, self.steps)
         initial = take(self.stream, self.steps)
         if not len(initial):
             return OutputCheck(None, "the chain writes no buffer")
         self._walk("eager")
-        eager = take(self.stream, self.steps)
+        judge = judge_against(initial, take(self.stream, self.steps))
         checks = {}
         for mode in modes:
             self._walk(mode)
-            checks[mode] = compare(initial, eager, take(self.stream, self.steps))
+            checks[mode] = judge(take(self.stream, self.steps))
         return self._verdict(modes, checks)
 
     def _verdict(self, modes: list[str], checks: dict[str, OutputCheck]) -> OutputCheck:
