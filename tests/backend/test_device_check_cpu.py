@@ -9,6 +9,7 @@ import importlib
 import sys
 import types
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -56,7 +57,7 @@ def device_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
 
 def _contents() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     rng = np.random.default_rng(5)
-    initial = {
+    initial: dict[str, np.ndarray] = {
         "a": rng.random((4, 5)).astype(np.float32),
         "b": rng.integers(0, 9, 7).astype(np.int32),
         "c": rng.random(6),
@@ -88,7 +89,7 @@ def test_the_judge_gives_the_host_checks_verdict_and_words(device_check: types.M
     steps = [BuiltStep(calls=[], outputs={name: array}) for name, array in buffers.items()]
     stream = _Stream()
 
-    def taken(contents: dict[str, np.ndarray]) -> object:
+    def taken(contents: dict[str, np.ndarray]) -> Any:
         for name, array in contents.items():
             buffers[name][...] = array
         return device_check.snapshot(stream, steps)
