@@ -5,8 +5,10 @@ from __future__ import annotations
 import platform
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas only for the table's type: a script that only asks the versions loads none of it
+    import pandas as pd
 
 
 def library_versions(names: tuple[str, ...]) -> dict[str, str]:

@@ -29,9 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
 
+from _report import library_versions
 from compare_speed import SOURCES, scaled
 
 from launchbench.results.store import load_run, write_run
@@ -110,16 +110,6 @@ def steps_of(dirs: list[Path], output: Path) -> dict[str, object]:
     return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
-def versions() -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
 def machine() -> dict[str, object]:
     cpu = next(
         (line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")),
@@ -151,7 +141,7 @@ def summary(
         "load_average_before": round(loads[0], 2),
         "load_average_after": round(loads[1], 2),
         "machine": machine(),
-        "versions": versions(),
+        "versions": library_versions(PACKAGES),
     }
 
 
