@@ -35,6 +35,20 @@ DEFAULT_EAGER_DRIFT: tuple[float, ...] = (1.0, 1.0, 1.35)
 GRAPH_DRIFT = 0.002  # graph (GPU-bound) pass medians differ by at most ±0.2%
 
 
+# two cases of empty kernels for the ab tests, measured in two passes a side
+TINY_AB_SCENARIO = """
+name: tiny
+description: two cases for ab
+sweep:
+  length: [1, 10]
+chains:
+  empty:
+    - kind: empty
+      repeat: $length
+measure: {max_time: 0.2, passes: 2, min_samples: 5, warmup_time: 0.01}
+"""
+
+
 def _series(rng: np.random.Generator, center: float, noise: float, n: int) -> list[float]:
     return list(center * (1 + noise * rng.standard_normal(n)).clip(0.5, None))
 

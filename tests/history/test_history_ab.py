@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from builders import TINY_AB_SCENARIO
 from click.testing import CliRunner
 from fakes import ORDER_FILE_VARIABLE, SLOWDOWN_VARIABLE, recording_backend, scripted_backend
 
@@ -21,17 +22,7 @@ from launchbench.run import runner
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
-SCENARIO = """
-name: tiny
-description: two cases for ab
-sweep:
-  length: [1, 10]
-chains:
-  empty:
-    - kind: empty
-      repeat: $length
-measure: {max_time: 0.2, passes: 2, min_samples: 5, warmup_time: 0.01}
-"""
+SCENARIO = TINY_AB_SCENARIO
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import make_run
+from builders import TINY_AB_SCENARIO, make_run
 from fakes import (
     ORDER_FILE_VARIABLE,
     SAMPLES_FILE_VARIABLE,
@@ -36,17 +36,7 @@ from launchbench.run.ab import (
 )
 
 TESTS = Path(__file__).parents[1]
-SCENARIO = """
-name: tiny
-description: two cases for ab
-sweep:
-  length: [1, 10]
-chains:
-  empty:
-    - kind: empty
-      repeat: $length
-measure: {max_time: 0.2, passes: 2, min_samples: 5, warmup_time: 0.01}
-"""
+SCENARIO = TINY_AB_SCENARIO
 # the order SCENARIO's case-passes are measured in (A first when case index + pass index is even)
 ORDER = [
     "A empty/length=1",
