@@ -207,10 +207,10 @@ class WorkerExecutor:
         while nothing is measured: that one was spawned a pass ahead and has imported launchbench (or is
         spawned now), and starts its backend (the CUDA context, NVML, the first canary reading) once the
         old one has ended, while the parent does what it does between passes (the tables, the
-        host-level fits). The worker for the pass after it (``then``, where the schedule holds one) is
-        spawned now, to import meanwhile; the
-        pass's first case waits for the new worker's Ready and for that one's imports to be done, so no
-        import loads the host while a case is measured, and it then sits idle, holding no GPU context."""
+        host-level fits). Where a pass ``then`` may follow, its worker is spawned now, to import
+        meanwhile; the pass's first case waits for the new worker's Ready and for that one's imports to
+        be done, so no import loads the host while a case is measured; it then sits idle, holding no GPU
+        context."""
         ending, self._worker = self._worker, None
         if self._next is not None:
             self._next.stop()
