@@ -82,12 +82,13 @@ def floor(
     """Measure the launch path layer by layer: C over the driver API, cuda-bindings, CuPy, torch.
 
     Each layer (SCENARIO's 'floor:' block, or all of them) is timed eagerly and as a CUDA Graph, at
-    0, 4 and 16 kernel arguments where it launches the empty kernel itself, all interleaved in rounds
-    in this process; a layer that cannot run here (no C compiler, no torch) is recorded as skipped with
+    0, 4 and 16 kernel arguments where it launches the empty kernel itself, all but torch interleaved
+    in rounds in this process; a layer that cannot run here (no C compiler, no torch) is recorded as skipped with
     its reason. The run directory gets results.json and results.csv (so compare, ab, history and plot
     read it), floor.md (each layer's cost above the C floor and above its parent on the call path, what
-    a graph saves, the host facts) and floor.png (the stacked bars). torch's layer is sampled last, in
-    a session of its own, so torch is loaded only once the other layers are measured.
+    a graph saves, the host facts) and floor.png (the stacked bars). torch's layer is measured last, in
+    a fresh process of its own, so neither torch nor the CuPy layers are timed in a process the other
+    has used.
 
     Exit 0 when the floor was measured, 2 on a usage or input error or when there is no usable GPU.
     """

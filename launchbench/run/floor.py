@@ -1,13 +1,18 @@
-"""``launchbench floor``: every layer of a ``floor:`` block built in this process, then all of them
-sampled in interleaved rounds by one sampler session (so a drift of the host moves every layer alike),
-and the outcome stored as a run: a case per layer and argument count, its eager and graph modes. A layer
-that cannot run here is recorded with its modes skipped and the reason. Never prints."""
+"""``launchbench floor``: every layer of a ``floor:`` block but torch built in this process, then all of
+them sampled in interleaved rounds by one sampler session (so a drift of the host moves every layer
+alike); torch's layer likewise in a fresh process of its own; the outcome stored as a run: a case per
+layer and argument count, its eager and graph modes. A layer that cannot run here is recorded with its
+modes skipped and the reason. Never prints."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import os
+import pickle
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +40,8 @@ from launchbench.scenario.floor import ARG_LAYERS, Floor, Layer
 from launchbench.scenario.load import ScenarioFile
 
 KINDS = "floor"  # the results' ``kinds`` of every floor case
+APART_LAYERS: tuple[Layer, ...] = ("torch",)  # measured in a fresh process of their own (floor_results)
+APART_START_S = 120.0  # what a process of its own may take beyond four times its budget: imports, builds
 
 
 @dataclass(frozen=True)
@@ -143,15 +150,6 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def sessions(cases: Sequence[FloorCase]) -> list[list[FloorCase]]:
-    """The cases in the order they are built and sampled: every layer but torch together, then torch's
-    own session, so torch is imported only once the other layers are measured (a process that has
-    loaded torch is not the process a CuPy user launches from)."""
-    first = [case for case in cases if case.layer != "torch"]
-    last = [case for case in cases if case.layer == "torch"]
-    return [session for session in (first, last) if session]
-
-
 def _session(
     request: FloorRequest,
     ctx: FloorContext,
@@ -173,25 +171,81 @@ def _session(
     return [case_result(request, case, built.get(case), skipped.get(case), outcome, host) for case in cases]
 
 
-def floor_results(request: FloorRequest, clock: Clock, gpu_address: str | None) -> list[CaseResult]:
-    """Every case of the floor block, measured in this process: the sessions one after the other, the
-    block's ``max_time`` shared between them by their cases; results in the block's order."""
-    require_gpu(request.device)
-    from launchbench.backend.floor.build import open_context
+def measure_cases(
+    request: FloorRequest, cases: list[FloorCase], clock: Clock, gpu_address: str | None, total: int
+) -> dict[FloorCase, CaseResult]:
+    """``cases`` built in this process and sampled together in interleaved rounds, with their share
+    (``len(cases)`` of ``total``) of the block's ``max_time``."""
+    from launchbench.backend.floor.build import open_context  # CuPy: only once a GPU is known to be there
 
     spec = request.spec
-    cases = plan(spec)
     ctx = open_context(
         request.device, clock, spec.args, spec.nodes, spec.gpu_nodes, request.measure.max_in_flight
     )
-    results: dict[FloorCase, CaseResult] = {}
+    settings = request.measure.model_copy(update={"max_time": spec.max_time * len(cases) / total})
     try:
-        for session in sessions(cases):
-            budget = spec.max_time * len(session) / len(cases)
-            settings = request.measure.model_copy(update={"max_time": budget})
-            results.update(zip(session, _session(request, ctx, session, settings, gpu_address), strict=True))
+        return dict(zip(cases, _session(request, ctx, cases, settings, gpu_address), strict=True))
     finally:
         ctx.close()
+
+
+@dataclass(frozen=True)
+class ApartTask:
+    """What a process of its own measures (run/floor_process.py): ``cases`` of ``request``, with their
+    share of the budget among ``total`` cases."""
+
+    request: FloorRequest
+    cases: list[FloorCase]
+    gpu_address: str | None
+    total: int
+
+
+def measure_apart(
+    request: FloorRequest, cases: list[FloorCase], gpu_address: str | None, total: int
+) -> dict[FloorCase, CaseResult]:
+    """``cases`` measured in a fresh Python process of their own (``python -m
+    launchbench.run.floor_process``); each case failed, with the process's last words, where it ends
+    without its results."""
+    budget = request.spec.max_time * len(cases) / total
+    with tempfile.TemporaryDirectory(prefix="launchbench-floor-") as work:
+        task, answer = Path(work) / "task.pickle", Path(work) / "results.pickle"
+        task.write_bytes(pickle.dumps(ApartTask(request, cases, gpu_address, total)))
+        package_root = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+        command = [sys.executable, "-m", "launchbench.run.floor_process", str(task), str(answer)]
+        limit = APART_START_S + 4 * budget
+        try:
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=limit,
+                env={**os.environ, "PYTHONPATH": path},
+            )
+            said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        except subprocess.TimeoutExpired:
+            said = f"it did not end within {limit:.0f} s"
+        if answer.is_file():
+            return dict(zip(cases, pickle.loads(answer.read_bytes()), strict=True))
+    return dict(zip(cases, failed_cases(request, cases, f"the {cases[0].layer} layer's process: {said}")))
+
+
+def floor_results(request: FloorRequest, clock: Clock, gpu_address: str | None) -> list[CaseResult]:
+    """Every case of the floor block, results in the block's order. Every layer but torch is measured
+    in this process, interleaved in rounds; torch's in a fresh process of its own afterwards, so that
+    neither is timed in a process the other has used (a bare torch loop in a process that has run
+    CuPy's layers first reads about 10% slower per graph replay on the H200; docs/floor.md). Each gets
+    its cases' share of the block's ``max_time``."""
+    require_gpu(request.device)
+    cases = plan(request.spec)
+    here = [case for case in cases if case.layer not in APART_LAYERS]
+    apart = [case for case in cases if case.layer in APART_LAYERS]
+    results: dict[FloorCase, CaseResult] = {}
+    if here:
+        results.update(measure_cases(request, here, clock, gpu_address, len(cases)))
+    if apart:
+        results.update(measure_apart(request, apart, gpu_address, len(cases)))
     return [results[case] for case in cases]
 
 
@@ -233,14 +287,19 @@ def one_round(request: FloorRequest) -> FloorRequest:
     return FloorRequest(spec, request.scenario, request.measure.one_pass(), request.device)
 
 
-def failed_floor(request: FloorRequest, message: str) -> list[CaseResult]:
-    """Every case of the block, failed with ``message`` (the process measuring it could not)."""
+def failed_cases(request: FloorRequest, cases: Sequence[FloorCase], message: str) -> list[CaseResult]:
+    """Each of ``cases``, failed with ``message`` (the process measuring them could not)."""
     failed = []
-    for case in plan(request.spec):
+    for case in cases:
         result = case_result(request, case, None, message, None, HostData())
         modes = {name: mode.model_copy(update={"status": "failed"}) for name, mode in result.modes.items()}
         failed.append(result.model_copy(update={"modes": modes, "error": message, "error_kind": "runtime"}))
     return failed
+
+
+def failed_floor(request: FloorRequest, message: str) -> list[CaseResult]:
+    """Every case of the block, failed with ``message`` (the process measuring it could not)."""
+    return failed_cases(request, plan(request.spec), message)
 
 
 def measure_in_process(request: FloorRequest, gpu_address: str | None) -> list[CaseResult]:

@@ -23,7 +23,8 @@ MAX_ARGS = 64
 class Floor(Strict):
     """What ``launchbench floor`` measures: each layer of ``layers`` eagerly and as a graph, a case per
     argument count for the layers that launch the empty kernel directly (``c``, ``bindings``,
-    ``cupy_raw``, ``cupy_raw_stream``); all of them interleaved in rounds in one process."""
+    ``cupy_raw``, ``cupy_raw_stream``); all but torch interleaved in rounds in one process, torch
+    in a fresh process of its own."""
 
     layers: Annotated[list[Layer], Field(min_length=1)] = Field(default_factory=lambda: list(LAYERS))
     args: Annotated[list[Int], Field(min_length=1)] = Field(

@@ -27,7 +27,7 @@ from launchbench.report.run_files import write_tables
 from launchbench.results.metadata import Overrides
 from launchbench.results.schema import HostData, RunRecord, ThreadPlace
 from launchbench.results.store import load_run, write_run
-from launchbench.run.floor import FloorRequest, built_in_scenario, case_result, plan
+from launchbench.run.floor import FloorRequest, built_in_scenario, case_result, measure_apart, plan
 from launchbench.scenario.core import MeasureSettings
 from launchbench.scenario.floor import Floor
 from launchbench.scenario.load import load_scenario_file
@@ -295,8 +295,9 @@ def test_floor_refuses_a_scenario_without_a_floor_block(tmp_path):
     assert "quickstart.yaml: reading the scenario: it has no 'floor:' block to measure" in result.output
 
 
-def test_the_bare_loops_import_nothing_of_launchbench():
-    tree = ast.parse((ROOT / "benchmarks" / "floor_reference" / "bare_layers.py").read_text())
+@pytest.mark.parametrize("script", ["bare_layers.py", "torch_process_probe.py"])
+def test_the_bare_loops_import_nothing_of_launchbench(script):
+    tree = ast.parse((ROOT / "benchmarks" / "floor_reference" / script).read_text())
     names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert names and not [n for n in names if n.startswith("launchbench")]
@@ -474,3 +475,19 @@ def test_the_fidelity_script_reanalyses_a_recorded_fidelity_json(tmp_path):
     assert (
         (tmp_path / "fidelity.md").read_text().startswith("# launchbench floor against standalone references")
     )
+
+
+def test_a_layer_whose_own_process_fails_is_failed_with_that_process_s_last_words():
+    """torch's layer is measured in a process of its own; where that process ends without results
+    (here: no CuPy, or no GPU 99), its cases are failed with one line that says so, and the run goes on."""
+    request = FloorRequest(
+        Floor(layers=["torch"], max_time=1), built_in_scenario(Floor()), MeasureSettings(), 99
+    )
+    cases = plan(request.spec)
+    results = measure_apart(request, cases, None, len(cases))
+    assert list(results) == cases
+    for result in results.values():
+        assert result.error is not None and result.error.startswith("the torch layer's process: ")
+        said = result.error.removeprefix("the torch layer's process: ")
+        assert "\n" not in said and ("cupy" in said.lower() or "device" in said.lower()), said
+        assert {m.status for m in result.modes.values()} == {"failed"}
