@@ -1,14 +1,21 @@
-"""The worker process on the CPU (scripted backend): what one worker keeps between the cases it runs."""
+"""The worker process on the CPU (scripted backend): what one worker keeps between the cases it runs, and
+how it ends."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from fakes import HarnessCountingBackend, harness_counting_backend
+from fakes import (
+    TEARDOWN_FILE_VARIABLE,
+    HarnessCountingBackend,
+    harness_counting_backend,
+    teardown_marking_backend,
+)
 
 from launchbench.results.schema import CaseResult
-from launchbench.run.executor import WorkerExecutor
+from launchbench.run.ab import VariantWorker, parse_variant
+from launchbench.run.executor import WorkerExecutor, WorkerProcess
 from launchbench.run.protocol import run_through
 from launchbench.scenario.expand import expand_scenario
 
@@ -49,3 +56,24 @@ def test_a_worker_measures_its_harness_cost_once_for_the_cases_it_steps_round_by
     assert all(not result.error for result in stepped + whole)
     first = HarnessCountingBackend.HARNESS_STEP
     assert [result.harness_s_per_iter for result in stepped + whole] == [first] * (2 * len(cases))
+
+
+@pytest.mark.parametrize("started", ["spawned", "program"])
+def test_a_worker_the_parent_stops_ends_with_exit_code_0_and_no_interpreter_teardown(
+    started: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After StopWorker a worker has nothing left to do: it ends at once, exit code 0, without the
+    interpreter's teardown (the atexit handler its backend registered never runs), whether spawned
+    (runner) or started as a program (ab)."""
+    marks = tmp_path / "teardown.txt"
+    monkeypatch.setenv(TEARDOWN_FILE_VARIABLE, str(marks))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parents[1]))  # the program imports fakes
+    factory = teardown_marking_backend
+    if started == "spawned":
+        worker: WorkerProcess = WorkerProcess(factory, 0)
+    else:
+        worker = VariantWorker(parse_variant("env=LAUNCHBENCH_TEST_SIDE=A"), factory, 0)
+    worker.start()
+    worker.stop()
+    assert worker.process.exitcode == 0
+    assert not marks.exists()
