@@ -1,8 +1,10 @@
-"""The worker process on the CPU (scripted backend): what one worker keeps between the cases it runs, and
-how it ends."""
+"""The worker process on the CPU (scripted backend): what it imports before its first message, what one
+worker keeps between the cases it runs, and how it ends."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,28 @@ chains:
       repeat: $length
 measure: {max_time: 0.05, passes: 1, min_samples: 3, warmup_time: 0.01}
 """
+
+
+# what a worker does not load before its first message: the parent's libraries (tables, figures, the
+# console, the history, the CLI), the GPU libraries (its backend imports them once asked to start), the
+# parent's side of a run, and what only a rank's worker runs (launchbench.run.ranks)
+NOT_IN_A_WORKER = (
+    "pandas", "scipy", "matplotlib", "rich", "click", "sqlalchemy", "alembic", "sklearn", "ruptures",
+    "jinja2", "yaml", "cupy", "torch", "launchbench.analysis", "launchbench.report", "launchbench.history",
+    "launchbench.fleet", "launchbench.cli", "launchbench.api", "launchbench.run.runner",
+    "launchbench.run.session", "launchbench.run.executor", "launchbench.run.ab", "launchbench.run.ranks",
+)  # fmt: skip
+
+
+def test_the_worker_module_loads_only_what_every_worker_runs() -> None:
+    """Every pass starts a worker, and what ``launchbench.run.worker`` imports is loaded before its first
+    message (its Booted): NumPy, pydantic and launchbench's models, none of NOT_IN_A_WORKER."""
+    code = "import sys, launchbench.run.worker; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "numpy" in loaded and "launchbench.results.schema" in loaded  # what it does need, loaded
+    assert [m for m in loaded if m.startswith(NOT_IN_A_WORKER)] == []
 
 
 @pytest.fixture
