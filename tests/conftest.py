@@ -1,12 +1,14 @@
-"""The `gpu` marker: GPU tests skip, with a reason, where CuPy or a CUDA device is missing; the objects
-collection made (every test module, the libraries they import) frozen out of the garbage collector; one
-BLAS thread in the test processes and every process they start."""
+"""The `gpu` marker: GPU tests skip, with a reason, where CuPy or a CUDA device is missing; collection
+with the cyclic collector off, and the objects it made (every test module, the libraries they import)
+frozen out of the garbage collector; one BLAS thread in the test processes and every process they
+start."""
 
 from __future__ import annotations
 
 import gc
 import os
 import sys
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,18 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """Collection with the cyclic collector off: importing the test modules (and what they import)
+    builds the objects that live for the whole session, and each of the collector's full passes while
+    they grow walked all of them again (about a quarter of a collection's CPU time)."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.enable()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -344,6 +344,22 @@ def slow_graph_backend(device: int) -> ScriptedBackend:
     return ScriptedBackend(graph_per_launch=1.0e-6)
 
 
+TEARDOWN_FILE_VARIABLE = "LAUNCHBENCH_TEST_TEARDOWN"
+
+
+def teardown_marking_backend(device: int) -> ScriptedBackend:
+    """The scripted backend in a process whose interpreter teardown (its atexit handlers) appends that
+    process's id to the file TEARDOWN_FILE_VARIABLE names: a test can tell whether a worker ran it."""
+    import atexit
+
+    def mark() -> None:
+        with open(os.environ[TEARDOWN_FILE_VARIABLE], "a") as marks:
+            marks.write(f"{os.getpid()}\n")
+
+    atexit.register(mark)
+    return ScriptedBackend()
+
+
 STARTS_FILE_VARIABLE = "LAUNCHBENCH_TEST_WORKER_STARTS"
 CANARY_DISTURB_VARIABLE = "LAUNCHBENCH_TEST_CANARY_DISTURB"
 

@@ -48,7 +48,6 @@ from launchbench.run.protocol import (
     StopWorker,
     run_through,
 )
-from launchbench.run.ranks import execute_rank
 from launchbench.scenario.core import Case
 
 PROGRESS_STEP = 0.05
@@ -66,12 +65,14 @@ def cupy_backend(device: int) -> Any:
     return CupyBackend(device, SystemClock())
 
 
-def _exit_now() -> NoReturn:
-    """Leave without running destructors: after a CUDA fault they would only report the same error
-    again (CuPy's Event.__del__ fails on a poisoned context and prints a traceback)."""
+def _exit_now(code: int = 3) -> NoReturn:
+    """Leave without running destructors or the interpreter's teardown: after a CUDA fault they would
+    only report the same error again (CuPy's Event.__del__ fails on a poisoned context and prints a
+    traceback); once the parent is done with the worker they would only take time (every module torn
+    down one by one: some 20 ms at the end of each worker)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(3)
+    os._exit(code)
 
 
 class _ProgressSender:
@@ -107,7 +108,13 @@ def _start_backend(
     return None
 
 
-def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) -> None:
+def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) -> NoReturn:
+    """The worker process: its main loop, then its end (exit code 0) once the loop returns."""
+    _serve_requests(conn, backend_factory, device)
+    _exit_now(0)
+
+
+def _serve_requests(conn: Connection, backend_factory: Callable[[int], Any], device: int) -> None:
     """Worker main loop (runs in the child process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
     os.environ[NVLS_VARIABLE] = "0"  # NCCL's NVLink multicast stays off in every worker
@@ -162,6 +169,8 @@ def _measure(conn: Connection, backend: Any, watch: CanaryWatch, case: Case, con
 def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
     """One rank of a case on several GPUs: rank 0 first makes the NCCL unique id and sends it to the
     parent, which passes it to the other ranks."""
+    from launchbench.run.ranks import execute_rank  # only a rank's worker runs it: the others never load it
+
     unique_id = task.unique_id
     try:
         if unique_id is None:
