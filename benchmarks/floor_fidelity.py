@@ -289,7 +289,7 @@ def header(ours: Values, refs: Values) -> list[str]:
     return [
         "# launchbench floor against standalone references",
         "",
-        f"- launchbench: `launchbench floor` (every layer in one process): {floor_n} values, the medians of "
+        f"- launchbench: `launchbench floor` (every layer but torch in one process, torch in one of its own): {floor_n} values, the medians of "
         "consecutive stretches of each process's samples (the level can move within a process).",
         "- references, each in its own fresh process: the `c` layer against "
         "benchmarks/floor_reference/launch.cu built with nvcc (its cuLaunchKernel loop for eager, its "
