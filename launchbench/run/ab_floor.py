@@ -1,8 +1,8 @@
 """A scenario's floor: block in ``launchbench ab``: measured paired, round by round, as ab pairs cases.
 
-The floor's layers are built and sampled together in one process (run.floor), so ab's unit for a floor
-is one whole floor process per side per round: in round k (pass k of both sides), once the round's cases
-are in, each side measures every layer of the block in a fresh worker of its own variant (its
+The floor's layers are built and sampled together in one process (torch's in one that process starts:
+run.floor), so ab's unit for a floor is one whole floor process per side per round: in round k (pass k
+of both sides), once the round's cases are in, each side measures every layer of the block in a fresh worker of its own variant (its
 interpreter, paths and environment, pinned to the CPU its case workers use), on 1/rounds of the block's
 time budget and sample counts. The sides take turns, the order alternating over blocks and rounds as
 over cases (run.ab.round_order). Each process's cases go into its side's record as pass k, so a layer's

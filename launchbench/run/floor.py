@@ -172,17 +172,17 @@ def _session(
 
 
 def measure_cases(
-    request: FloorRequest, cases: list[FloorCase], clock: Clock, gpu_address: str | None, total: int
+    request: FloorRequest, cases: list[FloorCase], clock: Clock, gpu_address: str | None, max_time: float
 ) -> dict[FloorCase, CaseResult]:
-    """``cases`` built in this process and sampled together in interleaved rounds, with their share
-    (``len(cases)`` of ``total``) of the block's ``max_time``."""
+    """``cases`` built in this process and sampled together in interleaved rounds within ``max_time``
+    seconds (their share of the block's)."""
     from launchbench.backend.floor.build import open_context  # CuPy: only once a GPU is known to be there
 
     spec = request.spec
     ctx = open_context(
         request.device, clock, spec.args, spec.nodes, spec.gpu_nodes, request.measure.max_in_flight
     )
-    settings = request.measure.model_copy(update={"max_time": spec.max_time * len(cases) / total})
+    settings = request.measure.model_copy(update={"max_time": max_time})
     try:
         return dict(zip(cases, _session(request, ctx, cases, settings, gpu_address), strict=True))
     finally:
@@ -191,29 +191,28 @@ def measure_cases(
 
 @dataclass(frozen=True)
 class ApartTask:
-    """What a process of its own measures (run/floor_process.py): ``cases`` of ``request``, with their
-    share of the budget among ``total`` cases."""
+    """What a process of its own measures (run/floor_process.py): ``cases`` of ``request``, within
+    ``max_time`` seconds."""
 
     request: FloorRequest
     cases: list[FloorCase]
     gpu_address: str | None
-    total: int
+    max_time: float
 
 
 def measure_apart(
-    request: FloorRequest, cases: list[FloorCase], gpu_address: str | None, total: int
+    request: FloorRequest, cases: list[FloorCase], gpu_address: str | None, max_time: float
 ) -> dict[FloorCase, CaseResult]:
     """``cases`` measured in a fresh Python process of their own (``python -m
-    launchbench.run.floor_process``); each case failed, with the process's last words, where it ends
-    without its results."""
-    budget = request.spec.max_time * len(cases) / total
+    launchbench.run.floor_process``) within ``max_time`` seconds; each case failed, with the process's
+    last words, where it ends without its results."""
     with tempfile.TemporaryDirectory(prefix="launchbench-floor-") as work:
         task, answer = Path(work) / "task.pickle", Path(work) / "results.pickle"
-        task.write_bytes(pickle.dumps(ApartTask(request, cases, gpu_address, total)))
+        task.write_bytes(pickle.dumps(ApartTask(request, cases, gpu_address, max_time)))
         package_root = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
         command = [sys.executable, "-m", "launchbench.run.floor_process", str(task), str(answer)]
-        limit = APART_START_S + 4 * budget
+        limit = APART_START_S + 4 * max_time
         try:
             done = subprocess.run(
                 command,
@@ -241,11 +240,12 @@ def floor_results(request: FloorRequest, clock: Clock, gpu_address: str | None) 
     cases = plan(request.spec)
     here = [case for case in cases if case.layer not in APART_LAYERS]
     apart = [case for case in cases if case.layer in APART_LAYERS]
+    share = request.spec.max_time / len(cases)  # of the block's budget, per case
     results: dict[FloorCase, CaseResult] = {}
     if here:
-        results.update(measure_cases(request, here, clock, gpu_address, len(cases)))
+        results.update(measure_cases(request, here, clock, gpu_address, share * len(here)))
     if apart:
-        results.update(measure_apart(request, apart, gpu_address, len(cases)))
+        results.update(measure_apart(request, apart, gpu_address, share * len(apart)))
     return [results[case] for case in cases]
 
 

@@ -15,7 +15,7 @@ from launchbench.run.floor import ApartTask, measure_cases
 
 def main(argv: list[str]) -> int:
     task: ApartTask = pickle.loads(Path(argv[0]).read_bytes())
-    results = measure_cases(task.request, task.cases, SystemClock(), task.gpu_address, task.total)
+    results = measure_cases(task.request, task.cases, SystemClock(), task.gpu_address, task.max_time)
     Path(argv[1]).write_bytes(pickle.dumps([results[case] for case in task.cases]))
     return 0
 

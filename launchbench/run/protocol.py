@@ -5,7 +5,7 @@ commands rank 0 sends the other ranks of a case on several GPUs (``RankCommand``
 Parent to worker: ``StartBackend`` first (a worker imports launchbench, then waits for it before it
 touches the GPU, so the parent can start a worker while it finishes other work), ``MeasureCase`` (one pass of a case, whole), ``BeginCase`` / ``NextRound`` /
 ``FinishCase`` (a case sampled round by round), ``RankTask`` (one rank of a case on several GPUs; the
-worker ends after it), ``MeasureFloor`` (a scenario's floor: block, every layer in this worker; it ends
+worker ends after it), ``MeasureFloor`` (a scenario's floor: block, measured from this worker; it ends
 after it) and ``StopWorker``.
 
 Worker to parent: ``Ready`` or ``StartFailed`` once at start; then, per request, any number of
@@ -181,7 +181,7 @@ class Failed:
 
 @dataclass(frozen=True)
 class FloorDone:
-    """A floor block's cases, in its order, as one process measured them."""
+    """A floor block's cases, in its order, as one worker measured them."""
 
     results: tuple[CaseResult, ...]
 

@@ -5,7 +5,8 @@ The messages both ways are launchbench.run.protocol's: the worker imports launch
 ``StartBackend`` and answers ``Ready`` (or ``StartFailed``) once its backend is up, then each request with any number of ``ProgressReport`` and one answer. A
 ``MeasureCase`` is measured whole; ``BeginCase``, ``NextRound`` and ``FinishCase`` step a case round by
 round; a ``RankTask`` runs one rank of a case on several GPUs, after which the worker ends; a
-``MeasureFloor`` measures a floor: block (every layer, in this process) and ends it too; a
+``MeasureFloor`` measures a floor: block (every layer here but torch's, which run.floor measures in a
+process of its own) and ends it too; a
 ``Result`` whose ``ending`` is true ends the worker too, as does ``StopWorker``.
 """
 
@@ -186,7 +187,7 @@ def _serve_rank(conn: Connection, backend: Any, task: RankTask) -> None:
 
 
 def _serve_floor(conn: Connection, task: MeasureFloor) -> None:
-    """The floor block's cases measured in this process by the measure the task names."""
+    """The floor block's cases measured from this process by the measure the task names."""
     try:
         measure: Callable[..., Any] = load_factory(task.measure)  # a run.floor.FloorMeasure
         results = tuple(measure(task.request, task.gpu_address))

@@ -484,7 +484,7 @@ def test_a_layer_whose_own_process_fails_is_failed_with_that_process_s_last_word
         Floor(layers=["torch"], max_time=1), built_in_scenario(Floor()), MeasureSettings(), 99
     )
     cases = plan(request.spec)
-    results = measure_apart(request, cases, None, len(cases))
+    results = measure_apart(request, cases, None, request.spec.max_time)
     assert list(results) == cases
     for result in results.values():
         assert result.error is not None and result.error.startswith("the torch layer's process: ")
