@@ -11,7 +11,7 @@ the same machine back to back. Records every run's wall time and peak resident m
     python benchmarks/speed_quickstart.py --profile                               # the new code's phases
     python benchmarks/speed_quickstart.py --analyze results/speed/quickstart.json # again, from its runs
 
-The outputs default to results/speed/<scenario>.json and results/speed/<scenario>-precision.csv.
+The outputs default to results/speed/<scenario>.json and, beside the JSON, <its name>-precision.csv.
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--work", type=Path, help="where the run directories go (a new temporary one by default)"
     )
     parser.add_argument("--out", type=Path, help="the JSON (results/speed/<scenario>.json by default)")
-    parser.add_argument("--csv", type=Path, help="the precision CSV (results/speed/<scenario>-precision.csv)")
+    parser.add_argument("--csv", type=Path, help="the precision CSV (default: beside --out, <its name>-precision.csv)")
     parser.add_argument("--profile", action="store_true", help="write the new code's phase profile instead")
     parser.add_argument("--analyze", type=Path, help="a JSON this script wrote: analyze its runs again")
     args = parser.parse_args(argv)
@@ -290,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         info = {k: v for k, v in document.items() if k not in ("runs", "rows", "summary", "scenario")}
     elif args.old is None:
         parser.error("give --old OLD_CHECKOUT, --profile or --analyze JSON")
-    table = args.csv or out.with_name(f"{name}-precision.csv")
+    table = args.csv or out.with_name(f"{out.stem}-precision.csv")
     if args.analyze is None:
         info = {**machine(), "old": str(args.old), "load_before": load_average()}
         runs = measure(args, scenario, work, lambda done: analyze(name, done, info, out, table))
