@@ -327,7 +327,9 @@ def render(rows: list[LevelFidelity], ours: Values, refs: Values) -> str:
     lines += [
         "",
         f"{sum(bool(r.within) for r in compared)} of {len(compared)} floor rows within ±{TOLERANCE:.0%} "
-        f"(the decision); {len(deciding) - len(compared)} with fewer than {FLOOR_MIN} values at a side's floor.",
+        f"(the decision); {len(deciding) - len(compared)} with fewer than {FLOOR_MIN} values at a side's floor. "
+        f"Outside: {sum(r.ratio > 1 for r in compared if not r.within)} with launchbench slower, "
+        f"{sum(r.ratio < 1 for r in compared if not r.within)} with launchbench faster.",
         f"Levels (beside it): {sum(bool(r.within) for r in levels_compared)} of {len(levels_compared)} "
         f"compared level rows within ±{TOLERANCE:.0%}; "
         f"{sum(r.level == 'unmatched' for r in rows)} unmatched levels.",

@@ -200,3 +200,15 @@ def test_launch_cu_prints_the_same_stretch_medians_as_the_bare_loop(bare, tmp_pa
     subprocess.run([compiler, "-O2", "-o", str(tmp_path / "report"), str(program)], check=True)
     printed = json.loads(subprocess.run([str(tmp_path / "report")], capture_output=True, text=True).stdout)
     assert printed["stretches_us"] == bare.stretch_medians(values, 5) == [1.0, 2.0, 3.1]
+
+
+def test_the_summary_says_which_way_the_rows_outside_miss(ff):
+    """results/floor-h200/torch-process/fidelity-c: a host whose reference processes rarely reached the
+    fast state; all 15 floor rows outside ±5% read launchbench faster than its reference."""
+    payload = json.loads((ROOT / "results/floor-h200/torch-process/fidelity-c/fidelity.json").read_text())
+    rows = ff.fidelity(ff.load_values(payload["launchbench"]), ff.load_values(payload["references"]))
+    text = ff.render(rows, {}, {})
+    assert "9 of 24 floor rows within ±5% (the decision)" in text
+    assert "Outside: 0 with launchbench slower, 15 with launchbench faster." in text
+    recorded = {(r.layer, r.mode, r.args, r.level): r for r in rows}
+    assert recorded[("cupy_raw", "graph", 0, "floor")].ratio == pytest.approx(0.681, abs=1e-3)
