@@ -40,12 +40,12 @@ class _ModelCrossover:
     group: dict[str, Any]  # the non-length sweep values the fit is for ({} without a group column)
     crossover: float | None
 
-    def fits(self, panel: Panel) -> bool:
+    def fits(self, panel: Panel, params: Sequence[dict[str, Any]]) -> bool:
+        """Whether the fit is the panel's; ``params``: its rows' parameters (``params`` parsed)."""
         if (self.scenario, self.chain) != (panel.scenario, panel.chain):
             return False
         if not self.group:
             return not panel.variant
-        params = [json.loads(p) for p in panel.rows["params"]]
         return all(p.get(k) == v for p in params for k, v in self.group.items())
 
 
@@ -73,7 +73,8 @@ def crossovers(run: RunRecord, table: PlotTable | None = None) -> dict[tuple[str
     model = _model_crossovers(table.rows)
     out: dict[tuple[str, str, str], float | None] = {}
     for panel in panels(table):
-        matches = [m for m in model or [] if m.fits(panel)]
+        params = [json.loads(p) for p in panel.rows["params"]]
+        matches = [m for m in model or [] if m.fits(panel, params)]
         out[panel.key] = matches[0].crossover if len(matches) == 1 else None
     return out
 

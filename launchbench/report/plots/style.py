@@ -18,12 +18,14 @@ import numpy as np  # noqa: E402
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import RunRecord
 
 FORMATS = ("png", "svg")
+
+MINOR_SUBS = (2.0, 5.0)  # a log axis's minor ticks, in each decade, where it spans a factor of 4 or more
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
 BLACK, ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE = (
@@ -143,7 +145,8 @@ def fmt_number(value: float) -> str:
 
 
 def log_axis(ax: Axes, which: str, suffix: str = "") -> None:
-    """Log scale with plain numbers (0.5, 10, 1,000) and labelled minor ticks when the range is narrow."""
+    """Log scale with plain numbers (0.5, 10, 1,000). Spanning less than a factor of 4, every minor tick is
+    labelled; wider, the minor ticks are at 2 and 5 of each decade, labelled up to a factor of 1,000."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
@@ -151,10 +154,11 @@ def log_axis(ax: Axes, which: str, suffix: str = "") -> None:
     span = hi / lo if lo > 0 else math.inf
     if span < 4:
         axis.set_minor_formatter(FuncFormatter(lambda v, _: fmt_number(v) + suffix))
-    elif span < 1000:
-        axis.set_minor_formatter(
-            FuncFormatter(lambda v, _: fmt_number(v) + suffix if _leading(v) in (2, 5) else "")
-        )
+        return
+    # each tick is artists to make, lay out and draw: eight a decade were most of a large plot's time
+    axis.set_minor_locator(LogLocator(subs=MINOR_SUBS))
+    if span < 1000:
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: fmt_number(v) + suffix))
     else:
         axis.set_minor_formatter(NullFormatter())
 
@@ -164,10 +168,6 @@ def single_x(ax: Axes, x: np.ndarray) -> None:
     values = np.unique(x[np.isfinite(x) & (x > 0)])
     if values.size == 1:
         ax.set_xlim(values[0] / 2, values[0] * 2)
-
-
-def _leading(value: float) -> int:
-    return int(round(value / 10 ** math.floor(math.log10(value)))) if value > 0 else 0
 
 
 def no_data(ax: Axes, text: str) -> None:
