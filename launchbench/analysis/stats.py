@@ -70,11 +70,15 @@ class Summary:
 def outlier_mask(values: np.ndarray) -> np.ndarray:
     """The samples farther than OUTLIER_MADS scaled MADs from the median (none when the MAD is 0)."""
     values = np.asarray(values, dtype=float)
-    median = np.median(values)
-    mad = np.median(np.abs(values - median))
+    deviation = np.abs(values - np.median(values))
+    return _beyond(deviation, float(np.median(deviation)))
+
+
+def _beyond(deviation: np.ndarray, mad: float) -> np.ndarray:
+    """The samples whose absolute deviation from the median is over OUTLIER_MADS scaled MADs ``mad``."""
     if not mad > 0:
-        return np.zeros(values.shape, dtype=bool)
-    return np.abs(values - median) > OUTLIER_MADS * MAD_SCALE * mad
+        return np.zeros(deviation.shape, dtype=bool)
+    return deviation > OUTLIER_MADS * MAD_SCALE * mad
 
 
 def sorted_median(ordered: np.ndarray) -> float:
@@ -128,8 +132,9 @@ def summarize(samples: Sequence[float] | np.ndarray, pass_sizes: Sequence[int] |
         medians = pass_medians(values, sizes)
         if medians:
             low, high = min(low, *medians), max(high, *medians)
-    mad = float(np.median(np.abs(values - median)))
-    outliers = int(np.sum(outlier_mask(values)))
+    deviation = np.abs(values - median)  # the median, MAD and percentiles each found once
+    mad = float(np.median(deviation))
+    p5, p95 = np.percentile(values, (5, 95))
     return Summary(
         median=median,
         ci_low=low,
@@ -137,8 +142,8 @@ def summarize(samples: Sequence[float] | np.ndarray, pass_sizes: Sequence[int] |
         mean=float(np.mean(values)),
         std=float(np.std(values, ddof=1)) if n > 1 else 0.0,
         mad=mad,
-        p5=float(np.percentile(values, 5)),
-        p95=float(np.percentile(values, 95)),
+        p5=float(p5),
+        p95=float(p95),
         n=n,
-        outliers=outliers,
+        outliers=int(np.count_nonzero(_beyond(deviation, mad))),
     )

@@ -91,7 +91,9 @@ ParamValue = Annotated[float | int | str, BeforeValidator(_not_bool)]
 class Strict(BaseModel):
     """A frozen model that refuses unknown keys and non-finite floats."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # defer_build: a model's validator is built when it is first used, so a worker process that
+    # measures one kind of step builds that kind's alone
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 FloatDType = Literal["float16", "float32", "float64"]

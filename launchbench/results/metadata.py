@@ -36,7 +36,7 @@ from typing_extensions import Self
 class Metadata(BaseModel):
     """A part of the metadata: frozen, open to unknown keys, written back with exactly the keys it was given."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", defer_build=True)  # built when first used
 
     @classmethod
     def __get_pydantic_json_schema__(

@@ -97,7 +97,8 @@ SERIES_MINIMUM: dict[str, float] = {WALL: 0.0, LATENCY: 0.0}  # series whose sam
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # defer_build: each model's validator is built when it is first used (a worker never builds RunRecord's)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 class GraphLifecycle(_Frozen):
