@@ -272,7 +272,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--work", type=Path, help="where the run directories go (a new temporary one by default)"
     )
     parser.add_argument("--out", type=Path, help="the JSON (results/speed/<scenario>.json by default)")
-    parser.add_argument("--csv", type=Path, help="the precision CSV (default: beside --out, <its name>-precision.csv)")
+    parser.add_argument(
+        "--csv", type=Path, help="the precision CSV (default: beside --out, <its name>-precision.csv)"
+    )
     parser.add_argument("--profile", action="store_true", help="write the new code's phase profile instead")
     parser.add_argument("--analyze", type=Path, help="a JSON this script wrote: analyze its runs again")
     args = parser.parse_args(argv)
