@@ -86,7 +86,8 @@ def floor(
     in rounds in this process; a layer that cannot run here (no C compiler, no torch) is recorded as skipped with
     its reason. The run directory gets results.json and results.csv (so compare, ab, history and plot
     read it), floor.md (each layer's cost above the C floor and above its parent on the call path, what
-    a graph saves, the host facts) and floor.png (the stacked bars). torch's layer is measured last, in
+    a graph saves, each paired round by round with its 95% CI where the two were sampled together; the
+    host facts) and floor.png (the stacked bars). torch's layer is measured last, in
     a fresh process of its own, so neither torch nor the CuPy layers are timed in a process the other
     has used.
 

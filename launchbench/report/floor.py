@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from launchbench.report.floor_paired import paired
 from launchbench.results.schema import CPU, GPU, MEASURED_STATUSES, WALL, CaseResult, RunRecord, ThreadPlace
 from launchbench.scenario.floor import LAYERS, Layer
 
@@ -54,6 +55,10 @@ class FloorRow:
     above_s: float | None
     skipped: str | None  # why the layer (or its eager mode) was not measured
     above_floor_s: float | None = None  # its eager cost above the C floor (None: no C floor measured)
+    # 95% CIs of above_s, above_floor_s and saves_s where those are paired round by round (floor_paired)
+    above_ci_s: tuple[float, float] | None = None
+    above_floor_ci_s: tuple[float, float] | None = None
+    saves_ci_s: tuple[float, float] | None = None
 
     @property
     def above_pct(self) -> float | None:
@@ -61,9 +66,14 @@ class FloorRow:
             return None
         return 100.0 * self.above_s / self.eager_s
 
+    saves_paired_s: float | None = None  # saves_s paired round by round, where it could be
+
     @property
     def saves_s(self) -> float | None:
-        """What a graph saves per launch at this layer: eager wall minus graph wall."""
+        """What a graph saves per launch at this layer: eager wall minus graph wall (paired round by round
+        where the two modes share rounds, else the difference of their medians)."""
+        if self.saves_paired_s is not None:
+            return self.saves_paired_s
         if self.eager_s is None or self.graph_s is None:
             return None
         return self.eager_s - self.graph_s
@@ -123,7 +133,10 @@ def ancestors(layer: Layer) -> list[Layer]:
     return path
 
 
-def _at(eager: dict[tuple[Layer, int | None], float], layer: Layer, args: int | None) -> float | None:
+Eager = dict[tuple[Layer, int | None], tuple[float, CaseResult]]  # a layer's eager median and its case
+
+
+def _at(eager: Eager, layer: Layer, args: int | None) -> tuple[float, CaseResult] | None:
     """``layer``'s eager cost at ``args``, or for a layer without the axis at its lowest count measured."""
     same = eager.get((layer, args))
     if same is not None or args is not None:
@@ -133,46 +146,67 @@ def _at(eager: dict[tuple[Layer, int | None], float], layer: Layer, args: int | 
 
 
 def _below(
-    layer: Layer, args: int | None, eager: dict[tuple[Layer, int | None], float]
-) -> tuple[Layer | None, float | None]:
+    layer: Layer, args: int | None, eager: Eager
+) -> tuple[Layer | None, tuple[float, CaseResult] | None]:
     """The nearest measured ancestor of ``layer`` on its call path and its eager cost: at the same
     argument count, or for a layer without the axis at the lowest one measured."""
     for parent in ancestors(layer):
-        value = _at(eager, parent, args)
-        if value is not None:
-            return parent, value
+        found = _at(eager, parent, args)
+        if found is not None:
+            return parent, found
     return None, None
+
+
+@dataclass(frozen=True)
+class _Step:
+    """What a case's eager cost is above another's: paired round by round where it could be."""
+
+    value: float | None
+    ci: tuple[float, float] | None
+
+
+def _step(case: CaseResult, own: float | None, base: tuple[float, CaseResult] | None) -> _Step:
+    if own is None or base is None:
+        return _Step(None, None)
+    found = paired(case, "eager", base[1], "eager")
+    return _Step(found.median_s, found.ci_s) if found else _Step(own - base[0], None)
+
+
+def _row(layer: Layer, case: CaseResult, eager: Eager) -> FloorRow:
+    args = case.params.get("args")
+    own = _median(case, "eager", WALL)
+    below, base = _below(layer, args, eager)
+    above = _step(case, own, base) if base is not None else _Step(own, None)
+    floor = _step(case, own, _at(eager, "c", args)) if layer not in ("c", "gpu") else _Step(None, None)
+    saves = paired(case, "eager", case, "graph")
+    return FloorRow(
+        layer=layer,
+        args=args,
+        eager_s=own,
+        eager_cpu_s=_median(case, "eager", CPU),
+        graph_s=_median(case, "graph", WALL),
+        graph_cpu_s=_median(case, "graph", CPU),
+        gpu_node_s=_median(case, "graph", GPU) if layer == "gpu" else None,
+        below=below,
+        above_s=above.value,
+        skipped=_reason(case),
+        above_floor_s=floor.value,
+        above_ci_s=above.ci,
+        above_floor_ci_s=floor.ci,
+        saves_ci_s=saves.ci_s if saves else None,
+        saves_paired_s=saves.median_s if saves else None,
+    )
 
 
 def floor_rows(record: RunRecord) -> list[FloorRow]:
     """The run's floor cases as rows, in stacking order then argument count."""
     cases = [(layer, case) for case in record.cases if case.kinds == "floor" and (layer := _layer(case))]
-    eager: dict[tuple[Layer, int | None], float] = {}
+    eager: Eager = {}
     for layer, case in cases:
         value = _median(case, "eager", WALL)
         if value is not None:
-            eager[(layer, case.params.get("args"))] = value
-    rows = []
-    for layer, case in cases:
-        args = case.params.get("args")
-        own = eager.get((layer, args))
-        below, base = _below(layer, args, eager)
-        floor = _at(eager, "c", args) if layer not in ("c", "gpu") else None
-        rows.append(
-            FloorRow(
-                layer=layer,
-                args=args,
-                eager_s=own,
-                eager_cpu_s=_median(case, "eager", CPU),
-                graph_s=_median(case, "graph", WALL),
-                graph_cpu_s=_median(case, "graph", CPU),
-                gpu_node_s=_median(case, "graph", GPU) if layer == "gpu" else None,
-                below=below,
-                above_s=None if own is None else own - base if base is not None else own,
-                skipped=_reason(case),
-                above_floor_s=None if own is None or floor is None else own - floor,
-            )
-        )
+            eager[(layer, case.params.get("args"))] = (value, case)
+    rows = [_row(layer, case, eager) for layer, case in cases]
     return sorted(rows, key=lambda r: (LAYERS.index(r.layer), -1 if r.args is None else r.args))
 
 
@@ -213,9 +247,22 @@ HEADER = (
 )
 
 
+def _with_ci(value: float | None, ci: tuple[float, float] | None) -> str:
+    """µs, with its 95% CI where it was paired round by round."""
+    return _us(value) if ci is None else f"{_us(value)} ({_us(ci[0])} to {_us(ci[1])})"
+
+
+PAIRED_NOTE = (
+    "In brackets, a step's 95% CI: the layers' modes were sampled in the same rounds of one process, and the "
+    "step is the median over rounds of the difference of their round medians, so a change of the "
+    "host's speed between rounds cancels out of it. A step without one is the difference of the two medians: layers "
+    "sampled in different processes (torch's own) or with fewer than 6 rounds in common."
+)
+
+
 def _above(row: FloorRow) -> str:
     """What the row adds above its parent; a negative value says the layer reads below its parent."""
-    text = _us(row.above_s)
+    text = _with_ci(row.above_s, row.above_ci_s)
     return f"{text} (below its parent)" if row.above_s is not None and row.above_s < 0 else text
 
 
@@ -224,8 +271,8 @@ def _row_line(row: FloorRow) -> str:
         return f"| {row.layer} | {_args(row)} | skipped: {row.skipped} | | | | | | | |"
     graph = _us(row.gpu_node_s) + " (GPU/node)" if row.layer == "gpu" else _us(row.graph_s)
     cells = (
-        row.layer, _args(row), _us(row.eager_s), _us(row.above_floor_s), _above(row), _pct(row.above_pct),
-        row.below or "—", graph, _us(row.saves_s), _us(row.eager_cpu_s),
+        row.layer, _args(row), _us(row.eager_s), _with_ci(row.above_floor_s, row.above_floor_ci_s), _above(row),
+        _pct(row.above_pct), row.below or "—", graph, _with_ci(row.saves_s, row.saves_ci_s), _us(row.eager_cpu_s),
     )  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 
@@ -263,7 +310,15 @@ def _known(value: object) -> str:
 
 def render_markdown(report: FloorReport) -> str:
     """The report as Markdown: the table, then the host facts."""
-    lines = ["# Where a launch's time goes", "", *HEADER, *(_row_line(r) for r in report.rows), ""]
+    lines = [
+        "# Where a launch's time goes",
+        "",
+        *HEADER,
+        *(_row_line(r) for r in report.rows),
+        "",
+        PAIRED_NOTE,
+        "",
+    ]
     lines += [*call_path_lines(), ""]
     lines += ["Host:", *host_lines(report.host), ""]
     return "\n".join(lines)

@@ -32,7 +32,9 @@ COLOURS = (BLACK, ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE)
 
 
 def _segments(row: FloorRow, rows: dict[tuple[Layer, int | None], FloorRow]) -> list[tuple[Layer, float]]:
-    """The bar of ``row`` from the bottom: each measured layer on its call path, with what it adds."""
+    """The bar of ``row`` from the bottom: each measured layer on its call path, with what it adds over
+    the one below it, as the difference of their eager medians (so the bar's top is the layer's own
+    median; the table's steps are paired round by round)."""
     chain: list[FloorRow] = [row]
     while chain[-1].below is not None:
         below = chain[-1].below
@@ -40,7 +42,9 @@ def _segments(row: FloorRow, rows: dict[tuple[Layer, int | None], FloorRow]) -> 
             (r for (name, _), r in rows.items() if name == below), key=lambda r: r.args or 0
         )
         chain.append(same)
-    return [(r.layer, r.above_s or 0.0) for r in reversed(chain)]
+    bottom_up = list(reversed(chain))
+    costs = [r.eager_s or 0.0 for r in bottom_up]
+    return [(r.layer, cost - below) for r, cost, below in zip(bottom_up, costs, [0.0, *costs], strict=False)]
 
 
 def _label(row: FloorRow) -> str:
