@@ -115,3 +115,19 @@ def test_the_h200_floor_run_gives_paired_steps_and_torch_apart_its_difference_of
         "| cupy_raw_stream | 4 | 6.92 | 2.77 (1.90 to 3.06) | 0.15 (0.05 to 0.31) | 2% | cupy_raw |" in text
     )
     assert "| torch | — | 7.74 | 3.82 | 3.82 | 49% | c | 4.28 | 3.47 (3.33 to 4.05) | 7.72 |" in text
+
+
+def test_the_figure_draws_each_paired_step_s_interval_at_its_bar_s_top():
+    from matplotlib.container import ErrorbarContainer
+
+    from launchbench.report.plots.floor import figure_floor
+
+    report = floor_report(load_run(ROOT / "results" / "floor-h200"))
+    fig = figure_floor(report)
+    assert fig is not None
+    ax = fig.axes[0]
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    paired_rows = [r for r in report.rows if r.above_ci_s is not None and r.skipped is None]
+    assert len(bars) == len(paired_rows) > 0
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "95% CI of the top step, paired by round" in labels

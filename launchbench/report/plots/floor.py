@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from matplotlib.artist import Artist
+from matplotlib.container import Container
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -16,6 +18,7 @@ from launchbench.report.plots.style import (
     BLUE,
     DPI,
     GREEN,
+    GREY,
     ORANGE,
     PURPLE,
     SKY_BLUE,
@@ -59,11 +62,16 @@ def figure_floor(report: FloorReport) -> Figure | None:
     rows = {(r.layer, r.args): r for r in measured}
     fig = Figure(figsize=(WIDTH_IN, 4.5), layout="constrained")
     ax = fig.add_subplot()
+    intervals = []
     for x, row in enumerate(measured):
         bottom = 0.0
         for layer, adds in _segments(row, rows):
             ax.bar(x, adds * US, bottom=bottom, color=COLOURS[LAYERS.index(layer)], width=0.6)
             bottom += adds * US
+        if row.above_ci_s is not None and row.above_s is not None:  # the top step's interval, at the top
+            low, high = row.above_ci_s
+            spread = [[(row.above_s - low) * US], [(high - row.above_s) * US]]
+            intervals.append(ax.errorbar(x, bottom, yerr=spread, color=GREY, capsize=3, linewidth=1))
         if row.graph_s is not None:
             ax.plot([x - 0.3, x + 0.3], [row.graph_s * US] * 2, color=VERMILLION, linewidth=2, linestyle="--")
     gpu = next((r.gpu_node_s for r in report.rows if r.gpu_node_s is not None), None)
@@ -72,7 +80,7 @@ def figure_floor(report: FloorReport) -> Figure | None:
     ax.set_xticks(range(len(measured)), [_label(r) for r in measured], fontsize=7, rotation=35, ha="right")
     ax.set_ylabel("wall time per launch (µs)")
     used = sorted({layer for r in measured for layer, _ in _segments(r, rows)}, key=LAYERS.index)
-    handles = [
+    handles: list[Artist | Container] = [
         Patch(color=COLOURS[LAYERS.index(layer)], label=f"{layer} (above {PARENT[layer] or 'zero'})")
         for layer in used
     ]
@@ -81,6 +89,9 @@ def figure_floor(report: FloorReport) -> Figure | None:
         handles.append(
             Patch(facecolor="none", edgecolor="#999999", linestyle=":", label="GPU per-node floor")
         )
+    if intervals:
+        intervals[0].set_label("95% CI of the top step, paired by round")
+        handles.append(intervals[0])
     ax.legend(handles=handles, fontsize=7, loc="upper left")
     ax.set_title(
         "Where a launch's time goes: each layer's cost above its parent on the call path", fontsize=10
