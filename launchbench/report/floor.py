@@ -11,8 +11,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from launchbench.report.floor_paired import paired
-from launchbench.results.schema import CPU, GPU, MEASURED_STATUSES, WALL, CaseResult, RunRecord, ThreadPlace
+from launchbench.report.floor_paired import MIN_ROUNDS, measured_mode, paired
+from launchbench.results.schema import CPU, GPU, WALL, CaseResult, RunRecord, ThreadPlace
 from launchbench.scenario.floor import LAYERS, Layer
 
 US = 1e6
@@ -58,6 +58,9 @@ class FloorRow:
     # 95% CIs of above_s, above_floor_s and saves_s where those are paired round by round (floor_paired)
     above_ci_s: tuple[float, float] | None = None
     above_floor_ci_s: tuple[float, float] | None = None
+    # what a graph saves per launch at this layer (eager wall minus graph wall): paired round by round
+    # where the two modes share rounds, else the difference of their medians
+    saves_s: float | None = None
     saves_ci_s: tuple[float, float] | None = None
 
     @property
@@ -65,18 +68,6 @@ class FloorRow:
         if self.above_s is None or not self.eager_s:
             return None
         return 100.0 * self.above_s / self.eager_s
-
-    saves_paired_s: float | None = None  # saves_s paired round by round, where it could be
-
-    @property
-    def saves_s(self) -> float | None:
-        """What a graph saves per launch at this layer: eager wall minus graph wall (paired round by round
-        where the two modes share rounds, else the difference of their medians)."""
-        if self.saves_paired_s is not None:
-            return self.saves_paired_s
-        if self.eager_s is None or self.graph_s is None:
-            return None
-        return self.eager_s - self.graph_s
 
 
 @dataclass(frozen=True)
@@ -103,8 +94,8 @@ class FloorReport:
 
 
 def _median(case: CaseResult, mode: str, key: str) -> float | None:
-    result = case.modes.get(mode)  # type: ignore[call-overload]
-    if result is None or result.status not in MEASURED_STATUSES:
+    result = measured_mode(case, mode)
+    if result is None:
         return None
     values = result.samples.get(key, [])
     return statistics.median(values) / case.launches_per_iter if values else None
@@ -179,12 +170,14 @@ def _row(layer: Layer, case: CaseResult, eager: Eager) -> FloorRow:
     above = _step(case, own, base) if base is not None else _Step(own, None)
     floor = _step(case, own, _at(eager, "c", args)) if layer not in ("c", "gpu") else _Step(None, None)
     saves = paired(case, "eager", case, "graph")
+    graph = _median(case, "graph", WALL)
+    unpaired_saves = None if own is None or graph is None else own - graph
     return FloorRow(
         layer=layer,
         args=args,
         eager_s=own,
         eager_cpu_s=_median(case, "eager", CPU),
-        graph_s=_median(case, "graph", WALL),
+        graph_s=graph,
         graph_cpu_s=_median(case, "graph", CPU),
         gpu_node_s=_median(case, "graph", GPU) if layer == "gpu" else None,
         below=below,
@@ -193,8 +186,8 @@ def _row(layer: Layer, case: CaseResult, eager: Eager) -> FloorRow:
         above_floor_s=floor.value,
         above_ci_s=above.ci,
         above_floor_ci_s=floor.ci,
+        saves_s=saves.median_s if saves else unpaired_saves,
         saves_ci_s=saves.ci_s if saves else None,
-        saves_paired_s=saves.median_s if saves else None,
     )
 
 
@@ -256,7 +249,7 @@ PAIRED_NOTE = (
     "In brackets, a step's 95% CI: the layers' modes were sampled in the same rounds of one process, and the "
     "step is the median over rounds of the difference of their round medians, so a change of the "
     "host's speed between rounds cancels out of it. A step without one is the difference of the two medians: layers "
-    "sampled in different processes (torch's own) or with fewer than 6 rounds in common."
+    f"sampled in different processes (torch's own) or with fewer than {MIN_ROUNDS} rounds in common."
 )
 
 

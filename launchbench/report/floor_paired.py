@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from launchbench.measure.precision import median_ci
 from launchbench.measure.sampler import SAMPLES_PER_ROUND
-from launchbench.results.schema import MEASURED_STATUSES, WALL, CaseResult, ModePass
+from launchbench.results.schema import MEASURED_STATUSES, WALL, CaseResult, ModePass, ModeResult
 
 MIN_ROUNDS = 6  # the fewest values with a 95% interval between order statistics (measure/precision.py)
 
@@ -32,11 +32,15 @@ class Paired:
     rounds: int
 
 
-def _passes(case: CaseResult, mode: str) -> list[ModePass] | None:
+def measured_mode(case: CaseResult, mode: str) -> ModeResult | None:
+    """The case's ``mode``, where it was measured (skipped or failed modes: None)."""
     result = case.modes.get(mode)  # type: ignore[call-overload]
-    if result is None or result.status not in MEASURED_STATUSES:
-        return None
-    return list(result.passes)
+    return result if result is not None and result.status in MEASURED_STATUSES else None
+
+
+def _passes(case: CaseResult, mode: str) -> list[ModePass] | None:
+    result = measured_mode(case, mode)
+    return None if result is None else list(result.passes)
 
 
 def _round_medians(one: ModePass, rounds: int, per_launch: int) -> list[float]:

@@ -47,7 +47,9 @@ def _segments(row: FloorRow, rows: dict[tuple[Layer, int | None], FloorRow]) -> 
         chain.append(same)
     bottom_up = list(reversed(chain))
     costs = [r.eager_s or 0.0 for r in bottom_up]
-    return [(r.layer, cost - below) for r, cost, below in zip(bottom_up, costs, [0.0, *costs], strict=False)]
+    return [
+        (r.layer, cost - below) for r, cost, below in zip(bottom_up, costs, [0.0, *costs[:-1]], strict=True)
+    ]
 
 
 def _label(row: FloorRow) -> str:

@@ -73,7 +73,7 @@ def crossovers(run: RunRecord, table: PlotTable | None = None) -> dict[tuple[str
     model = _model_crossovers(table.rows)
     out: dict[tuple[str, str, str], float | None] = {}
     for panel in panels(table):
-        params = [json.loads(p) for p in panel.rows["params"]]
+        params = [json.loads(p) for p in panel.rows["params"]] if model else []
         matches = [m for m in model or [] if m.fits(panel, params)]
         out[panel.key] = matches[0].crossover if len(matches) == 1 else None
     return out
