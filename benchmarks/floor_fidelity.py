@@ -19,6 +19,11 @@ Beside it, the level rows: each side's values split where the sorted values jump
 LEVEL_GAP (benchmarks/_levels.py, shared with benchmarks/fidelity.py), each launchbench level against
 the reference's same level. fidelity.json keeps every value, so --reanalyse rebuilds the table from it.
 
+Beside the decision, each reference against itself: its even-numbered processes against its odd-numbered
+ones, by the same floor rule. Where a reference does not reproduce itself within ±5% on this host, no
+±5% row against it can tell the harness from the host; the summary says how the floor rows fared where it
+did and where it did not.
+
 Exit 0 when every compared floor row is within ±5%, 1 when one is not, 2 when a process failed (its
 log names why; it is left out of its round, the others still compared).
 
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -52,6 +58,8 @@ FLOOR_MIN = 2  # values each side needs at its floor state for the floor row to 
 SAMPLE_TIME = 0.005  # launchbench's sample_time: the references' batches last as long
 Key = tuple[str, str, int | None]  # layer, mode, argument count
 Values = dict[Key, list[float]]  # µs per launch, one value per process
+Counts = dict[Key, list[int]]  # how many of a key's values each process gave, in order
+LEGACY_PER_PROCESS = 3  # fidelity.json files without counts: every committed run gave 3 values a process
 
 
 @dataclass(frozen=True)
@@ -163,6 +171,52 @@ def fidelity(ours: Values, refs: Values) -> list[LevelFidelity]:
     ]
 
 
+@dataclass(frozen=True)
+class SelfCheck:
+    """One reference against itself: its even-numbered processes' floor state against its odd-numbered
+    ones'; ``within`` None where a half has fewer than FLOOR_MIN values at its floor."""
+
+    layer: str
+    mode: str
+    args: int | None
+    even_us: float
+    odd_us: float
+    ratio: float
+    even_n: int
+    odd_n: int
+    within: bool | None
+
+
+def processes(values: list[float], counts: list[int] | None) -> list[list[float]]:
+    """``values`` cut into each process's values (``counts`` in order; without them, LEGACY_PER_PROCESS)."""
+    if counts is None or sum(counts) != len(values):
+        counts = [LEGACY_PER_PROCESS] * -(-len(values) // LEGACY_PER_PROCESS)
+    cut, start = [], 0
+    for n in counts:
+        cut.append(values[start : start + n])
+        start += n
+    return [c for c in cut if c]
+
+
+def self_checks(refs: Values, counts: Counts) -> list[SelfCheck]:
+    """Every reference with two processes or more against itself, in the table's key order."""
+    checks = []
+    for key in sorted(refs, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2])):
+        procs = processes(refs[key], counts.get(key))
+        even = floor_level([v for p in procs[0::2] for v in p])
+        odd = floor_level([v for p in procs[1::2] for v in p])
+        if not (even and odd) or key[1] == "chevron":
+            continue
+        ratio = statistics.median(even) / statistics.median(odd)
+        within = abs(ratio - 1.0) <= TOLERANCE if min(len(even), len(odd)) >= FLOOR_MIN else None
+        checks.append(
+            SelfCheck(
+                *key, statistics.median(even), statistics.median(odd), ratio, len(even), len(odd), within
+            )
+        )
+    return checks
+
+
 def decided(rows: list[LevelFidelity]) -> bool:
     """Whether every deciding row that was compared is within the tolerance."""
     return all(r.within is not False for r in rows if r.decides)
@@ -175,6 +229,7 @@ class Rounds:
         self.opts = opts
         self.ours: Values = {}
         self.refs: Values = {}
+        self.ref_counts: Counts = {}  # each reference process's number of values, for the self-check
         self.failed: list[str] = []
         self.skipped: list[str] = []  # processes not started: the --budget was spent
         self.clock = clock
@@ -204,10 +259,10 @@ class Rounds:
             )
         return done.stdout
 
-    @staticmethod
-    def _add(into: Values, values: dict[Key, list[float]]) -> None:
+    def _add_reference(self, values: dict[Key, list[float]]) -> None:
         for key, found in values.items():
-            into.setdefault(key, []).extend(found)
+            self.refs.setdefault(key, []).extend(found)
+            self.ref_counts.setdefault(key, []).append(len(found))
 
     def reference_commands(self, proc: int) -> dict[str, list[str]]:
         """The reference processes of one turn by log name: launch.cu, then each bare layer (the gpu
@@ -235,7 +290,7 @@ class Rounds:
         for proc in range(self.opts.bare):
             for name, command in self.reference_commands(proc).items():
                 log = self.opts.out / f"{name}-r{index}-p{proc}.log"
-                self._add(self.refs, parse_reference(self._run(command, log)))
+                self._add_reference(parse_reference(self._run(command, log)))
 
     def launchbench_turn(self, index: int) -> None:
         """One `launchbench floor` process (its values: the medians of ``--stretches`` stretches)."""
@@ -280,6 +335,10 @@ def dump_values(values: Values) -> dict[str, list[float]]:
 
 def load_values(payload: dict[str, list[float]]) -> Values:
     return {_text_key(text): list(vs) for text, vs in payload.items()}
+
+
+def load_counts(payload: dict[str, list[int]]) -> Counts:
+    return {_text_key(text): list(ns) for text, ns in payload.items()}
 
 
 def header(ours: Values, refs: Values) -> list[str]:
@@ -337,6 +396,39 @@ def render(rows: list[LevelFidelity], ours: Values, refs: Values) -> str:
     return "\n".join(lines)
 
 
+def render_self_checks(checks: list[SelfCheck], rows: list[LevelFidelity]) -> str:
+    """The references against themselves, and the floor rows where each reproduced itself and where not."""
+    verdict = {True: "yes", False: "NO", None: "not compared"}
+    lines = [
+        "",
+        "## Each reference against itself",
+        "",
+        "Its even-numbered processes against its odd-numbered ones, at the floor rule above. Where a "
+        f"reference does not reproduce itself within ±{TOLERANCE:.0%}, a ±{TOLERANCE:.0%} row against it "
+        "cannot tell launchbench from the host.",
+        "",
+        "| layer | mode | args | even µs | odd µs | ratio | n (even / odd) | within ±5% |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for c in checks:
+        lines.append(
+            f"| {c.layer} | {c.mode} | {'—' if c.args is None else c.args} | {c.even_us:.3f} | {c.odd_us:.3f} | "
+            f"{c.ratio:.3f} | {c.even_n} / {c.odd_n} | {verdict[c.within]} |"
+        )
+    itself = {(c.layer, c.mode, c.args): c.within for c in checks}
+    floor = [r for r in rows if r.decides and r.within is not None]
+    steady = [r for r in floor if itself.get((r.layer, r.mode, r.args)) is True]
+    unsteady = [r for r in floor if itself.get((r.layer, r.mode, r.args)) is False]
+    lines += [
+        "",
+        f"{sum(c.within is True for c in checks)} of {sum(c.within is not None for c in checks)} references "
+        f"within ±{TOLERANCE:.0%} of themselves. Floor rows where the reference was: "
+        f"{sum(bool(r.within) for r in steady)} of {len(steady)} within; where it was not: "
+        f"{sum(bool(r.within) for r in unsteady)} of {len(unsteady)}.",
+    ]
+    return "\n".join(lines)
+
+
 def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launch", help="the built launch.cu program")
@@ -377,6 +469,18 @@ def options() -> argparse.Namespace:
     return opts
 
 
+def _seconds(opts: argparse.Namespace, started: float) -> float:
+    """The rounds' seconds: this run's, or on --reanalyse the recorded run's (its fidelity.json, else the
+    last "(N s" line of its fidelity.md)."""
+    if not opts.reanalyse:
+        return time.time() - started
+    payload = json.loads((opts.out / "fidelity.json").read_text())
+    if "seconds" in payload:
+        return float(payload["seconds"])
+    found = re.findall(r"^\(.*?(\d+) s[;)]", (opts.out / "fidelity.md").read_text(), flags=re.M)
+    return float(found[-1]) if found else 0.0
+
+
 def main() -> None:
     opts = options()
     started = time.time()
@@ -388,22 +492,29 @@ def main() -> None:
             payload["failed"],
         )
         skipped: list[str] = payload.get("skipped", [])
+        counts = load_counts(payload.get("reference_counts", {}))
     else:
         opts.out.mkdir(parents=True, exist_ok=True)
         rounds = Rounds(opts)
         rounds.all()
         ours, refs, failed, skipped = rounds.ours, rounds.refs, rounds.failed, rounds.skipped
+        counts = rounds.ref_counts
+    seconds = _seconds(opts, started)
     rows = fidelity(ours, refs)
-    text = render(rows, ours, refs)
+    checks = self_checks(refs, counts)
+    text = render(rows, ours, refs) + "\n" + render_self_checks(checks, rows)
     if skipped:
         text += f"\n{len(skipped)} processes not started, the --budget spent: {', '.join(skipped)}."
-    text += f"\n\n({time.time() - started:.0f} s)"
+    text += f"\n\n({seconds:.0f} s{'; the table rebuilt from fidelity.json' if opts.reanalyse else ''})"
     print(text)
     (opts.out / "fidelity.md").write_text(text + "\n")
     payload = {
         "launchbench": dump_values(ours),
         "references": dump_values(refs),
+        "seconds": round(seconds),
+        "reference_counts": {_key_text(key): n for key, n in sorted(counts.items(), key=str)},
         "rows": [asdict(r) for r in rows],
+        "self_check": [asdict(c) for c in checks],
         "failed": failed,
         "skipped": skipped,
     }

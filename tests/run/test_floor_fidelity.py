@@ -162,9 +162,10 @@ def test_a_reference_gives_its_stretch_medians_where_it_printed_them(ff):
     )
     assert ff.parse_reference(text) == {("c", "graph", 4): [1.4, 1.5, 2.1], ("bindings", "eager", 0): [4.2]}
     rounds = ff.Rounds(_opts(Path(".")))
-    rounds._add(rounds.refs, ff.parse_reference(text))
-    rounds._add(rounds.refs, ff.parse_reference(text))
+    rounds._add_reference(ff.parse_reference(text))
+    rounds._add_reference(ff.parse_reference(text))
     assert rounds.refs[("c", "graph", 4)] == [1.4, 1.5, 2.1, 1.4, 1.5, 2.1]
+    assert rounds.ref_counts == {("c", "graph", 4): [3, 3], ("bindings", "eager", 0): [1, 1]}
 
 
 def test_the_bare_loop_prints_the_medians_of_its_stretches(bare, capsys, monkeypatch):
@@ -212,3 +213,33 @@ def test_the_summary_says_which_way_the_rows_outside_miss(ff):
     assert "Outside: 0 with launchbench slower, 15 with launchbench faster." in text
     recorded = {(r.layer, r.mode, r.args, r.level): r for r in rows}
     assert recorded[("cupy_raw", "graph", 0, "floor")].ratio == pytest.approx(0.681, abs=1e-3)
+
+
+def test_a_reference_is_checked_against_itself_by_process_parity(ff):
+    """Processes 0 and 2 against 1 and 3, each side at its floor state; recorded counts cut the values."""
+    refs = {("c", "graph", 0): [1.30, 1.31, 2.0, 1.50, 1.52, 2.1, 1.29, 1.33, 2.2, 1.49, 1.51, 2.2]}
+    (check,) = ff.self_checks(refs, {("c", "graph", 0): [3, 3, 3, 3]})
+    assert (check.even_n, check.odd_n) == (4, 4) and check.ratio == pytest.approx(1.305 / 1.505, abs=1e-3)
+    assert check.within is False
+    assert ff.processes([1.0, 2.0, 3.0, 4.0], [1, 3]) == [[1.0], [2.0, 3.0, 4.0]]
+    assert ff.processes([1.0, 2.0, 3.0, 4.0], None) == [[1.0, 2.0, 3.0], [4.0]]  # legacy: 3 a process
+    (few,) = ff.self_checks({("gpu", "graph", None): [0.5, 0.5, 0.5, 0.51]}, {("gpu", "graph", None): [1, 3]})
+    assert few.within is None  # one value at the even half's floor
+
+
+def test_the_summary_says_where_the_references_reproduced_themselves(ff):
+    """results/floor-h200/torch-process/fidelity-d: 10 of 25 references within ±5% of themselves; the
+    floor rows against those were 9 of 10 within, against the others 6 of 15."""
+    folder = ROOT / "results/floor-h200/torch-process/fidelity-d"
+    payload = json.loads((folder / "fidelity.json").read_text())
+    refs = ff.load_values(payload["references"])
+    rows = ff.fidelity(ff.load_values(payload["launchbench"]), refs)
+    checks = ff.self_checks(refs, ff.load_counts(payload["reference_counts"]))
+    text = ff.render_self_checks(checks, rows)
+    assert (
+        "10 of 25 references within ±5% of themselves. Floor rows where the reference was: 9 of 10 within; "
+        "where it was not: 6 of 15." in text
+    )
+    by_key = {(c.layer, c.mode, c.args): c for c in checks}
+    assert by_key[("c", "eager", 0)].ratio == pytest.approx(1.256, abs=1e-3)
+    assert "| c | eager | 0 |" in text and ("c", "chevron", 0) not in by_key
