@@ -469,16 +469,22 @@ def options() -> argparse.Namespace:
     return opts
 
 
-def _seconds(opts: argparse.Namespace, started: float) -> float:
+def _seconds(opts: argparse.Namespace, started: float) -> float | None:
     """The rounds' seconds: this run's, or on --reanalyse the recorded run's (its fidelity.json, else the
-    last "(N s" line of its fidelity.md)."""
+    last "(N s" line of its fidelity.md; None where neither says)."""
     if not opts.reanalyse:
         return time.time() - started
     payload = json.loads((opts.out / "fidelity.json").read_text())
-    if "seconds" in payload:
+    if payload.get("seconds") is not None:
         return float(payload["seconds"])
-    found = re.findall(r"^\(.*?(\d+) s[;)]", (opts.out / "fidelity.md").read_text(), flags=re.M)
-    return float(found[-1]) if found else 0.0
+    table = opts.out / "fidelity.md"
+    found = re.findall(r"^\(.*?(\d+) s[;)]", table.read_text(), flags=re.M) if table.is_file() else []
+    return float(found[-1]) if found else None
+
+
+def _closing(seconds: float | None, reanalysed: bool) -> str:
+    took = [] if seconds is None else [f"{seconds:.0f} s"]
+    return "(" + "; ".join([*took, *(["the table rebuilt from fidelity.json"] if reanalysed else [])]) + ")"
 
 
 def main() -> None:
@@ -505,13 +511,13 @@ def main() -> None:
     text = render(rows, ours, refs) + "\n" + render_self_checks(checks, rows)
     if skipped:
         text += f"\n{len(skipped)} processes not started, the --budget spent: {', '.join(skipped)}."
-    text += f"\n\n({seconds:.0f} s{'; the table rebuilt from fidelity.json' if opts.reanalyse else ''})"
+    text += "\n\n" + _closing(seconds, opts.reanalyse)
     print(text)
     (opts.out / "fidelity.md").write_text(text + "\n")
     payload = {
         "launchbench": dump_values(ours),
         "references": dump_values(refs),
-        "seconds": round(seconds),
+        "seconds": None if seconds is None else round(seconds),
         "reference_counts": {_key_text(key): n for key, n in sorted(counts.items(), key=str)},
         "rows": [asdict(r) for r in rows],
         "self_check": [asdict(c) for c in checks],

@@ -243,3 +243,16 @@ def test_the_summary_says_where_the_references_reproduced_themselves(ff):
     by_key = {(c.layer, c.mode, c.args): c for c in checks}
     assert by_key[("c", "eager", 0)].ratio == pytest.approx(1.256, abs=1e-3)
     assert "| c | eager | 0 |" in text and ("c", "chevron", 0) not in by_key
+
+
+def test_a_rebuilt_table_keeps_the_recorded_rounds_time(ff, tmp_path):
+    opts = argparse.Namespace(reanalyse=True, out=tmp_path)
+    (tmp_path / "fidelity.json").write_text("{}")
+    assert ff._seconds(opts, 0.0) is None  # neither the JSON nor a table says
+    (tmp_path / "fidelity.md").write_text("table\n\n(reanalysed from fidelity.json; the rounds took 242 s)\n")
+    assert ff._seconds(opts, 0.0) == 242.0
+    (tmp_path / "fidelity.json").write_text('{"seconds": 471}')
+    assert ff._seconds(opts, 0.0) == 471.0
+    assert ff._closing(471.0, True) == "(471 s; the table rebuilt from fidelity.json)"
+    assert ff._closing(None, True) == "(the table rebuilt from fidelity.json)"
+    assert ff._closing(12.4, False) == "(12 s)"
