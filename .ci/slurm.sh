@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A one-node Slurm cluster on this host for tests/fleet/test_fleet_slurm.py: munge, slurmctld and slurmd from the
 # system's packages, a slurm.conf with CPU slots and no cgroups (proctrack/linuxproc, task/none), so it
-# runs in a container without systemd. Run as root; every wait is bounded. Prints the variable to export.
+# runs in a container without systemd, and batch jobs scheduled as soon as resources free up
+# (batch_sched_delay=0; Slurm's default lets them wait up to 3 s). Run as root; every wait is bounded.
+# Prints the variable to export.
 set -euo pipefail
 if [ "${1:-}" = stop ]; then  # the daemons this script started, by their pid files
   for pidfile in /run/slurmd.pid /run/slurmctld.pid /run/munge/munged.pid; do
@@ -38,6 +40,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 MpiDefault=none
 ReturnToService=2
 SlurmdParameters=config_overrides
