@@ -160,10 +160,15 @@ def floor_row(key: Key, ours: list[float], theirs: list[float]) -> LevelFidelity
     )  # fmt: skip
 
 
+def _key_order(key: Key) -> tuple[str, str, int]:
+    """The table's order: layer, mode, then argument count (none first)."""
+    return key[0], key[1], -1 if key[2] is None else key[2]
+
+
 def fidelity(ours: Values, refs: Values) -> list[LevelFidelity]:
     """Every key both sides measured: its floor row, then level to level, in layer, mode and
     argument-count order."""
-    keys = sorted(set(ours) & set(refs), key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2]))
+    keys = sorted(set(ours) & set(refs), key=_key_order)
     return [
         row
         for key in keys
@@ -201,11 +206,11 @@ def processes(values: list[float], counts: list[int] | None) -> list[list[float]
 def self_checks(refs: Values, counts: Counts) -> list[SelfCheck]:
     """Every reference with two processes or more against itself, in the table's key order."""
     checks = []
-    for key in sorted(refs, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2])):
+    for key in sorted((k for k in refs if k[1] != "chevron"), key=_key_order):
         procs = processes(refs[key], counts.get(key))
         even = floor_level([v for p in procs[0::2] for v in p])
         odd = floor_level([v for p in procs[1::2] for v in p])
-        if not (even and odd) or key[1] == "chevron":
+        if not (even and odd):
             continue
         ratio = statistics.median(even) / statistics.median(odd)
         within = abs(ratio - 1.0) <= TOLERANCE if min(len(even), len(odd)) >= FLOOR_MIN else None
