@@ -29,11 +29,10 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
     """Collection with the cyclic collector off: importing the test modules (and what they import)
     builds the objects that live for the whole session, and each of the collector's full passes while
     they grow walked all of them again (about a quarter of a collection's CPU time)."""
-    gc.disable()
-    try:
+    from launchbench.results.document import paused_collector  # after the BLAS variables above
+
+    with paused_collector():
         return (yield)
-    finally:
-        gc.enable()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

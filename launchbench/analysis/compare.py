@@ -121,7 +121,6 @@ __all__ = [  # the model and the inference, imported from here by report/, run/ 
     "gpu_models_differ",
     "host_shifts",
     "log_evidence",
-    "noise_priors",
     "parse_threshold",
     "priors_of",
     "row_evidence",
@@ -335,15 +334,6 @@ def with_levels(
     return replace(comparison, levels=note) if note else comparison
 
 
-def noise_priors(
-    series: Mapping[RowKey, tuple[RowSeries, RowSeries]],
-    metrics: Sequence[str],
-    design: Evidence = SEPARATE_RUNS,
-) -> dict[tuple[str, bool], NoisePrior]:
-    """The prior of each stratum, fitted to the own variances of every row measured on both sides."""
-    return priors_of(series, row_evidence(series, metrics, design))
-
-
 RowEvidence = Mapping[str, LogEvidence | None]  # one row's evidence per metric
 
 
@@ -366,7 +356,8 @@ def row_evidence(
 def priors_of(
     series: Mapping[RowKey, tuple[RowSeries, RowSeries]], evidence: Mapping[RowKey, RowEvidence]
 ) -> dict[tuple[str, bool], NoisePrior]:
-    """noise_priors from the rows' evidence (row_evidence)."""
+    """The prior of each stratum, fitted to the own variances of every row measured on both sides, from
+    the rows' evidence (row_evidence)."""
     variances: dict[tuple[str, bool], list[RowVariance]] = {}
     for key, (b_series, c_series) in series.items():
         host_bound = b_series.host_bound or c_series.host_bound

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -32,7 +31,7 @@ from launchbench.analysis.inference import (
     trimmed_rounds,
 )
 from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
-from launchbench.results.schema import CPU, GPU, LATENCY, METRIC_BY_NAME, WALL, CaseResult
+from launchbench.results.schema import CPU, GPU, LATENCY, METRIC_BY_NAME, WALL, CaseResult, ModeResult
 
 
 @dataclass(frozen=True)
@@ -148,29 +147,22 @@ class RowSeries:
 
     def series(self, key: str) -> tuple[np.ndarray, np.ndarray | None, float]:
         if key not in self._cache:
-            chunks = self._chunks(key)
-            pooled: list[float] = []
-            for chunk in chunks:
-                pooled.extend(chunk)
+            result = self.case.modes.get(self.mode)  # type: ignore[call-overload]
+            pooled = [] if result is None else result.pooled_series(key)
             samples = np.asarray(pooled, dtype=float)
-            logs = self._log_medians(samples, chunks) if pooled else None
+            logs = self._log_medians(samples, result, key) if pooled else None
             median = sorted_median(np.sort(samples)) if pooled else math.nan
             self._cache[key] = (samples, logs, median)
         return self._cache[key]
 
-    def _chunks(self, key: str) -> list[list[float]]:
-        """The series' samples of each pass, in run order (a pass without it: empty)."""
-        result = self.case.modes.get(self.mode)  # type: ignore[call-overload]
-        return [] if result is None else [p.samples.get(key, []) for p in result.passes]
-
-    def _log_medians(self, samples: np.ndarray, chunks: list[list[float]]) -> np.ndarray | None:
+    def _log_medians(self, samples: np.ndarray, result: ModeResult, key: str) -> np.ndarray | None:
         """stats.log_pass_medians of the pooled samples, taken from each pass's own list where the
         passes' slices are those lists (the same values, without pooling and slicing them again)."""
         sizes = usable_passes(self.sizes, len(samples))
-        held = [chunk for chunk in chunks if chunk]
-        if sizes is None or [len(chunk) for chunk in held] != sizes:
+        held = [len(p.samples[key]) for p in result.passes if p.samples.get(key)]
+        if sizes is None or held != sizes:
             return log_pass_medians(samples, self.sizes)
-        medians = [statistics.median(chunk) for chunk in held]
+        medians = result.pass_medians(key)
         return np.log(np.array(medians, dtype=float)) if all(m > 0 for m in medians) else None
 
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray | None, float]:

@@ -136,8 +136,6 @@ def comparison_note(baseline: Levels, current: Levels) -> str:
     sides = [
         (name, describe_levels(levels)) for name, levels in (("baseline", baseline), ("current", current))
     ]
-    if not any(text for _, text in sides):
-        return ""
     note = "; ".join(f"{name} {text or 'one level'}" for name, text in sides)
     if _mixed_differently(baseline, current):
         note += "; the sides mix levels differently: the verdict may reflect level shares"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from launchbench.report.floor_paired import MIN_ROUNDS, measured_mode, paired
+from launchbench.report.floor_paired import MIN_ROUNDS, Paired, measured_mode, paired
 from launchbench.results.schema import CPU, GPU, WALL, CaseResult, RunRecord, ThreadPlace
 from launchbench.scenario.floor import LAYERS, Layer
 
@@ -156,22 +156,28 @@ class _Step:
     ci: tuple[float, float] | None
 
 
-def _step(case: CaseResult, own: float | None, base: tuple[float, CaseResult] | None) -> _Step:
-    if own is None or base is None:
+def _step(found: Paired | None, own: float | None, base: float | None) -> _Step:
+    """``own`` above ``base``: paired round by round where ``found``, else the difference of medians."""
+    if found is not None:
+        return _Step(found.median_s, found.ci_s)
+    return _Step(None if own is None or base is None else own - base, None)
+
+
+def _eager_step(case: CaseResult, own: float | None, base: tuple[float, CaseResult] | None) -> _Step:
+    """``case``'s eager cost above ``base``'s (its eager median and its case)."""
+    if base is None:
         return _Step(None, None)
-    found = paired(case, "eager", base[1], "eager")
-    return _Step(found.median_s, found.ci_s) if found else _Step(own - base[0], None)
+    return _step(paired(case, "eager", base[1], "eager"), own, base[0])
 
 
 def _row(layer: Layer, case: CaseResult, eager: Eager) -> FloorRow:
     args = case.params.get("args")
     own = _median(case, "eager", WALL)
     below, base = _below(layer, args, eager)
-    above = _step(case, own, base) if base is not None else _Step(own, None)
-    floor = _step(case, own, _at(eager, "c", args)) if layer not in ("c", "gpu") else _Step(None, None)
-    saves = paired(case, "eager", case, "graph")
+    above = _eager_step(case, own, base) if base is not None else _Step(own, None)
+    floor = _eager_step(case, own, _at(eager, "c", args)) if layer not in ("c", "gpu") else _Step(None, None)
     graph = _median(case, "graph", WALL)
-    unpaired_saves = None if own is None or graph is None else own - graph
+    saves = _step(paired(case, "eager", case, "graph"), own, graph)
     return FloorRow(
         layer=layer,
         args=args,
@@ -186,8 +192,8 @@ def _row(layer: Layer, case: CaseResult, eager: Eager) -> FloorRow:
         above_floor_s=floor.value,
         above_ci_s=above.ci,
         above_floor_ci_s=floor.ci,
-        saves_s=saves.median_s if saves else unpaired_saves,
-        saves_ci_s=saves.ci_s if saves else None,
+        saves_s=saves.value,
+        saves_ci_s=saves.ci,
     )
 
 

@@ -41,6 +41,7 @@ from launchbench.results.metadata import AbSettings, Settings
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir
 from launchbench.run.ab_floor import FloorPair, failed_before, measure_floor_round, paired_floors
+from launchbench.run.child_env import source_first
 from launchbench.run.executor import RemotePass, WorkerExecutor, WorkerProcess
 from launchbench.run.floor import measure_in_process
 from launchbench.run.runner import Plan
@@ -55,7 +56,6 @@ from launchbench.run.session import (
 from launchbench.run.worker import CPUS_VARIABLE
 from launchbench.scenario.core import Case
 
-SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding this launchbench package
 SIDES = ("A", "B")
 
 
@@ -152,11 +152,7 @@ def factory_spec(factory: Callable[..., Any]) -> str:
 def child_environment(variant: Variant) -> dict[str, str]:
     """The worker's environment: this launchbench's source first on PYTHONPATH, then the variant's
     paths, then what PYTHONPATH held; the variant's variables over the current ones."""
-    env = {**os.environ, **variant.env}
-    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    paths = [str(SOURCE_ROOT), *(str(Path(p).resolve()) for p in variant.paths), *inherited]
-    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
-    return env
+    return source_first(variant.paths, variant.env)
 
 
 class VariantWorker(WorkerProcess):

@@ -23,11 +23,17 @@ def pass_cap(case: Case) -> int:
     return EXTRA_PASS_FACTOR * case.measure.passes
 
 
+def below_cap(case: Case, passes_done: int) -> bool:
+    """Whether a case that has run ``passes_done`` passes may get another: its planned ones are done and
+    its cap is not reached."""
+    return case.measure.passes <= passes_done < pass_cap(case)
+
+
 def may_follow(cases: Sequence[Case], pass_index: int) -> bool:
     """Whether a pass could be added after pass ``pass_index``: some case has run its planned passes by
     then, is below its cap, and has the passes a host-level fit needs (fewer ask for none)."""
     done = pass_index + 1
-    return done >= MIN_PASSES and any(case.measure.passes <= done < pass_cap(case) for case in cases)
+    return done >= MIN_PASSES and any(below_cap(case, done) for case in cases)
 
 
 def wanting_row(result: CaseResult) -> str | None:
@@ -51,7 +57,7 @@ def extra_passes(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, i
     out = []
     for case in cases:
         result = record.case(case.scenario, case.case_id)
-        if result is None or result.error or not case.measure.passes <= result.passes_done < pass_cap(case):
+        if result is None or result.error or not below_cap(case, result.passes_done):
             continue
         why = wanting_row(result)
         if why is not None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import os
 import pickle
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from launchbench.results.schema import (
     ScenarioInfo,
 )
 from launchbench.results.store import write_run
+from launchbench.run.child_env import source_first
 from launchbench.run.execute import host_data, mode_result, pass_ended
 from launchbench.scenario.core import MeasureSettings, with_overrides
 from launchbench.scenario.floor import ARG_LAYERS, Floor, Layer
@@ -209,8 +209,6 @@ def measure_apart(
     with tempfile.TemporaryDirectory(prefix="launchbench-floor-") as work:
         task, answer = Path(work) / "task.pickle", Path(work) / "results.pickle"
         task.write_bytes(pickle.dumps(ApartTask(request, cases, gpu_address, max_time)))
-        package_root = str(Path(__file__).resolve().parents[2])
-        path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
         command = [sys.executable, "-m", "launchbench.run.floor_process", str(task), str(answer)]
         limit = APART_START_S + 4 * max_time
         try:
@@ -220,7 +218,7 @@ def measure_apart(
                 text=True,
                 check=False,
                 timeout=limit,
-                env={**os.environ, "PYTHONPATH": path},
+                env=source_first(),
             )
             said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         except subprocess.TimeoutExpired:

@@ -23,7 +23,6 @@ from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.results.store import load_run
 from launchbench.run import runner
 from launchbench.run.ab import (
-    SOURCE_ROOT,
     Side,
     Variant,
     VariantError,
@@ -34,6 +33,7 @@ from launchbench.run.ab import (
     round_order,
     run_ab,
 )
+from launchbench.run.child_env import SOURCE_ROOT
 
 TESTS = Path(__file__).parents[1]
 SCENARIO = TINY_AB_SCENARIO

@@ -64,7 +64,7 @@ def figure_floor(report: FloorReport) -> Figure | None:
     rows = {(r.layer, r.args): r for r in measured}
     fig = Figure(figsize=(WIDTH_IN, 4.5), layout="constrained")
     ax = fig.add_subplot()
-    intervals = []
+    interval = None  # the first paired step's error bar, for the legend
     for x, row in enumerate(measured):
         bottom = 0.0
         for layer, adds in _segments(row, rows):
@@ -73,7 +73,8 @@ def figure_floor(report: FloorReport) -> Figure | None:
         if row.above_ci_s is not None and row.above_s is not None:  # the top step's interval, at the top
             low, high = row.above_ci_s
             spread = [[(row.above_s - low) * US], [(high - row.above_s) * US]]
-            intervals.append(ax.errorbar(x, bottom, yerr=spread, color=GREY, capsize=3, linewidth=1))
+            drawn = ax.errorbar(x, bottom, yerr=spread, color=GREY, capsize=3, linewidth=1)
+            interval = interval if interval is not None else drawn
         if row.graph_s is not None:
             ax.plot([x - 0.3, x + 0.3], [row.graph_s * US] * 2, color=VERMILLION, linewidth=2, linestyle="--")
     gpu = next((r.gpu_node_s for r in report.rows if r.gpu_node_s is not None), None)
@@ -91,9 +92,9 @@ def figure_floor(report: FloorReport) -> Figure | None:
         handles.append(
             Patch(facecolor="none", edgecolor="#999999", linestyle=":", label="GPU per-node floor")
         )
-    if intervals:
-        intervals[0].set_label("95% CI of the top step, paired by round")
-        handles.append(intervals[0])
+    if interval is not None:
+        interval.set_label("95% CI of the top step, paired by round")
+        handles.append(interval)
     ax.legend(handles=handles, fontsize=7, loc="upper left")
     ax.set_title(
         "Where a launch's time goes: each layer's cost above its parent on the call path", fontsize=10
