@@ -12,6 +12,7 @@ import cupy
 import numpy as np
 
 from launchbench.backend.base import CaseRefused
+from launchbench.backend.copy_many import copy_pairs
 from launchbench.backend.workload import LaunchLoop
 from launchbench.errors import LaunchbenchError
 from launchbench.kinds.base import BuiltStep
@@ -72,10 +73,14 @@ def harness_cost(stream: cupy.cuda.Stream, clock: Clock, max_in_flight: int) -> 
 
 
 def reset_steps(stream: cupy.cuda.Stream, steps: Sequence[BuiltStep]) -> None:
-    """Every step's outputs back to their initial contents (on ``stream``, then waited for)."""
+    """Every step's outputs back to their initial contents (on ``stream``, then waited for): the device
+    buffers together by copy_many.copy_pairs, the rest one by one, then each step's own reset calls."""
     with stream:
+        for target, initial in copy_pairs([pair for built in steps for pair in built.resets]):
+            target[...] = initial
         for built in steps:
-            built.reset()
+            for call in built.reset_calls:
+                call()
     stream.synchronize()
 
 

@@ -163,3 +163,28 @@ def test_shape_cases_leave_their_worker_as_fast_as_it_started(tmp_path):
     assert disturbed <= {"two_streams"}  # work on a second stream may move it (docs/methodology.md)
     assert {"elementwise", "reduction", "raw"} <= {c.chain for c in record.cases} - disturbed
     assert done.returncode == (1 if disturbed else 0)
+
+
+def test_copy_pairs_copies_every_device_pair_in_one_launch_and_leaves_the_rest():
+    import cupy
+    import numpy as np
+
+    from launchbench.backend.copy_many import copy_pairs
+
+    stream = cupy.cuda.Stream()
+    with stream:
+        sources = [cupy.arange(n, dtype=cupy.float32) + 1 for n in (1, 257, 70_000, 1 << 18)]
+        targets = [cupy.zeros_like(a) for a in sources]
+        odd = (cupy.zeros(3, cupy.uint8), cupy.ones(3, cupy.uint8))  # 3 bytes: not a multiple of 4
+        strided = (cupy.zeros(8, cupy.float32)[::2], cupy.ones(4, cupy.float32))  # not contiguous
+        host = (np.zeros(4, np.float32), np.ones(4, np.float32))
+        pairs = [*zip(targets, sources), odd, strided, host]
+        rest = copy_pairs(pairs)
+    stream.synchronize()
+    assert [id(pair) for pair in rest] == [id(odd), id(strided), id(host)]
+    assert all(bool(cupy.array_equal(t, s)) for t, s in zip(targets, sources))
+    assert not bool(odd[0].any()) and not bool(strided[0].any())  # left for the caller
+    single = [(cupy.zeros(4, cupy.float32), cupy.ones(4, cupy.float32))]
+    assert [id(p) for p in copy_pairs(single)] == [
+        id(single[0])
+    ]  # one pair: nothing gained, the caller copies it

@@ -341,3 +341,27 @@ def test_initial_buffers_are_the_same_random_values_every_run_in_their_range(dty
     assert low <= float(first.min()) and float(first.max()) <= high
     assert len(cupy.unique(first)) > 50  # random, not a constant
     assert random_array(0, dtype, np.random.default_rng(7)).size == 0
+
+
+def test_small_buffers_share_a_draw_without_overlap_and_each_case_starts_its_own_draws():
+    import cupy
+    import numpy as np
+
+    from launchbench.kinds import buffers
+
+    rng = np.random.default_rng(7)
+    sizes = [1, 1000, 4096, 250_000, 3]
+    small = [buffers.random_array(n, "float32", rng) for n in sizes]
+    spans = sorted((a.data.ptr, a.data.ptr + a.nbytes) for a in small)
+    assert all(start % buffers.ALIGN_BYTES == 0 for start, _ in spans)
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))  # no two overlap
+    assert len({id(a.base) for a in small}) == 1  # one shared draw
+    large = buffers.random_array(buffers.SHARED_DRAW_MAX_BYTES // 4 + 1, "float32", rng)
+    assert large.base is None  # a draw of its own
+    small[1][...] = 0  # writing one buffer leaves its neighbours as drawn
+    assert float(small[0].min()) >= 0.5 and float(small[2].min()) >= 0.5
+    again = [buffers.random_array(n, "float32", np.random.default_rng(7)) for n in sizes[:1]]
+    rerun = np.random.default_rng(7)
+    replay = [buffers.random_array(n, "float32", rerun) for n in sizes]
+    assert bool(cupy.array_equal(replay[0], again[0]))
+    assert all(bool(cupy.array_equal(a, b)) for a, b in zip(replay[2:], small[2:]))
