@@ -7,7 +7,9 @@ of ``SHARED_DRAW_BYTES`` (each view starting ``ALIGN_BYTES``-aligned, as CuPy's 
 a case of thousands of small buffers (a 256-shape chain writes about 4,000) pays one seeding, one draw
 and one synchronize per draw instead of per buffer. A larger buffer gets a draw of its own. Draws follow
 the generator a builder passes: a new generator (a new case's builder) starts new draws, so a case's
-values depend only on its own buffers' order and sizes, the same in every run."""
+values depend only on its own buffers' order and sizes, the same in every run. The last generator's
+open draws (one per draw dtype, float32 and float64) stay allocated until another generator's first
+buffer."""
 
 from __future__ import annotations
 
