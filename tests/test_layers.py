@@ -19,6 +19,7 @@ packages is not an edge.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,7 +86,18 @@ class Import:
 
 def imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
     """Every module ``source`` imports, lazy imports inside functions and ``importlib.import_module``
-    calls with a literal name included; ``from a import b`` yields ``a.b`` (b may be a module)."""
+    calls with a literal name included; ``from a import b`` yields ``a.b`` (b may be a module). Found
+    once per source text, module and package flag: the cycle test and the layer test read the same
+    files."""
+    return iter(_imports(source, module, is_package))
+
+
+@functools.cache
+def _imports(source: str, module: str, is_package: bool) -> tuple[Import, ...]:
+    return tuple(_scan_imports(source, module, is_package))
+
+
+def _scan_imports(source: str, module: str, is_package: bool) -> Iterator[Import]:
     tree = ast.parse(source)
     inside_function: dict[int, str] = {}  # node → its innermost function (ast.walk goes outside in)
     type_checking: set[int] = set()  # nodes under `if TYPE_CHECKING:` (never run)
