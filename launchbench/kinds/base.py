@@ -50,7 +50,9 @@ class BuiltStep:
     outputs: dict[str, Any] = field(
         default_factory=dict
     )  # cupy arrays, or numpy arrays in pinned host memory
-    resets: list[tuple[Any, Any]] = field(default_factory=list)
+    resets: list[tuple[Any, Any]] = field(
+        default_factory=list
+    )  # (output, its initial contents): chain.reset_steps
     reset_calls: list[Callable[[], Any]] = field(default_factory=list)  # a python step's own reset
     keep: list[Any] = field(default_factory=list)  # buffers the calls use by raw address only
     # where the kind knows them: the outputs' contents after one chain iteration, computed on the host
@@ -58,12 +60,6 @@ class BuiltStep:
     reference: Callable[[], dict[str, np.ndarray]] | None = None
     # why CuPy's stream capture must not take this step (the graph mode is then not_capturable with it)
     graph_refusal: str | None = None
-
-    def reset(self) -> None:
-        for target, initial in self.resets:
-            target[...] = initial
-        for call in self.reset_calls:
-            call()
 
 
 class BuildContext(Protocol):
