@@ -208,15 +208,19 @@ def self_checks(refs: Values, counts: Counts) -> list[SelfCheck]:
     checks = []
     for key in sorted((k for k in refs if k[1] != "chevron"), key=_key_order):
         procs = processes(refs[key], counts.get(key))
-        even = floor_level([v for p in procs[0::2] for v in p])
-        odd = floor_level([v for p in procs[1::2] for v in p])
+        even, odd = [v for p in procs[0::2] for v in p], [v for p in procs[1::2] for v in p]
         if not (even and odd):
             continue
-        ratio = statistics.median(even) / statistics.median(odd)
-        within = abs(ratio - 1.0) <= TOLERANCE if min(len(even), len(odd)) >= FLOOR_MIN else None
+        row = floor_row(key, even, odd)  # the even half in launchbench's place
         checks.append(
             SelfCheck(
-                *key, statistics.median(even), statistics.median(odd), ratio, len(even), len(odd), within
+                *key,
+                row.launchbench_us,
+                row.reference_us,
+                row.ratio,
+                row.launchbench_n,
+                row.reference_n,
+                row.within,
             )
         )
     return checks

@@ -1,6 +1,6 @@
 """Many device-to-device copies in one kernel launch: a chain at 256 shapes resets about 3,000 buffers
 to their initial contents before each of the output check's five snapshots, and one CuPy copy per
-buffer costs the host about 10 µs each. ``copy_pairs`` copies every pair it can (CuPy arrays on the
+buffer cost the host about 12 µs each (30,720 of them in 0.38 s, under cProfile on an H200). ``copy_pairs`` copies every pair it can (CuPy arrays on the
 current device, both C-contiguous, the same number of bytes, a multiple of 4) with one launch of
 ``launchbench_copy_many`` on the current stream, and returns the pairs left to copy one by one."""
 
