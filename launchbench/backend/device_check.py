@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import cupy
 import numpy as np
 
 from launchbench.backend.base import OutputCheck
 from launchbench.backend.check import judge_outputs
+from launchbench.backend.count_many import segment_counts
 from launchbench.kinds.base import BuiltStep
 
 
@@ -86,29 +86,24 @@ def snapshot(stream: cupy.cuda.Stream, steps: Sequence[BuiltStep]) -> DeviceSnap
     return DeviceSnapshot(tuple(names), flats, segments, host)
 
 
-def _differing(a: Any, b: Any) -> Any:
-    """Per element, 1 where ``a`` and ``b`` differ (two NaNs do not), as int64 (for the running sum);
-    CuPy arrays on the device, NumPy arrays on the host."""
-    xp = cupy.get_array_module(a)
+def _differing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per element of two host arrays, True where they differ (two NaNs do not)."""
     differ = a != b
     if a.dtype.kind in "fc":
-        differ &= ~(xp.isnan(a) & xp.isnan(b))
-    return differ.astype(np.int64)
+        differ &= ~(np.isnan(a) & np.isnan(b))
+    return differ
 
 
 def differing_counts(a: DeviceSnapshot, b: DeviceSnapshot, stream: cupy.cuda.Stream) -> dict[str, int]:
     """Per output, how many of its elements differ between two snapshots of the same steps (counted on
-    ``stream``)."""
+    ``stream``, one count_many.segment_counts per dtype)."""
     counts: dict[str, int] = {}
     with stream:
         for dtype, flat in a.flats.items():
             members = [(name, seg) for name, seg in a.segments.items() if seg.dtype == dtype]
-            running = cupy.concatenate(
-                [cupy.zeros(1, cupy.int64), cupy.cumsum(_differing(flat, b.flats[dtype]))]
-            )
-            starts = cupy.asarray([seg.start for _, seg in members], dtype=cupy.int64)
-            stops = cupy.asarray([seg.stop for _, seg in members], dtype=cupy.int64)
-            per_output = cupy.asnumpy(running[stops] - running[starts])
+            starts = np.array([seg.start for _, seg in members], dtype=np.int64)
+            stops = np.array([seg.stop for _, seg in members], dtype=np.int64)
+            per_output = segment_counts(flat, b.flats[dtype], starts, stops)
             counts.update({name: int(n) for (name, _), n in zip(members, per_output)})
     for name, array in a.host.items():
         counts[name] = int(_differing(array, b.host[name]).sum())

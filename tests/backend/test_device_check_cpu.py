@@ -1,7 +1,8 @@
 """device_check's judging on the CPU: the module run against a NumPy stand-in for the few CuPy calls it
 makes (arrays of a subclass play the device's, plain NumPy arrays the host's pinned outputs), held to
-check.compare_outputs' verdict and words for the same contents. The GPU test in test_shapes_gpu.py holds
-the real module to the same."""
+check.compare_outputs' verdict and words for the same contents, every count by count_many's cumulative
+sum. The GPU tests in test_shapes_gpu.py hold the real module to the same, and count_many's kernel to the
+cumulative sum."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 
 from launchbench.backend.check import compare_outputs
 from launchbench.kinds.base import BuiltStep
+
+MODULES = ("device_check", "count_many")  # imported again against the stand-in
 
 
 class DeviceArray(np.ndarray):
@@ -43,16 +46,20 @@ def device_check(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     stand_in.get_array_module = lambda _a: np  # type: ignore[attr-defined]
     stand_in.cuda = types.SimpleNamespace(Stream=_Stream)  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "cupy", stand_in)
-    monkeypatch.delitem(sys.modules, "launchbench.backend.device_check", raising=False)
     import launchbench.backend
 
-    # the package's attribute and the module table get the real module back afterwards (GPU sessions)
-    monkeypatch.delattr(launchbench.backend, "device_check", raising=False)
+    # the package's attributes and the module table get the real modules back afterwards (GPU sessions)
+    for name in MODULES:
+        monkeypatch.delitem(sys.modules, f"launchbench.backend.{name}", raising=False)
+        monkeypatch.delattr(launchbench.backend, name, raising=False)
     module = importlib.import_module("launchbench.backend.device_check")
+    # every dtype counted by the cumulative sum, which the stand-in runs; the kernel is tested on the GPU
+    monkeypatch.setattr(sys.modules["launchbench.backend.count_many"], "C_TYPES", {})
     yield module
-    sys.modules.pop("launchbench.backend.device_check", None)
-    if hasattr(launchbench.backend, "device_check"):
-        delattr(launchbench.backend, "device_check")
+    for name in MODULES:
+        sys.modules.pop(f"launchbench.backend.{name}", None)
+        if hasattr(launchbench.backend, name):
+            delattr(launchbench.backend, name)
 
 
 def _contents() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:

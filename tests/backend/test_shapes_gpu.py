@@ -188,3 +188,37 @@ def test_copy_pairs_copies_every_device_pair_in_one_launch_and_leaves_the_rest()
     assert [id(p) for p in copy_pairs(single)] == [
         id(single[0])
     ]  # one pair: nothing gained, the caller copies it
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "int64", "uint16", "bool", "float16"])
+@pytest.mark.parametrize("blocks", [(64, 65_535), (1, 3)])  # the grid's limits, and a grid that must loop
+def test_segment_counts_count_what_the_cumulative_sum_counts(dtype, blocks, monkeypatch):
+    """count_many's kernel (every dtype of C_TYPES; float16 goes to the cumulative sum) against the
+    cumulative sum and NumPy, over segments of 0 to 70,000 elements, NaNs equal to NaNs, -0.0 to 0.0."""
+    import cupy
+    import numpy as np
+
+    from launchbench.backend import count_many
+
+    monkeypatch.setattr(count_many, "MAX_BLOCKS_X", blocks[0])
+    monkeypatch.setattr(count_many, "MAX_BLOCKS_Y", blocks[1])
+    rng = np.random.default_rng(11)
+    sizes = [0, 1, 31, 257, 70_000, 0, 5, 4096, 3]
+    bounds = np.cumsum([0, *sizes])
+    a = (rng.random(int(bounds[-1])) * 4).astype(dtype)
+    b = a.copy()
+    changed = rng.random(a.size) < 0.3
+    b[changed] = (a[changed] + 1).astype(dtype) if dtype != "bool" else ~a[changed]
+    if dtype.startswith("float"):
+        a[:40], b[:40] = np.nan, np.nan  # equal
+        a[40:50], b[40:50] = -0.0, 0.0  # equal
+        b[50:60] = np.nan  # differ
+    expected = [
+        int(np.sum(x != y) - np.sum(np.isnan(x.astype(float)) & np.isnan(y.astype(float))))
+        for x, y in zip(np.split(a, bounds[1:-1]), np.split(b, bounds[1:-1]))
+    ]
+    starts, stops = bounds[:-1].astype(np.int64), bounds[1:].astype(np.int64)
+    got = count_many.segment_counts(cupy.asarray(a), cupy.asarray(b), starts, stops)
+    by_cumsum = count_many._by_cumsum(cupy.asarray(a), cupy.asarray(b), starts, stops)
+    assert got.tolist() == by_cumsum.tolist() == expected
+    assert (np.dtype(dtype) in count_many.C_TYPES) == (dtype != "float16")
