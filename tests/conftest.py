@@ -1,10 +1,11 @@
 """The `gpu` marker: GPU tests skip, with a reason, where CuPy or a CUDA device is missing; collection
 with the cyclic collector off, and the objects it made (every test module, the libraries they import)
 frozen out of the garbage collector; one BLAS thread in the test processes and every process they
-start."""
+start; launchbench's bytecode compiled once for the processes they start where Python writes none."""
 
 from __future__ import annotations
 
+import compileall
 import gc
 import os
 import sys
@@ -21,7 +22,28 @@ from launchbench.pytest_plugin import gpu_problem as _gpu_problem  # the fixture
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
-sys.path.insert(0, str(Path(__file__).parent))
+TESTS = Path(__file__).parent
+sys.path.insert(0, str(TESTS))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where Python writes no bytecode (PYTHONDONTWRITEBYTECODE, -B), every process the tests start (the
+    worker processes, `python -m launchbench`: some two hundred a session) compiled launchbench and the
+    fakes it imports from source again, about 30 ms of each one's start on the 2-core CPU machine. They
+    are compiled here once, by the main process before any test (or xdist worker) starts, into the
+    usual __pycache__ folders (git ignores them; a .pyc whose source changed is not used): Python still
+    reads bytecode where it writes none."""
+    if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
+        _compile_for_children()
+
+
+def _compile_for_children() -> None:
+    import launchbench
+
+    compileall.compile_dir(Path(launchbench.__file__).parent, quiet=2)  # a tree it cannot write: as before
+    for helper in TESTS.glob("*.py"):  # the fakes and builders the processes import from tests/
+        if not helper.name.startswith(("test_", "conftest")):
+            compileall.compile_file(helper, quiet=2)
 
 
 @pytest.hookimpl(wrapper=True)
