@@ -55,12 +55,19 @@ def _kernel(dtype: np.dtype) -> Any:
     return cupy.RawKernel(_SOURCE % C_TYPES[dtype], "launchbench_count_differing")
 
 
-def _by_cumsum(a: Any, b: Any, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """The counts by elementwise comparison and a cumulative sum (any dtype CuPy compares)."""
+def differing(a: Any, b: Any) -> Any:
+    """Per element, True where ``a`` and ``b`` differ (two NaNs do not); CuPy arrays on the device,
+    NumPy arrays on the host."""
+    xp = cupy.get_array_module(a)
     differ = a != b
     if a.dtype.kind in "fc":
-        differ &= ~(cupy.isnan(a) & cupy.isnan(b))
-    running = cupy.concatenate([cupy.zeros(1, cupy.int64), cupy.cumsum(differ.astype(np.int64))])
+        differ &= ~(xp.isnan(a) & xp.isnan(b))
+    return differ
+
+
+def _by_cumsum(a: Any, b: Any, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The counts by elementwise comparison and a cumulative sum (any dtype CuPy compares)."""
+    running = cupy.concatenate([cupy.zeros(1, cupy.int64), cupy.cumsum(differing(a, b).astype(np.int64))])
     return np.asarray(cupy.asnumpy(running[cupy.asarray(stops)] - running[cupy.asarray(starts)]))
 
 

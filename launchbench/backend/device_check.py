@@ -20,7 +20,7 @@ import numpy as np
 
 from launchbench.backend.base import OutputCheck
 from launchbench.backend.check import judge_outputs
-from launchbench.backend.count_many import segment_counts
+from launchbench.backend.count_many import differing, segment_counts
 from launchbench.kinds.base import BuiltStep
 
 
@@ -86,14 +86,6 @@ def snapshot(stream: cupy.cuda.Stream, steps: Sequence[BuiltStep]) -> DeviceSnap
     return DeviceSnapshot(tuple(names), flats, segments, host)
 
 
-def _differing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per element of two host arrays, True where they differ (two NaNs do not)."""
-    differ = a != b
-    if a.dtype.kind in "fc":
-        differ &= ~(np.isnan(a) & np.isnan(b))
-    return differ
-
-
 def differing_counts(a: DeviceSnapshot, b: DeviceSnapshot, stream: cupy.cuda.Stream) -> dict[str, int]:
     """Per output, how many of its elements differ between two snapshots of the same steps (counted on
     ``stream``, one count_many.segment_counts per dtype)."""
@@ -106,7 +98,7 @@ def differing_counts(a: DeviceSnapshot, b: DeviceSnapshot, stream: cupy.cuda.Str
             per_output = segment_counts(flat, b.flats[dtype], starts, stops)
             counts.update({name: int(n) for (name, _), n in zip(members, per_output)})
     for name, array in a.host.items():
-        counts[name] = int(_differing(array, b.host[name]).sum())
+        counts[name] = int(differing(array, b.host[name]).sum())
     return counts
 
 
