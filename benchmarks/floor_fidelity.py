@@ -24,10 +24,16 @@ ones, by the same floor rule. Where a reference does not reproduce itself within
 ±5% row against it can tell the harness from the host; the summary says how the floor rows fared where it
 did and where it did not.
 
+With --together N, each round also runs N processes of `bare_layers.py python`: every Python layer but
+torch in one process, one after the other, as one floor process holds them. Its section holds
+launchbench to that process and that process to one process per layer, each by the floor rule: where
+launchbench agrees with the one process and the one process misses the per-layer ones the same way, a
+process's shape, not launchbench's loop, moves the host state it meets.
+
 Exit 0 when every compared floor row is within ±5%, 1 when one is not, 2 when a process failed (its
 log names why; it is left out of its round, the others still compared).
 
-    python benchmarks/floor_fidelity.py --launch BUILD/launch [--rounds 3] [--bare 3] [--max-time 6] [--out DIR]
+    python benchmarks/floor_fidelity.py --launch BUILD/launch [--rounds 3] [--bare 3] [--together 0] [--max-time 6] [--out DIR]
     python benchmarks/floor_fidelity.py --reanalyse --out DIR
 """
 
@@ -239,6 +245,8 @@ class Rounds:
         self.ours: Values = {}
         self.refs: Values = {}
         self.ref_counts: Counts = {}  # each reference process's number of values, for the self-check
+        self.together: Values = {}  # bare_layers.py python: every Python layer in one process (--together)
+        self.together_counts: Counts = {}
         self.failed: list[str] = []
         self.skipped: list[str] = []  # processes not started: the --budget was spent
         self.clock = clock
@@ -268,10 +276,11 @@ class Rounds:
             )
         return done.stdout
 
-    def _add_reference(self, values: dict[Key, list[float]]) -> None:
+    def _add_reference(self, values: dict[Key, list[float]], together: bool = False) -> None:
+        into, counts = (self.together, self.together_counts) if together else (self.refs, self.ref_counts)
         for key, found in values.items():
-            self.refs.setdefault(key, []).extend(found)
-            self.ref_counts.setdefault(key, []).append(len(found))
+            into.setdefault(key, []).extend(found)
+            counts.setdefault(key, []).append(len(found))
 
     def reference_commands(self, proc: int) -> dict[str, list[str]]:
         """The reference processes of one turn by log name: launch.cu, then each bare layer (the gpu
@@ -294,9 +303,32 @@ class Rounds:
             ]
         return commands
 
+    def together_command(self) -> list[str]:
+        """One `bare_layers.py python` process: every Python layer but torch, as reference_commands
+        batches and stretches each layer."""
+        opts = self.opts
+        return [
+            *(
+                sys.executable,
+                str(BARE),
+                "python",
+                "--count",
+                "1" if opts.sample_time > 0 else str(opts.count),
+            ),
+            *("--batches", str(opts.batches), "--sample-time", str(opts.sample_time)),
+            *("--stretch", str(opts.ref_stretch)),
+        ]
+
     def references(self, index: int) -> None:
-        """BARE turns of launch.cu and of each bare layer, one process after the other."""
-        for proc in range(self.opts.bare):
+        """BARE turns of launch.cu and of each bare layer, one process after the other; then --together
+        processes of every Python layer in one (before them in odd rounds)."""
+        turns = [(False, proc) for proc in range(self.opts.bare)]
+        together = [(True, proc) for proc in range(self.opts.together)]
+        for one, proc in together + turns if index % 2 else turns + together:
+            if one:
+                log = self.opts.out / f"bare-python-r{index}-p{proc}.log"
+                self._add_reference(parse_reference(self._run(self.together_command(), log)), together=True)
+                continue
             for name, command in self.reference_commands(proc).items():
                 log = self.opts.out / f"{name}-r{index}-p{proc}.log"
                 self._add_reference(parse_reference(self._run(command, log)))
@@ -438,11 +470,60 @@ def render_self_checks(checks: list[SelfCheck], rows: list[LevelFidelity]) -> st
     return "\n".join(lines)
 
 
+def render_together(ours: Values, together: Values, refs: Values) -> str:
+    """launchbench against every Python layer in one process, and that process against one per layer,
+    each row by the floor rule (--together)."""
+    verdict = {True: "yes", False: "NO", None: "not compared"}
+    n = max((len(v) for v in together.values()), default=0)
+    lines = [
+        "",
+        "## The Python layers in one process",
+        "",
+        f"`bare_layers.py python`: every Python layer but torch in one process, one after the other ({n} "
+        "values each). Each row by the floor rule above, twice: launchbench against the one process, and "
+        "the one process against one process per layer.",
+        "",
+        "| layer | mode | args | launchbench / one process | n | within ±5% | one process / per layer | n | within ±5% |",
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |",
+    ]
+    pairs = []
+    for key in sorted(together, key=_key_order):
+        ours_row = floor_row(key, ours.get(key, []), together[key]) if ours.get(key) else None
+        refs_row = floor_row(key, together[key], refs.get(key, [])) if refs.get(key) else None
+        pairs.append((ours_row, refs_row))
+        cells = [
+            "| | not compared"
+            if row is None
+            else f"{row.ratio:.3f} | {row.launchbench_n} / {row.reference_n} | {verdict[row.within]}"
+            for row in (ours_row, refs_row)
+        ]
+        lines.append(
+            f"| {key[0]} | {key[1]} | {'—' if key[2] is None else key[2]} | {cells[0]} | {cells[1]} |"
+        )
+    lines += ["", _together_summary(pairs)]
+    return "\n".join(lines)
+
+
+def _together_summary(pairs: list[tuple[LevelFidelity | None, LevelFidelity | None]]) -> str:
+    decided_pairs = [(a, b) for a, b in pairs if a and b and a.within is not None and b.within is not None]
+    alike = sum(bool(a.within) for a, _ in decided_pairs)
+    apart = sum(not b.within for _, b in decided_pairs)
+    both = sum(bool(a.within) and not b.within for a, b in decided_pairs)
+    return (
+        f"{len(decided_pairs)} rows decided both ways: launchbench within ±{TOLERANCE:.0%} of the one process "
+        f"on {alike}; the one process outside ±{TOLERANCE:.0%} of one process per layer on {apart}; both at "
+        f"once (the process's shape, not launchbench's loop) on {both}."
+    )
+
+
 def options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--launch", help="the built launch.cu program")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--bare", type=int, default=3, help="processes of each reference per round")
+    parser.add_argument(
+        "--together", type=int, default=0, help="processes of every Python layer in one per round (0: none)"
+    )
     parser.add_argument("--max-time", type=float, default=6.0, help="launchbench floor's budget per round")
     parser.add_argument(
         "--stretches",
@@ -508,16 +589,20 @@ def main() -> None:
         )
         skipped: list[str] = payload.get("skipped", [])
         counts = load_counts(payload.get("reference_counts", {}))
+        together = load_values(payload.get("together", {}))
+        together_counts = load_counts(payload.get("together_counts", {}))
     else:
         opts.out.mkdir(parents=True, exist_ok=True)
         rounds = Rounds(opts)
         rounds.all()
         ours, refs, failed, skipped = rounds.ours, rounds.refs, rounds.failed, rounds.skipped
-        counts = rounds.ref_counts
+        counts, together, together_counts = rounds.ref_counts, rounds.together, rounds.together_counts
     seconds = _seconds(opts, started)
     rows = fidelity(ours, refs)
     checks = self_checks(refs, counts)
     text = render(rows, ours, refs) + "\n" + render_self_checks(checks, rows)
+    if together:
+        text += "\n" + render_together(ours, together, refs)
     if skipped:
         text += f"\n{len(skipped)} processes not started, the --budget spent: {', '.join(skipped)}."
     text += "\n\n" + _closing(seconds, opts.reanalyse)
@@ -530,6 +615,8 @@ def main() -> None:
         "reference_counts": {_key_text(key): n for key, n in sorted(counts.items(), key=str)},
         "rows": [asdict(r) for r in rows],
         "self_check": [asdict(c) for c in checks],
+        "together": dump_values(together),
+        "together_counts": {_key_text(key): n for key, n in sorted(together_counts.items(), key=str)},
         "failed": failed,
         "skipped": skipped,
     }

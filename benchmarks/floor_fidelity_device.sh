@@ -8,6 +8,8 @@
 #
 #     OUT=/some/dir bash benchmarks/floor_fidelity_device.sh
 #     OUT=/some/dir ROUNDS=10 BARE=1 BUDGET_S=480 bash benchmarks/floor_fidelity_device.sh   # more floor processes
+#     OUT=/some/dir ROUNDS=10 BARE=1 TOGETHER=1 BUDGET_S=480 bash benchmarks/floor_fidelity_device.sh   # and the
+#       Python layers in one process each round (floor_fidelity.py --together)
 set -uo pipefail
 out=${OUT:-results/floor-fidelity-device}
 mkdir -p "$out"
@@ -18,7 +20,7 @@ log() { echo "[$(date -u +%H:%M:%S)] $*" | tee -a "$work/steps.txt"; }
 
 build_launch "$work"
 budget=${BUDGET_S:-135}
-fidelity_rounds "$work" "$budget" $((budget + 25)) "${ROUNDS:-3}" "${BARE:-3}"
+fidelity_rounds "$work" "$budget" $((budget + 25)) "${ROUNDS:-3}" "${BARE:-3}" "${TOGETHER:-0}"
 
 cp "$work/fidelity/fidelity.md" "$work/fidelity/fidelity.json" "$out/" 2>/dev/null
 tar czf "$out/fidelity-logs.tar.gz" -C "$work" --exclude launch --exclude '*.png' --exclude floor.md \

@@ -1,7 +1,10 @@
 """Bare loops of launchbench floor's Python layers, each the plainest code a user would write, importing
 nothing of launchbench: the standalone references its layers are held to (benchmarks/floor_fidelity.py).
 
-One process measures one layer (at every argument count and in both modes), calling exactly what the
+One process measures one layer (at every argument count and in both modes), or with LAYER ``python``
+every Python layer but torch one after the other, as one `launchbench floor` process holds them (the
+probe of whether a process's shape moves the host state it meets: floor_fidelity.py --together),
+calling exactly what the
 layer calls, with the same arguments (the same packing for cuda-bindings, the same 1024-float arrays,
 the same non-blocking stream made by CuPy), the way launchbench's loop calls it (a call without
 keywords as function(*args), a partial with keywords as it is): batches of at least COUNT calls,
@@ -31,6 +34,7 @@ import cupy
 BLOCK = 256
 ELEMENTS = 1024
 LAYERS = ("bindings", "cupy_raw", "cupy_raw_stream", "cupy_elementwise", "cupy_ufunc", "torch", "gpu")
+TOGETHER = ("bindings", "cupy_raw", "cupy_raw_stream", "cupy_elementwise", "cupy_ufunc")  # LAYER python
 
 
 def source(counts: list[int]) -> str:
@@ -254,7 +258,7 @@ def gpu_floor(stream: cupy.cuda.Stream, opts: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("layer", choices=LAYERS)
+    parser.add_argument("layer", choices=(*LAYERS, "python"))
     parser.add_argument("--count", type=int, default=1000, help="iterations per batch (launchbench: ~1000)")
     parser.add_argument("--batches", type=int, default=15)
     parser.add_argument(
@@ -270,13 +274,19 @@ def main() -> None:
     STRETCH[0] = opts.stretch
     stream = cupy.cuda.Stream(non_blocking=True)
     buffer = cupy.zeros(1, dtype=cupy.float32)
-    if opts.layer == "bindings":
+    for layer in TOGETHER if opts.layer == "python" else (opts.layer,):
+        run_layer(layer, stream, buffer, opts)
+
+
+def run_layer(layer: str, stream: cupy.cuda.Stream, buffer: cupy.ndarray, opts: argparse.Namespace) -> None:
+    """One layer's loops, every argument count and mode, each printed as it ends."""
+    if layer == "bindings":
         bindings(stream, buffer, opts)
-    elif opts.layer in ("cupy_raw", "cupy_raw_stream"):
-        cupy_raw(stream, buffer, opts, opts.layer == "cupy_raw_stream")
-    elif opts.layer in ("cupy_elementwise", "cupy_ufunc"):
-        cupy_call(stream, opts.layer, opts)
-    elif opts.layer == "torch":
+    elif layer in ("cupy_raw", "cupy_raw_stream"):
+        cupy_raw(stream, buffer, opts, layer == "cupy_raw_stream")
+    elif layer in ("cupy_elementwise", "cupy_ufunc"):
+        cupy_call(stream, layer, opts)
+    elif layer == "torch":
         torch_layer(stream, opts)
     else:
         gpu_floor(stream, opts)

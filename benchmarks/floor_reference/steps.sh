@@ -13,13 +13,14 @@ build_launch() {
   log "nvcc exit $?"
 }
 
-# fidelity_rounds DIR BUDGET TIMEOUT [ROUNDS] [BARE]: ROUNDS (default 3) rounds of one floor process and
-# BARE (default 3) turns of every reference into DIR/fidelity (log DIR/fidelity.log); no process starts
-# after BUDGET seconds, all ends by TIMEOUT.
+# fidelity_rounds DIR BUDGET TIMEOUT [ROUNDS] [BARE] [TOGETHER]: ROUNDS (default 3) rounds of one floor
+# process, BARE (default 3) turns of every reference and TOGETHER (default 0) processes of every Python
+# layer in one into DIR/fidelity (log DIR/fidelity.log); no process starts after BUDGET seconds, all ends
+# by TIMEOUT.
 fidelity_rounds() {
-  local dir=$1 budget=$2 limit=$3 rounds=${4:-3} bare=${5:-3}
-  log "fidelity rounds ($rounds rounds: one floor process, $bare turns of each reference; budget ${budget} s)"
-  timeout "$limit" python3 benchmarks/floor_fidelity.py --launch "$dir/launch" --rounds "$rounds" --bare "$bare" \
+  local dir=$1 budget=$2 limit=$3 rounds=${4:-3} bare=${5:-3} together=${6:-0}
+  log "fidelity rounds ($rounds rounds: one floor process, $bare turns of each reference, $together of the Python layers together; budget ${budget} s)"
+  timeout "$limit" python3 benchmarks/floor_fidelity.py --launch "$dir/launch" --rounds "$rounds" --bare "$bare" --together "$together" \
     --max-time 5 --stretches 8 --batches 15 --ref-stretch 5 --sample-time 0.005 --budget "$budget" \
     --out "$dir/fidelity" >"$dir/fidelity.log" 2>&1
   log "fidelity exit $?"

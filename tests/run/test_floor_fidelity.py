@@ -76,7 +76,7 @@ def test_the_exit_status_follows_the_floor_rows_only(ff):
 def _opts(tmp_path: Path, **changes: object) -> argparse.Namespace:
     base = dict(
         launch="/x/launch", layers=["bindings", "gpu"], count=1000, batches=7, sample_time=0.005,
-        bare=2, rounds=1, out=tmp_path, budget=0.0, max_time=5.0, stretches=8, ref_stretch=5,
+        bare=2, rounds=1, out=tmp_path, budget=0.0, max_time=5.0, stretches=8, ref_stretch=5, together=0,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **changes})
 
@@ -256,3 +256,59 @@ def test_a_rebuilt_table_keeps_the_recorded_rounds_time(ff, tmp_path):
     assert ff._closing(471.0, True) == "(471 s; the table rebuilt from fidelity.json)"
     assert ff._closing(None, True) == "(the table rebuilt from fidelity.json)"
     assert ff._closing(12.4, False) == "(12 s)"
+
+
+def test_the_python_layers_together_run_in_one_process_a_turn_alternating_with_the_others(ff, tmp_path):
+    """--together: each round's reference turn adds that many `bare_layers.py python` processes (after
+    the per-layer ones, before them in odd rounds), batched as the per-layer ones are, their values kept
+    apart from the references'."""
+    rounds = ff.Rounds(_opts(tmp_path, together=1, bare=1, layers=["bindings"]))
+    assert rounds.together_command()[2:] == [
+        *("python", "--count", "1", "--batches", "7", "--sample-time", "0.005", "--stretch", "5")
+    ]
+    order: list[str] = []
+    line = '{"layer": "bindings", "mode": "eager", "args": 0, "us_per_launch": 4.0}'
+    rounds._run = lambda command, log: order.append(log.name) or line  # type: ignore[method-assign]
+    rounds.references(0)
+    rounds.references(1)
+    assert order == [
+        "launch-r0-p0.log", "bare-bindings-r0-p0.log", "bare-python-r0-p0.log",
+        "bare-python-r1-p0.log", "launch-r1-p0.log", "bare-bindings-r1-p0.log",
+    ]  # fmt: skip
+    assert rounds.together == {("bindings", "eager", 0): [4.0, 4.0]}
+    assert rounds.together_counts == {("bindings", "eager", 0): [1, 1]}
+    assert rounds.refs[("bindings", "eager", 0)] == [4.0] * 4  # launch.cu's line and the bare one's
+
+
+def test_the_together_section_tells_the_process_shape_from_the_loop(ff):
+    """Where launchbench agrees with the one process and the one process misses the per-layer processes,
+    the row counts for the process's shape; a row either side cannot decide is not counted."""
+    key, other, thin = ("bindings", "eager", 0), ("cupy_raw", "graph", 4), ("cupy_ufunc", "eager", None)
+    ours = {key: [5.0, 5.1, 5.05], other: [1.40, 1.41], thin: [7.0, 7.1]}
+    together = {key: [5.02, 5.08, 5.1], other: [1.50, 1.52], thin: [7.0]}
+    refs = {key: [4.0, 4.05, 4.1], other: [1.51, 1.49], thin: [7.0, 7.05]}
+    text = ff.render_together(ours, together, refs)
+    assert "| bindings | eager | 0 | 0.994 | 3 / 3 | yes | 1.254 | 3 / 3 | NO |" in text
+    assert "| cupy_raw | graph | 4 | 0.930 | 2 / 2 | NO | 1.007 | 2 / 2 | yes |" in text
+    assert "| cupy_ufunc | eager | — | 1.007 | 2 / 1 | not compared | 0.996 | 1 / 2 | not compared |" in text
+    assert (
+        "2 rows decided both ways: launchbench within ±5% of the one process on 1; the one process outside "
+        "±5% of one process per layer on 1; both at once (the process's shape, not launchbench's loop) on 1."
+        in text
+    )
+
+
+def test_the_bare_python_choice_runs_every_python_layer_but_torch_in_order(bare, monkeypatch):
+    ran: list[str] = []
+    monkeypatch.setattr(bare, "run_layer", lambda layer, *_: ran.append(layer))
+    stand_in = sys.modules["cupy"]
+    monkeypatch.setattr(stand_in, "cuda", types.SimpleNamespace(Stream=lambda **_: None), raising=False)
+    monkeypatch.setattr(stand_in, "zeros", lambda *_a, **_k: None, raising=False)
+    monkeypatch.setattr(stand_in, "float32", "float32", raising=False)
+    monkeypatch.setattr(sys, "argv", ["bare_layers.py", "python"])
+    bare.main()
+    assert ran == ["bindings", "cupy_raw", "cupy_raw_stream", "cupy_elementwise", "cupy_ufunc"]
+    ran.clear()
+    monkeypatch.setattr(sys, "argv", ["bare_layers.py", "torch"])
+    bare.main()
+    assert ran == ["torch"]
