@@ -61,6 +61,7 @@ BARE_LAYERS = ("bindings", "cupy_raw", "cupy_raw_stream", "cupy_elementwise", "c
 C_METHODS = {"cuLaunchKernel": "eager", "cuGraphLaunch": "graph", "triple_chevron": "chevron"}
 TOLERANCE = 0.05
 FLOOR_MIN = 2  # values each side needs at its floor state for the floor row to decide
+VERDICT = {True: "yes", False: "NO", None: "not compared"}  # a row's within, as the tables print it
 SAMPLE_TIME = 0.005  # launchbench's sample_time: the references' batches last as long
 Key = tuple[str, str, int | None]  # layer, mode, argument count
 Values = dict[Key, list[float]]  # µs per launch, one value per process
@@ -289,34 +290,35 @@ class Rounds:
         its sampler calibrates; the gpu layer's --count launches), and each process gives the medians
         of its stretches of --ref-stretch batches, as a floor process gives its stretches of samples."""
         opts = self.opts
-        first = "1" if opts.sample_time > 0 else str(opts.count)
-        batches = str(opts.batches)
-        stretch = str(opts.ref_stretch)
-        commands = {"launch": [opts.launch, first, batches, "1", str(opts.sample_time * 1e6), stretch]}
+        first = self._first_count()
+        commands = {
+            "launch": [
+                *(opts.launch, first, str(opts.batches), "1"),
+                *(str(opts.sample_time * 1e6), str(opts.ref_stretch)),
+            ]
+        }
         for layer in opts.layers:
             if layer == "gpu" and proc > 0:
                 continue
-            count = str(opts.count) if layer == "gpu" else first
-            commands[f"bare-{layer}"] = [
-                *(sys.executable, str(BARE), layer, "--count", count, "--batches", batches),
-                *("--sample-time", str(opts.sample_time), "--stretch", stretch),
-            ]
+            commands[f"bare-{layer}"] = self._bare_command(
+                layer, str(opts.count) if layer == "gpu" else first
+            )
         return commands
 
     def together_command(self) -> list[str]:
-        """One `bare_layers.py python` process: every Python layer but torch, as reference_commands
-        batches and stretches each layer."""
+        """One `bare_layers.py python` process: every Python layer but torch, each batched and
+        stretched as reference_commands has it."""
+        return self._bare_command("python", self._first_count())
+
+    def _first_count(self) -> str:
+        """A reference batch's first count: one launch up where batches last --sample-time, else --count."""
+        return "1" if self.opts.sample_time > 0 else str(self.opts.count)
+
+    def _bare_command(self, layer: str, count: str) -> list[str]:
         opts = self.opts
         return [
-            *(
-                sys.executable,
-                str(BARE),
-                "python",
-                "--count",
-                "1" if opts.sample_time > 0 else str(opts.count),
-            ),
-            *("--batches", str(opts.batches), "--sample-time", str(opts.sample_time)),
-            *("--stretch", str(opts.ref_stretch)),
+            *(sys.executable, str(BARE), layer, "--count", count, "--batches", str(opts.batches)),
+            *("--sample-time", str(opts.sample_time), "--stretch", str(opts.ref_stretch)),
         ]
 
     def references(self, index: int) -> None:
@@ -409,13 +411,12 @@ def header(ours: Values, refs: Values) -> list[str]:
 
 
 def render(rows: list[LevelFidelity], ours: Values, refs: Values) -> str:
-    verdict = {True: "yes", False: "NO", None: "not compared"}
     lines = header(ours, refs)
     for r in rows:
         lines.append(
             f"| {r.layer} | {r.mode} | {'—' if r.args is None else r.args} | {r.level} | {r.reference} | "
             f"{r.launchbench_us:.3f} | {r.reference_us:.3f} | {r.ratio:.3f} | {r.launchbench_n} / {r.reference_n} | "
-            f"{verdict[r.within]} |"
+            f"{VERDICT[r.within]} |"
         )
     for key in sorted((k for k in refs if k[1] == "chevron"), key=lambda k: k[2] or 0):
         lines.append(
@@ -439,7 +440,6 @@ def render(rows: list[LevelFidelity], ours: Values, refs: Values) -> str:
 
 def render_self_checks(checks: list[SelfCheck], rows: list[LevelFidelity]) -> str:
     """The references against themselves, and the floor rows where each reproduced itself and where not."""
-    verdict = {True: "yes", False: "NO", None: "not compared"}
     lines = [
         "",
         "## Each reference against itself",
@@ -454,7 +454,7 @@ def render_self_checks(checks: list[SelfCheck], rows: list[LevelFidelity]) -> st
     for c in checks:
         lines.append(
             f"| {c.layer} | {c.mode} | {'—' if c.args is None else c.args} | {c.even_us:.3f} | {c.odd_us:.3f} | "
-            f"{c.ratio:.3f} | {c.even_n} / {c.odd_n} | {verdict[c.within]} |"
+            f"{c.ratio:.3f} | {c.even_n} / {c.odd_n} | {VERDICT[c.within]} |"
         )
     itself = {(c.layer, c.mode, c.args): c.within for c in checks}
     floor = [r for r in rows if r.decides and r.within is not None]
@@ -473,7 +473,6 @@ def render_self_checks(checks: list[SelfCheck], rows: list[LevelFidelity]) -> st
 def render_together(ours: Values, together: Values, refs: Values) -> str:
     """launchbench against every Python layer in one process, and that process against one per layer,
     each row by the floor rule (--together)."""
-    verdict = {True: "yes", False: "NO", None: "not compared"}
     n = max((len(v) for v in together.values()), default=0)
     lines = [
         "",
@@ -494,7 +493,7 @@ def render_together(ours: Values, together: Values, refs: Values) -> str:
         cells = [
             "| | not compared"
             if row is None
-            else f"{row.ratio:.3f} | {row.launchbench_n} / {row.reference_n} | {verdict[row.within]}"
+            else f"{row.ratio:.3f} | {row.launchbench_n} / {row.reference_n} | {VERDICT[row.within]}"
             for row in (ours_row, refs_row)
         ]
         lines.append(
