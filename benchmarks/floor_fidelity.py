@@ -347,6 +347,8 @@ class Rounds:
             str(run_dir),
             "--max-time",
             str(self.opts.max_time),
+            "--processes",
+            self.opts.processes,
             "-q",
         ]
         self._run(command, self.opts.out / f"floor-r{index}.log")
@@ -384,14 +386,20 @@ def load_counts(payload: dict[str, list[int]]) -> Counts:
     return {_text_key(text): list(ns) for text, ns in payload.items()}
 
 
-def header(ours: Values, refs: Values) -> list[str]:
+LAYOUTS = {  # launchbench floor's --processes: how its header says it
+    "layer": "each layer in a fresh process of its own, one after another",
+    "shared": "every layer but torch in one process, torch in one of its own",
+}
+
+
+def header(ours: Values, refs: Values, processes: str) -> list[str]:
     """What was compared with what, and how."""
     floor_n = max((len(v) for v in ours.values()), default=0)
     ref_n = max((len(v) for k, v in refs.items() if k[0] != "c"), default=0)
     return [
         "# launchbench floor against standalone references",
         "",
-        f"- launchbench: `launchbench floor` (every layer but torch in one process, torch in one of its own): {floor_n} values, the medians of "
+        f"- launchbench: `launchbench floor` ({LAYOUTS[processes]}): {floor_n} values, the medians of "
         "consecutive stretches of each process's samples (the level can move within a process).",
         "- references, each in its own fresh process: the `c` layer against "
         "benchmarks/floor_reference/launch.cu built with nvcc (its cuLaunchKernel loop for eager, its "
@@ -410,8 +418,8 @@ def header(ours: Values, refs: Values) -> list[str]:
     ]
 
 
-def render(rows: list[LevelFidelity], ours: Values, refs: Values) -> str:
-    lines = header(ours, refs)
+def render(rows: list[LevelFidelity], ours: Values, refs: Values, processes: str) -> str:
+    lines = header(ours, refs, processes)
     for r in rows:
         lines.append(
             f"| {r.layer} | {r.mode} | {'—' if r.args is None else r.args} | {r.level} | {r.reference} | "
@@ -525,6 +533,12 @@ def options() -> argparse.Namespace:
     )
     parser.add_argument("--max-time", type=float, default=6.0, help="launchbench floor's budget per round")
     parser.add_argument(
+        "--processes",
+        choices=sorted(LAYOUTS),
+        default="layer",
+        help="launchbench floor's --processes: a process per layer, or every layer but torch in one",
+    )
+    parser.add_argument(
         "--stretches",
         type=int,
         default=8,
@@ -590,16 +604,18 @@ def main() -> None:
         counts = load_counts(payload.get("reference_counts", {}))
         together = load_values(payload.get("together", {}))
         together_counts = load_counts(payload.get("together_counts", {}))
+        processes = payload.get("processes", "shared")  # the runs before --processes shared a process
     else:
         opts.out.mkdir(parents=True, exist_ok=True)
         rounds = Rounds(opts)
         rounds.all()
         ours, refs, failed, skipped = rounds.ours, rounds.refs, rounds.failed, rounds.skipped
         counts, together, together_counts = rounds.ref_counts, rounds.together, rounds.together_counts
+        processes = opts.processes
     seconds = _seconds(opts, started)
     rows = fidelity(ours, refs)
     checks = self_checks(refs, counts)
-    text = render(rows, ours, refs) + "\n" + render_self_checks(checks, rows)
+    text = render(rows, ours, refs, processes) + "\n" + render_self_checks(checks, rows)
     if together:
         text += "\n" + render_together(ours, together, refs)
     if skipped:
@@ -608,6 +624,7 @@ def main() -> None:
     print(text)
     (opts.out / "fidelity.md").write_text(text + "\n")
     payload = {
+        "processes": processes,
         "launchbench": dump_values(ours),
         "references": dump_values(refs),
         "seconds": None if seconds is None else round(seconds),

@@ -177,7 +177,8 @@ def ab(**given: Any) -> None:
     its side (history list --ab).
 
     A scenario's floor: block is measured paired too: in every round each side measures all its
-    layers in one floor process of its own, after the round's cases (docs/ab.md).
+    layers in one floor worker of its own (each layer in a fresh process that worker starts, unless
+    the block says processes: shared), after the round's cases (docs/ab.md).
 
     With --devices, one such ab per GPU at the same time, into OUT/devices/N/a and OUT/devices/N/b,
     each GPU's sides pinned to a CPU of its own (--cpu); a comparison and gate per GPU, shown one after

@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
 
 def _spec(
-    scenario: Path | None, layers: tuple[str, ...], max_time: float | None
+    scenario: Path | None, layers: tuple[str, ...], max_time: float | None, processes: str | None
 ) -> tuple[Floor, MeasureSettings, ScenarioInfo]:
     """The floor block (the scenario's, or the defaults), the scenario it belongs to and its measure
-    settings, with the command line's layers and budget applied."""
+    settings, with the command line's layers, budget and process layout applied."""
     from pydantic import ValidationError
 
     from launchbench.results.schema import ScenarioInfo
@@ -44,7 +44,8 @@ def _spec(
             file=str(scenario),
             sha256=loaded.sha256,
         )
-    update = {key: value for key, value in (("layers", list(layers)), ("max_time", max_time)) if value}
+    given = (("layers", list(layers)), ("max_time", max_time), ("processes", processes))
+    update = {key: value for key, value in given if value}
     try:
         spec = Floor.model_validate({**spec.model_dump(), **update})
     except ValidationError as err:
@@ -68,6 +69,12 @@ def _spec(
     type=click.FloatRange(min=0, min_open=True),
     help="Time budget of all layers together, seconds.",
 )
+@click.option(
+    "--processes",
+    type=click.Choice(["layer", "shared"]),
+    help="layer: each layer in a fresh process of its own (the default); shared: every layer but torch "
+    "in this process, interleaved in rounds, so the steps between layers get paired 95% CIs.",
+)
 @quiet_option("Print only errors and where the run was written.")
 @handle_errors
 def floor(
@@ -77,19 +84,20 @@ def floor(
     device: int,
     layers: tuple[str, ...],
     max_time: float | None,
+    processes: str | None,
     quiet: bool,
 ) -> None:
     """Measure the launch path layer by layer: C over the driver API, cuda-bindings, CuPy, torch.
 
     Each layer (SCENARIO's 'floor:' block, or all of them) is timed eagerly and as a CUDA Graph, at
-    0, 4 and 16 kernel arguments where it launches the empty kernel itself, all but torch interleaved
-    in rounds in this process; a layer that cannot run here (no C compiler, no torch) is recorded as skipped with
-    its reason. The run directory gets results.json and results.csv (so compare, ab, history and plot
-    read it), floor.md (each layer's cost above the C floor and above its parent on the call path, what
-    a graph saves, each paired round by round with its 95% CI where the two were sampled together; the
-    host facts) and floor.png (the stacked bars). torch's layer is measured last, in
-    a fresh process of its own, so neither torch nor the CuPy layers are timed in a process the other
-    has used.
+    0, 4 and 16 kernel arguments where it launches the empty kernel itself. Each layer is measured in
+    a fresh process of its own, its modes and argument counts interleaved in rounds, one layer after
+    another (--processes shared: every layer but torch interleaved in rounds in this process, torch in
+    a fresh process of its own). A layer that cannot run here (no C compiler, no torch) is recorded as
+    skipped with its reason. The run directory gets results.json and results.csv (so compare, ab,
+    history and plot read it), floor.md (each layer's cost above the C floor and above its parent on
+    the call path, what a graph saves, each paired round by round with its 95% CI where the two were
+    sampled in one process; the host facts) and floor.png (the stacked bars).
 
     Exit 0 when the floor was measured, 2 on a usage or input error or when there is no usable GPU.
     """
@@ -97,7 +105,7 @@ def floor(
     from launchbench.results.store import release_if_empty
     from launchbench.run.floor import FloorRequest, run_floor
 
-    spec, measure, info = _spec(scenario, layers, max_time)
+    spec, measure, info = _spec(scenario, layers, max_time, processes)
     run_dir = _run_dir(out_dir, results_root, info)
     try:
         record = run_floor(FloorRequest(spec, info, measure, device), run_dir, SystemClock())

@@ -252,10 +252,12 @@ def _with_ci(value: float | None, ci: tuple[float, float] | None) -> str:
 
 
 PAIRED_NOTE = (
-    "In brackets, a step's 95% CI: the layers' modes were sampled in the same rounds of one process, and the "
-    "step is the median over rounds of the difference of their round medians, so a change of the "
-    "host's speed between rounds cancels out of it. A step without one is the difference of the two medians: layers "
-    f"sampled in different processes (torch's own) or with fewer than {MIN_ROUNDS} rounds in common."
+    "In brackets, a step's 95% CI: the two modes were sampled in the same rounds of one process (a layer's "
+    "eager and graph modes always; two layers under processes: shared), and the step is the median over "
+    "rounds of the difference of their round medians, so a change of the host's speed between rounds "
+    "cancels out of it. A step without one is the difference of the two medians: layers sampled in "
+    f"different processes (each layer's own by default) or with fewer than {MIN_ROUNDS} rounds in common; "
+    "a change of the host's speed between those processes is in it."
 )
 
 

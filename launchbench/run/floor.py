@@ -1,8 +1,9 @@
-"""``launchbench floor``: every layer of a ``floor:`` block but torch built in this process, then all of
-them sampled in interleaved rounds by one sampler session (so a drift of the host moves every layer
-alike); torch's layer likewise in a fresh process of its own; the outcome stored as a run: a case per
-layer and argument count, its eager and graph modes. A layer that cannot run here is recorded with its
-modes skipped and the reason. Never prints."""
+"""``launchbench floor``: the layers of a ``floor:`` block, each measured in a fresh process of its own
+(``processes: layer``, the default: a layer's cases built there and sampled in interleaved rounds by one
+sampler session), or, with ``processes: shared``, every layer but torch built in this process and
+sampled together (so a drift of the host moves every layer alike) and torch's in a fresh process of its
+own; the outcome stored as a run: a case per layer and argument count, its eager and graph modes. A
+layer that cannot run here is recorded with its modes skipped and the reason. Never prints."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from launchbench.scenario.floor import ARG_LAYERS, Floor, Layer
 from launchbench.scenario.load import ScenarioFile
 
 KINDS = "floor"  # the results' ``kinds`` of every floor case
-APART_LAYERS: tuple[Layer, ...] = ("torch",)  # measured in a fresh process of their own (floor_results)
+APART_LAYERS: tuple[Layer, ...] = ("torch",)  # in a fresh process of their own under processes: shared
 APART_START_S = 120.0  # what a process of its own may take beyond four times its budget: imports, builds
 
 
@@ -228,22 +229,33 @@ def measure_apart(
     return dict(zip(cases, failed_cases(request, cases, f"the {cases[0].layer} layer's process: {said}")))
 
 
+def in_this_process(spec: Floor, layer: Layer) -> bool:
+    """Whether ``layer`` is measured in the floor command's own process: under ``processes: shared``,
+    every layer but torch; under ``processes: layer``, none."""
+    return spec.processes == "shared" and layer not in APART_LAYERS
+
+
 def floor_results(request: FloorRequest, clock: Clock, gpu_address: str | None) -> list[CaseResult]:
-    """Every case of the floor block, results in the block's order. Every layer but torch is measured
-    in this process, interleaved in rounds; torch's in a fresh process of its own afterwards, so that
-    neither is timed in a process the other has used (a bare torch loop in a process that has run
-    CuPy's layers first reads about 10% slower per graph replay on the H200; docs/floor.md). Each gets
-    its cases' share of the block's ``max_time``."""
+    """Every case of the floor block, results in the block's order, each layer's cases with their share
+    of the block's ``max_time``. Under ``processes: layer`` each layer is measured in a fresh process of
+    its own, one after another in the block's order: a process that has run other layers' loops reads
+    them slower (a bare process running every Python layer but torch one after the other read 5-16%
+    above one process per layer on 8 of 17 rows on the H200; docs/floor.md). Under ``processes: shared``
+    every layer but torch is measured in this process, interleaved in rounds, and torch's in a fresh
+    process of its own afterwards (a bare torch loop in a process that has run CuPy's layers first reads
+    about 10% slower per graph replay)."""
     require_gpu(request.device)
-    cases = plan(request.spec)
-    here = [case for case in cases if case.layer not in APART_LAYERS]
-    apart = [case for case in cases if case.layer in APART_LAYERS]
-    share = request.spec.max_time / len(cases)  # of the block's budget, per case
+    spec = request.spec
+    cases = plan(spec)
+    share = spec.max_time / len(cases)  # of the block's budget, per case
+    here = [case for case in cases if in_this_process(spec, case.layer)]
     results: dict[FloorCase, CaseResult] = {}
     if here:
         results.update(measure_cases(request, here, clock, gpu_address, share * len(here)))
-    if apart:
-        results.update(measure_apart(request, apart, gpu_address, share * len(apart)))
+    for layer in spec.layers:
+        apart = [case for case in cases if case.layer == layer and not in_this_process(spec, layer)]
+        if apart:
+            results.update(measure_apart(request, apart, gpu_address, share * len(apart)))
     return [results[case] for case in cases]
 
 

@@ -23,8 +23,10 @@ MAX_ARGS = 64
 class Floor(Strict):
     """What ``launchbench floor`` measures: each layer of ``layers`` eagerly and as a graph, a case per
     argument count for the layers that launch the empty kernel directly (``c``, ``bindings``,
-    ``cupy_raw``, ``cupy_raw_stream``); all but torch interleaved in rounds in one process, torch
-    in a fresh process of its own."""
+    ``cupy_raw``, ``cupy_raw_stream``). ``processes``: ``layer`` (the default) measures each layer's
+    cases in a fresh process of its own, as a standalone loop of that layer runs; ``shared`` measures every
+    layer but torch in one process, interleaved in rounds (so the steps between layers are paired round by
+    round), and torch in a fresh process of its own."""
 
     layers: Annotated[list[Layer], Field(min_length=1)] = Field(default_factory=lambda: list(LAYERS))
     args: Annotated[list[Int], Field(min_length=1)] = Field(
@@ -38,6 +40,10 @@ class Floor(Strict):
         ge=1,
         le=10_000,
         description="kernel nodes of the graph whose replay gives the GPU's per-node floor",
+    )
+    processes: Literal["layer", "shared"] = Field(
+        "layer",
+        description="layer: a fresh process per layer; shared: every layer but torch in one process",
     )
     max_time: Float = Field(30.0, gt=0, le=3600, description="time budget of all layers together (seconds)")
 

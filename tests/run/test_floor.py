@@ -27,7 +27,14 @@ from launchbench.report.run_files import write_tables
 from launchbench.results.metadata import Overrides
 from launchbench.results.schema import HostData, RunRecord, ThreadPlace
 from launchbench.results.store import load_run, write_run
-from launchbench.run.floor import FloorRequest, built_in_scenario, case_result, measure_apart, plan
+from launchbench.run.floor import (
+    FloorRequest,
+    built_in_scenario,
+    case_result,
+    in_this_process,
+    measure_apart,
+    plan,
+)
 from launchbench.scenario.core import MeasureSettings
 from launchbench.scenario.floor import Floor
 from launchbench.scenario.load import load_scenario_file
@@ -95,6 +102,24 @@ def test_plan_gives_the_argument_axis_only_to_the_kernel_layers():
     assert [c.case_id for c in cases] == ["c/args=0", "c/args=16", "cupy_ufunc", "gpu"]
 
 
+def test_each_layer_gets_a_process_of_its_own_unless_the_block_shares_one():
+    """processes: layer (the default) keeps every layer out of the command's process; shared keeps all but
+    torch in it."""
+    assert Floor().processes == "layer"
+    assert not any(in_this_process(Floor(), layer) for layer in Floor().layers)
+    shared = Floor(processes="shared")
+    assert [layer for layer in shared.layers if not in_this_process(shared, layer)] == ["torch"]
+
+
+def test_the_command_line_sets_the_process_layout_over_the_scenario_s(tmp_path):
+    from launchbench.cli.floor import _spec
+
+    path = _scenario(tmp_path, "  processes: shared\n  max_time: 5\n")
+    assert _spec(path, (), None, None)[0].processes == "shared"
+    spec = _spec(path, ("gpu",), None, "layer")[0]
+    assert (spec.processes, spec.layers, spec.max_time) == ("layer", ["gpu"], 5)
+
+
 def _scenario(tmp_path: Path, floor: str) -> Path:
     path = tmp_path / "floor.yaml"
     path.write_text(f"name: f\ndescription: d\nchain:\n  - kind: empty\nfloor:\n{floor}")
@@ -115,6 +140,7 @@ def test_the_floor_block_validates(tmp_path):
         ("  layers: [fortran]\n", "fortran"),
         ("  nodes: 0\n", "nodes"),
         ("  colour: red\n", "colour"),
+        ("  processes: two\n", "processes"),
     ],
 )
 def test_a_bad_floor_block_is_refused_in_one_line(tmp_path, block, said):
@@ -369,7 +395,7 @@ def test_a_level_one_side_never_reached_is_reported_not_compared(fidelity_script
     matched, unmatched = rows[("c", "graph", 4, "high")], rows[("c", "graph", 4, "unmatched")]
     assert matched.within and (matched.launchbench_n, matched.reference_n) == (9, 3)
     assert unmatched.within is None and unmatched.launchbench_us == pytest.approx(1.309, abs=1e-3)
-    text = fidelity_script.render(list(rows.values()), *_recorded_fidelity(fidelity_script)[:2])
+    text = fidelity_script.render(list(rows.values()), *_recorded_fidelity(fidelity_script)[:2], "shared")
     assert (
         "| c | graph | 4 | unmatched | launch.cu cuGraphLaunch | 1.309 | 1.913 | 0.684 | 3 / 3 | not compared |"
         in text

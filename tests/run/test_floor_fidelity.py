@@ -57,7 +57,7 @@ def test_a_floor_with_one_value_on_a_side_is_not_compared(ff):
     rows = _rows(ff)
     raw = rows[("cupy_raw", "graph", 0, "floor")]  # launchbench reached the 1.39 µs state in one stretch
     assert raw.within is None and raw.launchbench_n == 1 and raw.ratio == pytest.approx(0.995, abs=1e-3)
-    text = ff.render(list(rows.values()), {}, {})
+    text = ff.render(list(rows.values()), {}, {}, "shared")
     assert "floor rows within ±5% (the decision)" in text
     assert (
         "| cupy_raw | graph | 0 | floor | bare_layers.py cupy_raw | 1.391 | 1.397 | 0.995 | 1 / 2 | not compared |"
@@ -208,7 +208,7 @@ def test_the_summary_says_which_way_the_rows_outside_miss(ff):
     fast state; all 15 floor rows outside ±5% read launchbench faster than its reference."""
     payload = json.loads((ROOT / "results/floor-h200/torch-process/fidelity-c/fidelity.json").read_text())
     rows = ff.fidelity(ff.load_values(payload["launchbench"]), ff.load_values(payload["references"]))
-    text = ff.render(rows, {}, {})
+    text = ff.render(rows, {}, {}, "shared")
     assert "9 of 24 floor rows within ±5% (the decision)" in text
     assert "Outside: 0 with launchbench slower, 15 with launchbench faster." in text
     recorded = {(r.layer, r.mode, r.args, r.level): r for r in rows}
