@@ -35,6 +35,7 @@ log names why; it is left out of its round, the others still compared).
 
     python benchmarks/floor_fidelity.py --launch BUILD/launch [--rounds 3] [--bare 3] [--together 0] [--max-time 6] [--out DIR]
     python benchmarks/floor_fidelity.py --reanalyse --out DIR
+    python benchmarks/floor_fidelity.py --merge DIR1 DIR2 ... --out DIR   # several runs' values as one run's
 """
 
 from __future__ import annotations
@@ -566,81 +567,170 @@ def options() -> argparse.Namespace:
         "--budget", type=float, default=0.0, help="seconds: start no process after them (0: no limit)"
     )
     parser.add_argument("--reanalyse", action="store_true", help="only the table, from OUT/fidelity.json")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="DIR",
+        help="only the table, from these runs' fidelity.json together, into OUT",
+    )
     opts = parser.parse_args()
-    if not opts.reanalyse and not opts.launch:
-        parser.error("--launch is required (the built launch.cu), unless --reanalyse")
+    if not (opts.reanalyse or opts.merge) and not opts.launch:
+        parser.error("--launch is required (the built launch.cu), unless --reanalyse or --merge")
     return opts
 
 
-def _seconds(opts: argparse.Namespace, started: float) -> float | None:
-    """The rounds' seconds: this run's, or on --reanalyse the recorded run's (its fidelity.json, else the
-    last "(N s" line of its fidelity.md; None where neither says)."""
-    if not opts.reanalyse:
-        return time.time() - started
-    payload = json.loads((opts.out / "fidelity.json").read_text())
+@dataclass
+class Recorded:
+    """What a fidelity run found: this run's rounds, a fidelity.json's, or several merged."""
+
+    ours: Values
+    refs: Values
+    counts: Counts
+    together: Values
+    together_counts: Counts
+    failed: list[str]
+    skipped: list[str]
+    processes: str  # launchbench floor's --processes
+    seconds: float | None
+
+
+def _recorded_seconds(out: Path, payload: dict[str, object]) -> float | None:
+    """A recorded run's seconds: its fidelity.json's, else the last "(N s" line of its fidelity.md."""
     if payload.get("seconds") is not None:
-        return float(payload["seconds"])
-    table = opts.out / "fidelity.md"
+        return float(payload["seconds"])  # type: ignore[arg-type]
+    table = out / "fidelity.md"
     found = re.findall(r"^\(.*?(\d+) s[;)]", table.read_text(), flags=re.M) if table.is_file() else []
     return float(found[-1]) if found else None
 
 
-def _closing(seconds: float | None, reanalysed: bool) -> str:
+def recorded(out: Path) -> Recorded:
+    """The run recorded in ``out``/fidelity.json (the runs before --processes shared one process)."""
+    payload = json.loads((out / "fidelity.json").read_text())
+    return Recorded(
+        load_values(payload["launchbench"]),
+        load_values(payload["references"]),
+        load_counts(payload.get("reference_counts", {})),
+        load_values(payload.get("together", {})),
+        load_counts(payload.get("together_counts", {})),
+        payload["failed"],
+        payload.get("skipped", []),
+        payload.get("processes", "shared"),
+        _recorded_seconds(out, payload),
+    )
+
+
+def _joined(parts: list[Values]) -> Values:
+    out: Values = {}
+    for part in parts:
+        for key, values in part.items():
+            out.setdefault(key, []).extend(values)
+    return out
+
+
+def _joined_counts(parts: list[tuple[Values, Counts]]) -> Counts:
+    """Each key's process counts, one run after another (a run without them: LEGACY_PER_PROCESS each)."""
+    out: Counts = {}
+    for values, counts in parts:
+        for key, found in values.items():
+            given = counts.get(key)
+            if given is None or sum(given) != len(found):
+                given = [len(c) for c in processes(found, None)]
+            out.setdefault(key, []).extend(given)
+    return out
+
+
+def merged(runs: list[Recorded]) -> Recorded:
+    """Several runs as one: every key's values and its processes' counts, one run after another, so the
+    floor rule and the self-check see all their processes; refused where the runs' layouts differ."""
+    layouts = sorted({run.processes for run in runs})
+    if len(layouts) > 1:
+        raise SystemExit(
+            f"--merge: the runs measured launchbench floor in different layouts: {', '.join(layouts)}"
+        )
+    seconds = [run.seconds for run in runs]
+    return Recorded(
+        _joined([run.ours for run in runs]),
+        _joined([run.refs for run in runs]),
+        _joined_counts([(run.refs, run.counts) for run in runs]),
+        _joined([run.together for run in runs]),
+        _joined_counts([(run.together, run.together_counts) for run in runs]),
+        [f for run in runs for f in run.failed],
+        [s for run in runs for s in run.skipped],
+        layouts[0],
+        None if None in seconds else sum(s for s in seconds if s is not None),
+    )
+
+
+def measured(opts: argparse.Namespace) -> Recorded:
+    """This run's rounds, into ``opts.out``."""
+    started = time.time()
+    opts.out.mkdir(parents=True, exist_ok=True)
+    rounds = Rounds(opts)
+    rounds.all()
+    return Recorded(
+        rounds.ours,
+        rounds.refs,
+        rounds.ref_counts,
+        rounds.together,
+        rounds.together_counts,
+        rounds.failed,
+        rounds.skipped,
+        opts.processes,
+        time.time() - started,
+    )
+
+
+def _closing(seconds: float | None, rebuilt: str | None) -> str:
     took = [] if seconds is None else [f"{seconds:.0f} s"]
-    return "(" + "; ".join([*took, *(["the table rebuilt from fidelity.json"] if reanalysed else [])]) + ")"
+    return "(" + "; ".join([*took, *([rebuilt] if rebuilt else [])]) + ")"
+
+
+def _counts_text(counts: Counts) -> dict[str, list[int]]:
+    return {_key_text(key): n for key, n in sorted(counts.items(), key=str)}
+
+
+def report(run: Recorded, out: Path, rebuilt: str | None) -> int:
+    """Write ``out``/fidelity.md (printed too) and fidelity.json; the exit status."""
+    rows = fidelity(run.ours, run.refs)
+    checks = self_checks(run.refs, run.counts)
+    text = render(rows, run.ours, run.refs, run.processes) + "\n" + render_self_checks(checks, rows)
+    if run.together:
+        text += "\n" + render_together(run.ours, run.together, run.refs)
+    if run.skipped:
+        text += f"\n{len(run.skipped)} processes not started, the --budget spent: {', '.join(run.skipped)}."
+    text += "\n\n" + _closing(run.seconds, rebuilt)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "fidelity.md").write_text(text + "\n")
+    payload = {
+        "processes": run.processes,
+        "launchbench": dump_values(run.ours),
+        "references": dump_values(run.refs),
+        "seconds": None if run.seconds is None else round(run.seconds),
+        "reference_counts": _counts_text(run.counts),
+        "rows": [asdict(r) for r in rows],
+        "self_check": [asdict(c) for c in checks],
+        "together": dump_values(run.together),
+        "together_counts": _counts_text(run.together_counts),
+        "failed": run.failed,
+        "skipped": run.skipped,
+    }
+    (out / "fidelity.json").write_text(json.dumps(payload, indent=1) + "\n")
+    if run.failed:
+        print("failed: " + "; ".join(run.failed), file=sys.stderr)
+        return 2
+    return 0 if decided(rows) else 1
 
 
 def main() -> None:
     opts = options()
-    started = time.time()
+    if opts.merge:
+        rebuilt = f"merged from {len(opts.merge)} runs: {', '.join(str(d) for d in opts.merge)}"
+        sys.exit(report(merged([recorded(d) for d in opts.merge]), opts.out, rebuilt))
     if opts.reanalyse:
-        payload = json.loads((opts.out / "fidelity.json").read_text())
-        ours, refs, failed = (
-            load_values(payload["launchbench"]),
-            load_values(payload["references"]),
-            payload["failed"],
-        )
-        skipped: list[str] = payload.get("skipped", [])
-        counts = load_counts(payload.get("reference_counts", {}))
-        together = load_values(payload.get("together", {}))
-        together_counts = load_counts(payload.get("together_counts", {}))
-        processes = payload.get("processes", "shared")  # the runs before --processes shared a process
-    else:
-        opts.out.mkdir(parents=True, exist_ok=True)
-        rounds = Rounds(opts)
-        rounds.all()
-        ours, refs, failed, skipped = rounds.ours, rounds.refs, rounds.failed, rounds.skipped
-        counts, together, together_counts = rounds.ref_counts, rounds.together, rounds.together_counts
-        processes = opts.processes
-    seconds = _seconds(opts, started)
-    rows = fidelity(ours, refs)
-    checks = self_checks(refs, counts)
-    text = render(rows, ours, refs, processes) + "\n" + render_self_checks(checks, rows)
-    if together:
-        text += "\n" + render_together(ours, together, refs)
-    if skipped:
-        text += f"\n{len(skipped)} processes not started, the --budget spent: {', '.join(skipped)}."
-    text += "\n\n" + _closing(seconds, opts.reanalyse)
-    print(text)
-    (opts.out / "fidelity.md").write_text(text + "\n")
-    payload = {
-        "processes": processes,
-        "launchbench": dump_values(ours),
-        "references": dump_values(refs),
-        "seconds": None if seconds is None else round(seconds),
-        "reference_counts": {_key_text(key): n for key, n in sorted(counts.items(), key=str)},
-        "rows": [asdict(r) for r in rows],
-        "self_check": [asdict(c) for c in checks],
-        "together": dump_values(together),
-        "together_counts": {_key_text(key): n for key, n in sorted(together_counts.items(), key=str)},
-        "failed": failed,
-        "skipped": skipped,
-    }
-    (opts.out / "fidelity.json").write_text(json.dumps(payload, indent=1) + "\n")
-    if failed:
-        print("failed: " + "; ".join(failed), file=sys.stderr)
-        sys.exit(2)
-    sys.exit(0 if decided(rows) else 1)
+        sys.exit(report(recorded(opts.out), opts.out, "the table rebuilt from fidelity.json"))
+    sys.exit(report(measured(opts), opts.out, None))
 
 
 if __name__ == "__main__":

@@ -246,16 +246,14 @@ def test_the_summary_says_where_the_references_reproduced_themselves(ff):
 
 
 def test_a_rebuilt_table_keeps_the_recorded_rounds_time(ff, tmp_path):
-    opts = argparse.Namespace(reanalyse=True, out=tmp_path)
-    (tmp_path / "fidelity.json").write_text("{}")
-    assert ff._seconds(opts, 0.0) is None  # neither the JSON nor a table says
+    assert ff._recorded_seconds(tmp_path, {}) is None  # neither the JSON nor a table says
     (tmp_path / "fidelity.md").write_text("table\n\n(reanalysed from fidelity.json; the rounds took 242 s)\n")
-    assert ff._seconds(opts, 0.0) == 242.0
-    (tmp_path / "fidelity.json").write_text('{"seconds": 471}')
-    assert ff._seconds(opts, 0.0) == 471.0
-    assert ff._closing(471.0, True) == "(471 s; the table rebuilt from fidelity.json)"
-    assert ff._closing(None, True) == "(the table rebuilt from fidelity.json)"
-    assert ff._closing(12.4, False) == "(12 s)"
+    assert ff._recorded_seconds(tmp_path, {}) == 242.0
+    assert ff._recorded_seconds(tmp_path, {"seconds": 471}) == 471.0
+    rebuilt = "the table rebuilt from fidelity.json"
+    assert ff._closing(471.0, rebuilt) == "(471 s; the table rebuilt from fidelity.json)"
+    assert ff._closing(None, rebuilt) == "(the table rebuilt from fidelity.json)"
+    assert ff._closing(12.4, None) == "(12 s)"
 
 
 def test_the_python_layers_together_run_in_one_process_a_turn_alternating_with_the_others(ff, tmp_path):
@@ -312,3 +310,48 @@ def test_the_bare_python_choice_runs_every_python_layer_but_torch_in_order(bare,
     monkeypatch.setattr(sys, "argv", ["bare_layers.py", "torch"])
     bare.main()
     assert ran == ["torch"]
+
+
+def _payload(
+    ours: dict, refs: dict, counts: dict, processes: str | None = "layer", seconds: int = 100
+) -> dict:
+    payload = {"launchbench": ours, "references": refs, "reference_counts": counts, "seconds": seconds}
+    payload |= {"failed": [], "skipped": [], **({"processes": processes} if processes else {})}
+    return payload
+
+
+def test_merged_runs_are_judged_as_one_run_of_all_their_processes(ff, tmp_path):
+    """--merge: each key's values and its processes' counts one run after another (a run without counts
+    cut LEGACY_PER_PROCESS a process), so the self-check's even and odd processes span both runs."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir(), second.mkdir()
+    key = "cupy_raw|graph|0"
+    payload = _payload({key: [1.40, 1.41]}, {key: [1.40, 1.42, 1.39]}, {key: [2, 1]})
+    (first / "fidelity.json").write_text(json.dumps(payload))
+    legacy = _payload({key: [1.43]}, {key: [1.41, 1.40, 1.44, 1.38]}, {}, seconds=50)
+    (second / "fidelity.json").write_text(json.dumps(legacy))
+    run = ff.merged([ff.recorded(first), ff.recorded(second)])
+    ours, refs = run.ours[("cupy_raw", "graph", 0)], run.refs[("cupy_raw", "graph", 0)]
+    assert ours == [1.40, 1.41, 1.43] and refs == [1.40, 1.42, 1.39, 1.41, 1.40, 1.44, 1.38]
+    assert run.counts[("cupy_raw", "graph", 0)] == [2, 1, 3, 1] and run.seconds == 150
+    assert ff.processes(refs, run.counts[("cupy_raw", "graph", 0)]) == [
+        [1.40, 1.42],
+        [1.39],
+        [1.41, 1.40, 1.44],
+        [1.38],
+    ]
+    out = tmp_path / "merged"
+    assert ff.report(run, out, "merged from 2 runs") == 0
+    assert (out / "fidelity.md").read_text().rstrip().endswith("(150 s; merged from 2 runs)")
+    assert json.loads((out / "fidelity.json").read_text())["reference_counts"] == {key: [2, 1, 3, 1]}
+
+
+def test_runs_of_different_floor_layouts_are_not_merged(ff, tmp_path):
+    dirs = []
+    for name, processes in (("layer", "layer"), ("old", None)):  # a run before --processes: shared
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "fidelity.json").write_text(json.dumps(_payload({}, {}, {}, processes)))
+        dirs.append(ff.recorded(tmp_path / name))
+    assert dirs[1].processes == "shared"
+    with pytest.raises(SystemExit, match="different layouts: layer, shared"):
+        ff.merged(dirs)
