@@ -21,7 +21,7 @@ fidelity_rounds() {
   local dir=$1 budget=$2 limit=$3 rounds=${4:-3} bare=${5:-3} together=${6:-0}
   log "fidelity rounds ($rounds rounds: one floor process, $bare turns of each reference, $together of the Python layers together; budget ${budget} s)"
   timeout "$limit" python3 benchmarks/floor_fidelity.py --launch "$dir/launch" --rounds "$rounds" --bare "$bare" --together "$together" \
-    --max-time 5 --stretches 8 --batches 15 --ref-stretch 5 --sample-time 0.005 --budget "$budget" \
+    --max-time 5 --stretches 8 --batches 40 --ref-stretch 5 --sample-time 0.005 --budget "$budget" \
     --out "$dir/fidelity" >"$dir/fidelity.log" 2>&1
   log "fidelity exit $?"
 }
