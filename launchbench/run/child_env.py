@@ -1,5 +1,5 @@
-"""The environment of a process launchbench starts as a program (ab's program workers, the floor's torch
-process): this launchbench's source first on PYTHONPATH, so the child imports the same code."""
+"""The environment of a process launchbench starts as a program (ab's program workers, the floor's layer
+processes): this launchbench's source first on PYTHONPATH, so the child imports the same code."""
 
 from __future__ import annotations
 
