@@ -1,16 +1,17 @@
 """A scenario's floor: block in ``launchbench ab``: measured paired, round by round, as ab pairs cases.
 
-The floor's layers are built and sampled together in one process (torch's in one that process starts:
-run.floor), so ab's unit for a floor is one whole floor process per side per round: in round k (pass k
-of both sides), once the round's cases are in, each side measures every layer of the block in a fresh
-worker of its own variant (its interpreter, paths and environment, pinned to the CPU its case workers
-use), on 1/rounds of the block's time budget and sample counts. The sides take turns, the order
-alternating over blocks and rounds as over cases (run.ab.round_order). Each process's cases go into its
-side's record as pass k, so a layer's round k holds, on each side, the samples of that side's round-k
-process, and compare_paired judges the floor's rows on the log of B's round median over A's, as any
-other row. A layer one side cannot run is recorded there as skipped with its reason (the row is then
-compared as not measured on that side, never against nothing); a floor process that fails or dies
-records every case of the block failed on its side, which then measures that block no more.
+A floor's layers are each built and sampled in a process of their own that a floor worker starts
+(run.floor; with processes: shared, every layer but torch in the worker itself), so ab's unit for a
+floor is one whole floor worker per side per round: in round k (pass k of both sides), once the round's
+cases are in, each side measures every layer of the block in a fresh worker of its own variant (its
+interpreter, paths and environment, pinned to the CPU its case workers use), on 1/rounds of the block's
+time budget and sample counts. The sides take turns, the order alternating over blocks and rounds as
+over cases (run.ab.round_order). Each worker's cases go into its side's record as pass k, so a layer's
+round k holds, on each side, the samples of that side's round-k worker, and compare_paired judges the
+floor's rows on the log of B's round median over A's, as any other row. A layer one side cannot run is
+recorded there as skipped with its reason (the row is then compared as not measured on that side, never
+against nothing); a floor worker that fails or dies records every case of the block failed on its side,
+which then measures that block no more.
 """
 
 from __future__ import annotations
