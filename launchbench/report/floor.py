@@ -73,18 +73,18 @@ class FloorRow:
 @dataclass(frozen=True)
 class HostFacts:
     cpu_model: str | None
-    place: ThreadPlace | None  # where the launching thread ran as the layers were sampled
+    places: tuple[tuple[str, ThreadPlace], ...]  # each layer and where its launching thread ran (first pass)
     gpu_node: int | None
     kernel: str | None
     driver: str | None
     gpu: str | None
 
-    @property
-    def smt(self) -> str | None:
-        """'on' where the launching CPU shares its core with another, 'off' where not (None: unknown)."""
-        if self.place is None or self.place.siblings is None:
-            return None
-        return "on" if any(sep in self.place.siblings for sep in ",-") else "off"
+
+def smt(place: ThreadPlace) -> str | None:
+    """'on' where the launching CPU shares its core with another, 'off' where not (None: unknown)."""
+    if place.siblings is None:
+        return None
+    return "on" if any(sep in place.siblings for sep in ",-") else "off"
 
 
 @dataclass(frozen=True)
@@ -212,11 +212,16 @@ def floor_rows(record: RunRecord) -> list[FloorRow]:
 def host_facts(record: RunRecord) -> HostFacts:
     env = record.environment
     passes = [p for case in record.cases for mode in case.modes.values() for p in mode.passes]
-    place = next((p.host.start for p in passes if p.host.start is not None), None)
+    places: dict[str, ThreadPlace] = {}
+    for case in record.cases:  # each layer's process, where its first pass says
+        found = (p.host.start for mode in case.modes.values() for p in mode.passes if p.host.start)
+        place = next(found, None)
+        if place is not None:
+            places.setdefault(case.chain, place)
     gpu_node = next((p.host.gpu_node for p in passes if p.host.gpu_node is not None), None)
     return HostFacts(
         cpu_model=env.host.cpu,
-        place=place,
+        places=tuple(places.items()),
         gpu_node=gpu_node,
         kernel=env.host.kernel,
         driver=env.driver or env.cuda_driver,
@@ -293,14 +298,37 @@ def call_path_lines() -> list[str]:
     ]
 
 
-def host_lines(host: HostFacts) -> list[str]:
-    place = host.place or ThreadPlace()
+def _place_text(place: ThreadPlace) -> str:
     mhz = f"{place.mhz:.0f} MHz" if place.mhz else f"MHz {NOT_EXPOSED}"
+    siblings = f": siblings {place.siblings}" if place.siblings else ""
+    return (
+        f"CPU {_known(place.cpu)} ({mhz}, governor {place.governor or NOT_EXPOSED}, NUMA node "
+        f"{_known(place.node)}, SMT {smt(place) or 'unknown'}{siblings})"
+    )
+
+
+def _threads_text(host: HostFacts) -> str:
+    """Where the launching thread ran; where the layers' processes ran on different CPUs, each group of
+    layers with its CPU."""
+    by_place: dict[str, list[str]] = {}
+    for layer, place in host.places:
+        by_place.setdefault(_place_text(place), []).append(layer)
+    if len(by_place) <= 1:
+        return f"the launching thread on {next(iter(by_place), _place_text(ThreadPlace()))}"
+    groups = [f"{_and(layers)} on {where}" for where, layers in by_place.items()]
+    return "the launching threads by layer (the layers' processes ran on different CPUs): " + "; ".join(
+        groups
+    )
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def host_lines(host: HostFacts) -> list[str]:
     return [
         f"- GPU: {host.gpu or 'unknown'}, driver {host.driver or 'unknown'}, NUMA node {_known(host.gpu_node)}",
-        f"- CPU: {host.cpu_model or 'unknown'}; the launching thread on CPU {_known(place.cpu)} ({mhz}, "
-        f"governor {place.governor or NOT_EXPOSED}, NUMA node {_known(place.node)}, SMT {host.smt or 'unknown'}"
-        f"{f': siblings {place.siblings}' if place.siblings else ''})",
+        f"- CPU: {host.cpu_model or 'unknown'}; {_threads_text(host)}",
         f"- kernel: {host.kernel or 'unknown'}",
     ]
 

@@ -248,13 +248,34 @@ def test_the_markdown_report_holds_the_table_and_the_host_facts():
 def test_host_facts_the_host_does_not_expose_are_said_so():
     """The H200 VM: no cpufreq (no governor) and the GPU's sysfs numa_node -1 (read as None)."""
     bare = HostData(pid=1, start=ThreadPlace(cpu=15, mhz=2100.0, node=0, siblings="15"))
+    assert bare.start is not None
     host = HostFacts(
-        cpu_model="Xeon", place=bare.start, gpu_node=None, kernel="6.18", driver="580", gpu="H200"
+        cpu_model="Xeon", places=(("c", bare.start),), gpu_node=None, kernel="6.18", driver="580", gpu="H200"
     )
     lines = host_lines(host)
     assert lines[0] == "- GPU: H200, driver 580, NUMA node not exposed by this host"
     assert "governor not exposed by this host, NUMA node 0, SMT off: siblings 15" in lines[1]
     assert "unknown" not in " ".join(lines)
+
+
+def test_layers_whose_processes_ran_on_different_cpus_say_each_cpu():
+    """A process per layer: each group of layers with the CPU its launching threads ran on (the H200 run
+    of results/floor-h200/per-layer/walls/1-layer put c on CPU 4, torch on 15, the others on 2)."""
+
+    def on(cpu: int) -> ThreadPlace:
+        return ThreadPlace(cpu=cpu, mhz=2100.0, node=0, siblings=str(cpu))
+
+    places = (("c", on(4)), ("bindings", on(2)), ("cupy_raw", on(2)), ("torch", on(15)), ("gpu", on(2)))
+    line = host_lines(HostFacts("Xeon", places, None, None, None, None))[1]
+    assert line == (
+        "- CPU: Xeon; the launching threads by layer (the layers' processes ran on different CPUs): "
+        "c on CPU 4 (2100 MHz, governor not exposed by this host, NUMA node 0, SMT off: siblings 4); "
+        "bindings, cupy_raw and gpu on CPU 2 (2100 MHz, governor not exposed by this host, NUMA node 0, "
+        "SMT off: siblings 2); torch on CPU 15 (2100 MHz, governor not exposed by this host, NUMA node 0, "
+        "SMT off: siblings 15)"
+    )
+    record = load_run(ROOT / "results" / "floor-h200" / "per-layer" / "walls" / "1-layer")
+    assert "c on CPU 4 (" in host_lines(floor_report(record).host)[1]
 
 
 def test_a_negative_step_over_the_parent_is_said_to_be_below_it():
