@@ -73,7 +73,7 @@ def _spec(
     "--processes",
     type=click.Choice(["layer", "shared"]),
     help="layer: each layer in a fresh process of its own (the default); shared: every layer but torch "
-    "in this process, interleaved in rounds, so the steps between layers get paired 95% CIs.",
+    "in this process, interleaved in rounds, so the steps between layers can be paired round by round.",
 )
 @quiet_option("Print only errors and where the run was written.")
 @handle_errors

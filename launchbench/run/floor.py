@@ -238,8 +238,8 @@ def in_this_process(spec: Floor, layer: Layer) -> bool:
 def floor_results(request: FloorRequest, clock: Clock, gpu_address: str | None) -> list[CaseResult]:
     """Every case of the floor block, results in the block's order, each layer's cases with their share
     of the block's ``max_time``. Under ``processes: layer`` each layer is measured in a fresh process of
-    its own, one after another in the block's order: a process that has run other layers' loops reads
-    them slower (a bare process running every Python layer but torch one after the other read 5-16%
+    its own, one after another in the block's order: a layer's loop reads slower in a process that has
+    run other layers' loops first (a bare process running every Python layer but torch one after the other read 5-16%
     above one process per layer on 8 of 17 rows on the H200; docs/floor.md). Under ``processes: shared``
     every layer but torch is measured in this process, interleaved in rounds, and torch's in a fresh
     process of its own afterwards (a bare torch loop in a process that has run CuPy's layers first reads
