@@ -452,11 +452,12 @@ def compare_pair(
 
 def run_warnings(baseline: RunRecord, current: RunRecord, comparison: Compared) -> tuple[str, ...]:
     """What a gate would refuse or note about the runs, said in every output (with no gate, nothing
-    fails on them): an unfinished run, no rows in common, a scenario file that changed."""
-    from launchbench.analysis.coverage import scenario_differences, unfinished
+    fails on them): an unfinished run, no rows in common, a scenario file that changed, a floor measured
+    in another process layout."""
+    from launchbench.analysis.coverage import floor_layout_differences, scenario_differences, unfinished
 
     out = [f"the {side} run {why}" for side, record in (("baseline", baseline), ("current", current))
            if (why := unfinished(record))]  # fmt: skip
     if comparison.rows and all(row.only_in is not None for row in comparison.rows):
         out.append("the runs have no rows in common")
-    return (*out, *scenario_differences(baseline, current))
+    return (*out, *scenario_differences(baseline, current), *floor_layout_differences(baseline, current))

@@ -14,7 +14,9 @@ the gate, and notes, which do not), each with its reason and the flag that relax
 - the current run interrupted, failed or never finished: fails; ``--allow-interrupted`` makes it a note;
 - the baseline interrupted, failed or never finished: a note;
 - a scenario that ran from different file contents (sha256) on the two sides, or whose file changed
-  since the run: a note.
+  since the run: a note;
+- a scenario whose floor layers were measured in different process layouts on the two sides (each layer
+  in a process of its own, or every layer but torch in one): a note.
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ def comparison_coverage(
     if why:
         notes.append(f"warning: the baseline run {why}")
     notes.extend(scenario_differences(baseline, current))
+    notes.extend(floor_layout_differences(baseline, current))
     rows = [(row.key, row.disturbed) for row in comparison.rows]
     return _apply(_disturbed(report, rows, policy.allow_disturbed), failing, notes)
 
@@ -164,3 +167,40 @@ def scenario_differences(baseline: RunRecord, current: RunRecord) -> list[str]:
                 f"{info.sha256[:12]}… in the current run): the cases may differ"
             )
     return notes
+
+
+FLOOR_LAYOUTS = {
+    "layer": "each layer in a process of its own",
+    "shared": "every layer but torch in one process",
+}
+
+
+def floor_layouts(record: RunRecord) -> dict[str, str]:
+    """Per scenario, how its floor layers were measured, read from the processes that measured them:
+    ``shared`` where every measured layer but torch has one process id, ``layer`` where they have
+    several; a scenario with fewer than two such layers measured tells nothing and is left out."""
+    pids: dict[str, dict[str, int]] = {}
+    for case in record.cases:
+        if case.kinds != "floor" or case.chain == "torch":
+            continue
+        found = (p.host.pid for mode in case.modes.values() for p in mode.passes if p.host.pid is not None)
+        pid = next(found, None)
+        if pid is not None:
+            pids.setdefault(case.scenario, {}).setdefault(case.chain, pid)
+    return {
+        scenario: "shared" if len(set(layers.values())) == 1 else "layer"
+        for scenario, layers in pids.items()
+        if len(layers) >= 2
+    }
+
+
+def floor_layout_differences(baseline: RunRecord, current: RunRecord) -> list[str]:
+    """Notes on scenarios whose floor layers the two runs measured in different process layouts."""
+    before, after = floor_layouts(baseline), floor_layouts(current)
+    return [
+        f"the floor layers of scenario {name!r} were measured {FLOOR_LAYOUTS[before[name]]} in the baseline and "
+        f"{FLOOR_LAYOUTS[layout]} in the current run: a layer's loop reads slower in a process that has run "
+        "other layers' loops (docs/floor.md), so a change of its rows may be the layout's"
+        for name, layout in after.items()
+        if name in before and before[name] != layout
+    ]

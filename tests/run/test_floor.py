@@ -325,6 +325,27 @@ def test_compare_reads_a_floor_run(tmp_path):
     assert "bindings/args=16" in result.output
 
 
+def test_compare_notes_floor_rows_measured_in_another_process_layout(tmp_path):
+    """The H200's floor runs of both layouts (results/floor-h200/per-layer/walls): compare and a gate say
+    that the layout differs, read from the processes that measured the layers; one layout says nothing."""
+    from launchbench.analysis.coverage import floor_layouts
+
+    walls = ROOT / "results" / "floor-h200" / "per-layer" / "walls"
+    assert floor_layouts(load_run(walls / "1-layer")) == {"floor": "layer"}
+    assert floor_layouts(load_run(walls / "2-shared")) == {"floor": "shared"}
+    assert floor_layouts(recorded_run()) == {"floor": "shared"}  # every layer's pass: pid 1
+    said = "the floor layers of scenario 'floor' were measured every layer but torch in one process in the "
+    said += "baseline and each layer"
+    runner = CliRunner()
+    result = runner.invoke(cli, ["compare", str(walls / "2-shared"), str(walls / "1-layer"), "-q"])
+    assert said in result.stderr, result.output
+    gated = [str(walls / "2-shared"), str(walls / "1-layer"), "--fail-on", "wall_us_per_launch:50%"]
+    result = runner.invoke(cli, ["compare", *gated, "--format", "markdown"])
+    assert said in result.stdout, result.output
+    result = runner.invoke(cli, ["compare", str(walls / "1-layer"), str(walls / "3-layer"), "-q"])
+    assert "floor layers were measured" not in result.output
+
+
 def test_floor_without_a_gpu_refuses_in_one_line(tmp_path):
     if importlib.util.find_spec("cupy") is not None:
         pytest.skip("CuPy is installed here")
