@@ -183,10 +183,9 @@ def floor_layouts(record: RunRecord) -> dict[str, str]:
     for case in record.cases:
         if case.kinds != "floor" or case.chain == "torch":
             continue
-        found = (p.host.pid for mode in case.modes.values() for p in mode.passes if p.host.pid is not None)
-        pid = next(found, None)
-        if pid is not None:
-            pids.setdefault(case.scenario, {}).setdefault(case.chain, pid)
+        host = case.first_host
+        if host is not None and host.pid is not None:
+            pids.setdefault(case.scenario, {}).setdefault(case.chain, host.pid)
     return {
         scenario: "shared" if len(set(layers.values())) == 1 else "layer"
         for scenario, layers in pids.items()

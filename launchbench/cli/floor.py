@@ -9,7 +9,7 @@ import click
 
 from launchbench.cli.common import device_option, handle_errors, quiet_option, run_dir_options, short_help
 from launchbench.errors import LaunchbenchError
-from launchbench.scenario.floor import LAYERS
+from launchbench.scenario.floor import LAYERS, PROCESS_LAYOUTS
 
 if TYPE_CHECKING:
     from launchbench.results.schema import RunRecord, ScenarioInfo
@@ -71,7 +71,7 @@ def _spec(
 )
 @click.option(
     "--processes",
-    type=click.Choice(["layer", "shared"]),
+    type=click.Choice(PROCESS_LAYOUTS),
     help="layer: each layer in a fresh process of its own (the default); shared: every layer but torch "
     "in this process, interleaved in rounds, so the steps between layers can be paired round by round.",
 )

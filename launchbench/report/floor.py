@@ -214,10 +214,9 @@ def host_facts(record: RunRecord) -> HostFacts:
     passes = [p for case in record.cases for mode in case.modes.values() for p in mode.passes]
     places: dict[str, ThreadPlace] = {}
     for case in record.cases:  # each layer's process, where its first pass says
-        found = (p.host.start for mode in case.modes.values() for p in mode.passes if p.host.start)
-        place = next(found, None)
-        if place is not None:
-            places.setdefault(case.chain, place)
+        host = case.first_host
+        if host is not None and host.start is not None:
+            places.setdefault(case.chain, host.start)
     gpu_node = next((p.host.gpu_node for p in passes if p.host.gpu_node is not None), None)
     return HostFacts(
         cpu_model=env.host.cpu,

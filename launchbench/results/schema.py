@@ -463,6 +463,11 @@ class CaseResult(_Frozen):
         return max((m.disturbed_passes for m in self.modes.values()), default=0)
 
     @property
+    def first_host(self) -> HostData | None:
+        """The host data of the case's first pass (in mode order) that names the process measuring it."""
+        return next((p.host for m in self.modes.values() for p in m.passes if p.host.pid is not None), None)
+
+    @property
     def member_key(self) -> tuple[str, str, str | None, int | None]:
         """The case's identity in a merged run: scenario, case id, node and device."""
         return (self.scenario, self.case_id, self.node, self.device)

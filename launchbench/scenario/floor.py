@@ -18,6 +18,8 @@ LAYERS: tuple[Layer, ...] = (
 # the layers whose kernel takes the argument-count axis (the others launch their own fixed kernels)
 ARG_LAYERS: frozenset[Layer] = frozenset({"c", "bindings", "cupy_raw", "cupy_raw_stream"})
 MAX_ARGS = 64
+ProcessLayout = Literal["layer", "shared"]  # a fresh process per layer, or every layer but torch in one
+PROCESS_LAYOUTS: tuple[ProcessLayout, ...] = ("layer", "shared")
 
 
 class Floor(Strict):
@@ -41,7 +43,7 @@ class Floor(Strict):
         le=10_000,
         description="kernel nodes of the graph whose replay gives the GPU's per-node floor",
     )
-    processes: Literal["layer", "shared"] = Field(
+    processes: ProcessLayout = Field(
         "layer",
         description="layer: a fresh process per layer; shared: every layer but torch in one process",
     )
