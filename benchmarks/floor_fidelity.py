@@ -47,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -690,6 +691,13 @@ def _counts_text(counts: Counts) -> dict[str, list[int]]:
     return {_key_text(key): n for key, n in sorted(counts.items(), key=str)}
 
 
+def _skipped_text(logs: list[str]) -> str:
+    """The processes not started, counted by kind (``floor``, ``launch``, ``bare-cupy_raw``: a log's name
+    less its round and process), in the order first met; fidelity.json keeps every name."""
+    kinds = Counter(re.sub(r"-r\d+(-p\d+)?\.log$", "", log) for log in logs)
+    return ", ".join(f"{kind} ×{n}" for kind, n in kinds.items())
+
+
 def report(run: Recorded, out: Path, rebuilt: str | None) -> int:
     """Write ``out``/fidelity.md (printed too) and fidelity.json; the exit status."""
     rows = fidelity(run.ours, run.refs)
@@ -698,7 +706,7 @@ def report(run: Recorded, out: Path, rebuilt: str | None) -> int:
     if run.together:
         text += "\n" + render_together(run.ours, run.together, run.refs)
     if run.skipped:
-        text += f"\n{len(run.skipped)} processes not started, the --budget spent: {', '.join(run.skipped)}."
+        text += f"\n{len(run.skipped)} processes not started, the --budget spent: {_skipped_text(run.skipped)}."
     text += "\n\n" + _closing(run.seconds, rebuilt)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
