@@ -24,6 +24,10 @@ ones, by the same floor rule. Where a reference does not reproduce itself within
 ±5% row against it can tell the harness from the host; the summary says how the floor rows fared where it
 did and where it did not.
 
+Then the draw of processes (benchmarks/_floor_draw.py): each floor row with its processes resampled,
+its 95% range of ratios read as within or outside ±5% whatever the draw, or undecided with this many
+processes on this host.
+
 With --together N, each round also runs N processes of `bare_layers.py python`: every Python layer but
 torch in one process, one after the other, as one floor process holds them. Its section holds
 launchbench to that process and that process to one process per layer, each by the floor rule: where
@@ -49,9 +53,10 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import _floor_draw
 from _levels import FLOOR_BAND, LEVEL_GAP, floor_level, levels, match_levels
 
 from launchbench.results.schema import GPU, WALL
@@ -246,6 +251,7 @@ class Rounds:
     def __init__(self, opts: argparse.Namespace, clock: Callable[[], float] = time.monotonic):
         self.opts = opts
         self.ours: Values = {}
+        self.ours_counts: Counts = {}  # each floor process's number of values, for the draw of processes
         self.refs: Values = {}
         self.ref_counts: Counts = {}  # each reference process's number of values, for the self-check
         self.together: Values = {}  # bare_layers.py python: every Python layer in one process (--together)
@@ -357,6 +363,7 @@ class Rounds:
         if (run_dir / "results.json").is_file():
             for key, values in launchbench_values(run_dir, self.opts.stretches).items():
                 self.ours.setdefault(key, []).extend(values)
+                self.ours_counts.setdefault(key, []).append(len(values))
 
     def all(self) -> None:
         for index in range(self.opts.rounds):
@@ -594,6 +601,7 @@ class Recorded:
     skipped: list[str]
     processes: str  # launchbench floor's --processes
     seconds: float | None
+    ours_counts: Counts = field(default_factory=dict)  # per floor process; absent keys: not known
 
 
 def _recorded_seconds(out: Path, payload: dict[str, object]) -> float | None:
@@ -618,7 +626,17 @@ def recorded(out: Path) -> Recorded:
         payload.get("skipped", []),
         payload.get("processes", "shared"),
         _recorded_seconds(out, payload),
+        _ours_counts(out, payload),
     )
+
+
+def _ours_counts(out: Path, payload: dict[str, object]) -> Counts:
+    """Each floor process's number of values: fidelity.json's, else recovered from the floor runs in
+    fidelity-logs.tar.gz (runs recorded before the counts were kept) at the device script's --stretches 8."""
+    if "launchbench_counts" in payload:
+        return load_counts(payload["launchbench_counts"])  # type: ignore[arg-type]
+    ours = load_values(payload["launchbench"])  # type: ignore[arg-type]
+    return _floor_draw.counts_from_logs(out, ours, lambda run_dir: launchbench_values(run_dir, 8))
 
 
 def _joined(parts: list[Values]) -> Values:
@@ -660,7 +678,15 @@ def merged(runs: list[Recorded]) -> Recorded:
         [s for run in runs for s in run.skipped],
         layouts[0],
         None if None in seconds else sum(s for s in seconds if s is not None),
+        _merged_ours_counts(runs),
     )
+
+
+def _merged_ours_counts(runs: list[Recorded]) -> Counts:
+    """The floor processes' counts, one run after another, for the keys every run that has them knows."""
+    keys = set().union(*(run.ours for run in runs))
+    known = [k for k in keys if all(k in run.ours_counts or k not in run.ours for run in runs)]
+    return {k: [n for run in runs for n in run.ours_counts.get(k, [])] for k in known}
 
 
 def measured(opts: argparse.Namespace) -> Recorded:
@@ -679,6 +705,7 @@ def measured(opts: argparse.Namespace) -> Recorded:
         rounds.skipped,
         opts.processes,
         time.time() - started,
+        rounds.ours_counts,
     )
 
 
@@ -698,6 +725,19 @@ def _skipped_text(logs: list[str]) -> str:
     return ", ".join(f"{kind} ×{n}" for kind, n in kinds.items())
 
 
+def _draws(rows: list[LevelFidelity], run: Recorded) -> list[_floor_draw.Draw]:
+    """The floor rows under resampled processes (benchmarks/_floor_draw.py)."""
+    keys = [(r.layer, r.mode, r.args) for r in rows if r.decides]
+    return _floor_draw.draws(
+        keys,
+        run.ours,
+        run.ours_counts,
+        lambda key: processes(run.refs[key], run.counts.get(key)),
+        lambda mine, refs: floor_row(("", "", None), mine, refs).ratio,
+        TOLERANCE,
+    )
+
+
 def report(run: Recorded, out: Path, rebuilt: str | None) -> int:
     """Write ``out``/fidelity.md (printed too) and fidelity.json; the exit status."""
     rows = fidelity(run.ours, run.refs)
@@ -705,8 +745,13 @@ def report(run: Recorded, out: Path, rebuilt: str | None) -> int:
     text = render(rows, run.ours, run.refs, run.processes) + "\n" + render_self_checks(checks, rows)
     if run.together:
         text += "\n" + render_together(run.ours, run.together, run.refs)
+    draws = _draws(rows, run)
+    if draws:
+        text += "\n" + _floor_draw.render(draws, TOLERANCE)
     if run.skipped:
-        text += f"\n{len(run.skipped)} processes not started, the --budget spent: {_skipped_text(run.skipped)}."
+        text += (
+            f"\n{len(run.skipped)} processes not started, the --budget spent: {_skipped_text(run.skipped)}."
+        )
     text += "\n\n" + _closing(run.seconds, rebuilt)
     print(text)
     out.mkdir(parents=True, exist_ok=True)
@@ -717,12 +762,14 @@ def report(run: Recorded, out: Path, rebuilt: str | None) -> int:
         "references": dump_values(run.refs),
         "seconds": None if run.seconds is None else round(run.seconds),
         "reference_counts": _counts_text(run.counts),
+        "launchbench_counts": _counts_text(run.ours_counts),
         "rows": [asdict(r) for r in rows],
         "self_check": [asdict(c) for c in checks],
         "together": dump_values(run.together),
         "together_counts": _counts_text(run.together_counts),
         "failed": run.failed,
         "skipped": run.skipped,
+        "draws": [asdict(d) for d in draws],
     }
     (out / "fidelity.json").write_text(json.dumps(payload, indent=1) + "\n")
     if run.failed:

@@ -355,3 +355,47 @@ def test_runs_of_different_floor_layouts_are_not_merged(ff, tmp_path):
     assert dirs[1].processes == "shared"
     with pytest.raises(SystemExit, match="different layouts: layer, shared"):
         ff.merged(dirs)
+
+
+def _ratio_of_medians(mine, refs):
+    import statistics
+
+    return statistics.median(mine) / statistics.median(refs)
+
+
+def test_the_draw_of_processes_tells_within_outside_and_undecided(ff):
+    import _floor_draw as draw
+
+    steady = [[1.00, 1.01], [1.00, 0.99], [1.01, 1.00], [0.99, 1.00]]
+    assert draw.reading(*draw.interval(steady, steady, _ratio_of_medians, 400), 0.05) == "within"
+    slower = [[v * 1.12 for v in p] for p in steady]
+    assert draw.reading(*draw.interval(slower, steady, _ratio_of_medians, 400), 0.05) == "outside"
+    # half the processes at a host level 20% up: which half a draw gets decides the ratio
+    mixed = [[1.0, 1.0], [1.2, 1.2], [1.0, 1.0], [1.2, 1.2], [1.0, 1.0], [1.2, 1.2]]
+    assert draw.reading(*draw.interval(mixed, steady, _ratio_of_medians, 400), 0.05) == "undecided"
+    assert draw.interval(mixed, steady, _ratio_of_medians, 400) == draw.interval(
+        mixed, steady, _ratio_of_medians, 400
+    )  # seeded: a rebuilt table is the same table
+    with pytest.raises(ValueError, match="add up to 3"):
+        draw.cut([1.0, 1.1], [2, 1])
+
+
+def test_the_floor_processes_counts_come_back_from_a_runs_logs(ff):
+    """A run recorded before fidelity.json kept the floor processes' counts (per-layer/fidelity-d, 5
+    floor processes): they are recovered from its floor runs in fidelity-logs.tar.gz, and the section
+    counts every floor row."""
+    out = ROOT / "results" / "floor-h200" / "per-layer" / "fidelity-d"
+    payload = json.loads((out / "fidelity.json").read_text())
+    payload.pop("launchbench_counts", None)  # as recorded before the counts were kept
+    counts = ff._ours_counts(out, payload)
+    ours = ff.load_values(payload["launchbench"])
+    key = ("cupy_raw", "graph", 0)
+    assert len(counts[key]) == 5 and sum(counts[key]) == len(ours[key])
+    assert set(counts) == set(ours)
+    run = ff.recorded(out)
+    assert run.ours_counts == counts
+    rows = ff.fidelity(run.ours, run.refs)
+    draws = ff._draws(rows, run)
+    assert len(draws) == sum(r.decides for r in rows) == 28
+    text = __import__("_floor_draw").render(draws, 0.05)
+    assert text.count("\n| ") == 30 and "of 28 floor rows within ±5% whatever the draw" in text
