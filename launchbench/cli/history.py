@@ -132,7 +132,7 @@ def filter_options(func: F) -> F:
 
 
 def make_filter(**kwargs: Any) -> Any:
-    from launchbench.history.query import RunFilter
+    from launchbench.history.matching import RunFilter
 
     return RunFilter(**kwargs)
 
@@ -174,6 +174,14 @@ def _read(db: str | None, reading: str) -> Any:
     from launchbench.history.db import open_existing
 
     return open_existing(db, reading)
+
+
+def _reader(db: str | None, reading: str) -> Any:
+    """_read's database for a command that reads it through plain SQL (list, trend): a current SQLite
+    file through the standard library's driver, without SQLAlchemy (history.reading)."""
+    from launchbench.history.reading import open_reader
+
+    return open_reader(db, reading)
 
 
 format_option = click.option(
@@ -244,10 +252,10 @@ def ingest(
 @handle_errors
 def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -> None:
     """The runs in the history, oldest first, with their environment."""
-    from launchbench.history.query import list_runs
+    from launchbench.history.matching import list_runs
     from launchbench.report.history import LIST_COLUMNS, render, run_records
 
-    with _read(db, "the runs") as opened:
+    with _reader(db, "the runs") as opened:
         runs = list_runs(opened, make_filter(**filters))
         _emit(
             render(
@@ -284,12 +292,12 @@ def trend(
 ) -> None:
     """One row's metric over runs (ROW is SCENARIO/CASE, e.g. quickstart/empty/length=10): the median
     and its 95% CI in each run, oldest first. A row no run in the history measured is an error (exit 2)."""
-    from launchbench.history.query import parse_row, require_row
-    from launchbench.history.query import trend as query_trend
+    from launchbench.history.trend import parse_row, require_row
+    from launchbench.history.trend import trend as query_trend
     from launchbench.report.history import TREND_COLUMNS, render, trend_records
 
     key = parse_row(row, mode)
-    with _read(db, "a trend") as opened:
+    with _reader(db, "a trend") as opened:
         points = query_trend(opened, key, metric, make_filter(**filters))
         if not points:  # a row no run measured is a mistake; a filter that matches no run is an answer
             require_row(opened, key)

@@ -8,8 +8,7 @@ newer schema, a URL SQLAlchemy cannot parse) is a HistoryError: one line, exit 2
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
@@ -18,35 +17,22 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, create_engine, event, exc, inspect, text
 from sqlalchemy.engine import make_url
 
-from launchbench.errors import LaunchbenchError
-from launchbench.history import ENV_VAR
+from launchbench.history.errors import DuplicateKey, HistoryError, database_error, first_line
+from launchbench.history.location import (  # noqa: F401  (re-exported)
+    DEFAULT_PATH,
+    LOCK_TIMEOUT_S,
+    resolve_url,
+)
 from launchbench.history.migrations import HEAD
+from launchbench.history.reading import Query
 
 if TYPE_CHECKING:
     from alembic.script import ScriptDirectory
     from sqlalchemy.orm import Session, sessionmaker
 
-DEFAULT_PATH = Path("results") / "history.sqlite"
 MIGRATIONS = Path(__file__).parent / "migrations"
-LOCK_TIMEOUT_S = 5.0  # how long a SQLite writer waits for another process's lock before giving up
 CONNECT_TIMEOUT_S = 5  # PostgreSQL: how long to wait for the server to answer
 SCHEMA_LOCK_KEY = 0x6C62_6869_7374  # PostgreSQL: the advisory lock migrations hold ("lbhist")
-
-
-class HistoryError(LaunchbenchError):
-    """The history database cannot be opened, read or written."""
-
-
-class DuplicateKey(HistoryError):
-    """A write broke a unique constraint (e.g. a run another process added meanwhile)."""
-
-
-def resolve_url(db: str | None = None) -> str:
-    """``--db``, else $LAUNCHBENCH_HISTORY_DB, else the default SQLite file. A plain path is a SQLite file."""
-    url = db or os.environ.get(ENV_VAR) or str(DEFAULT_PATH)
-    if "://" not in url:
-        url = f"sqlite:///{url}"
-    return url
 
 
 def describe_url(url: str) -> str:
@@ -59,16 +45,9 @@ def describe_url(url: str) -> str:
 
 def explain(err: exc.SQLAlchemyError, url: str, lock_timeout: float = LOCK_TIMEOUT_S) -> HistoryError:
     """One line for a database error: what failed, and on which database."""
-    text = str(getattr(err, "orig", None) or err).strip().splitlines()
-    first = text[0] if text else type(err).__name__
-    where = describe_url(url)
-    if "database is locked" in first:
-        return HistoryError(
-            f"{where}: the database is locked by another process (tried for {lock_timeout:g} s); try again"
-        )
-    if isinstance(err, exc.OperationalError) and not url.startswith("sqlite"):
-        return HistoryError(f"{where}: the database server does not answer ({first})")
-    return HistoryError(f"{where}: {first}")
+    first = first_line(str(getattr(err, "orig", None) or err), type(err).__name__)
+    server = isinstance(err, exc.OperationalError) and not url.startswith("sqlite")
+    return database_error(first, describe_url(url), lock_timeout, server=server)
 
 
 def _script() -> ScriptDirectory:
@@ -207,8 +186,8 @@ def open_existing(db: str | None, reading: str) -> HistoryDB:
 
 
 class HistoryDB:
-    """An open history database: an engine with its schema up to date; Core connections for queries and
-    ORM sessions for writes."""
+    """An open history database: an engine with its schema up to date; Core connections for queries,
+    read() for the plain-SQL ones (a Reader, history.reading) and ORM sessions for writes."""
 
     def __init__(self, db: str | None = None, *, lock_timeout: float | None = None):
         self.url = resolve_url(db)
@@ -253,6 +232,11 @@ class HistoryDB:
             raise DuplicateKey(str(explain(err, self.url, self.lock_timeout))) from None
         except exc.SQLAlchemyError as err:
             raise explain(err, self.url, self.lock_timeout) from None
+
+    def read(self, *queries: Query) -> list[Sequence[Any]]:
+        """Each query's rows, the queries run in one transaction (a Reader, history.reading)."""
+        with self.connect() as connection:
+            return [connection.execute(text(q.sql), dict(q.params)).all() for q in queries]
 
     def close(self) -> None:
         self.engine.dispose()

@@ -3,8 +3,9 @@
 A change here needs a migration in ``migrations/versions`` (Alembic); the database is brought to the
 newest revision when it is opened, and a database of a revision this code does not know is refused
 (tests/history keep the migrations equal to these tables). history.models maps ORM classes onto them
-for the code that writes and rebuilds runs; queries (trend, list, changes) use the tables alone, so a
-`history trend` process does not load SQLAlchemy's ORM.
+for the code that writes and rebuilds runs; the queries of changes and baselines use the tables alone
+(Core), and the runs and trends (history.matching, history.trend) are plain SQL on the same names, so a
+`history trend` process on a current SQLite file does not load SQLAlchemy at all.
 
 Times are seconds per chain iteration, as in results.json; a metric's value is a column times
 ``Metric.scale(launches_per_iter)``.
@@ -29,35 +30,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-# the environment columns, in the order a change is described ("driver 580 → 590")
-ENV_COLUMNS: tuple[str, ...] = (
-    "gpu_name",
-    "gpu_uuid",
-    "driver",
-    "cuda_runtime",
-    "cupy",
-    "launchbench_version",
-    "git_commit",
-    "git_branch",
-    "host",
-)
-ENV_COLUMN_LABELS: dict[str, str] = {
-    "gpu_name": "GPU",
-    "gpu_uuid": "GPU UUID",
-    "driver": "driver",
-    "cuda_runtime": "CUDA runtime",
-    "cupy": "CuPy",
-    "launchbench_version": "launchbench",
-    "git_commit": "commit",
-    "git_branch": "branch",
-    "host": "host",
-}
-SERIES: tuple[str, ...] = (
-    "wall",
-    "cpu",
-    "gpu",
-    "latency",
-)  # the raw series, in results.json's SAMPLE_KEYS order
+from launchbench.history.columns import ENV_COLUMN_LABELS, ENV_COLUMNS, SERIES  # noqa: F401  (re-exported)
 
 metadata = MetaData()
 

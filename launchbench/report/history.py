@@ -9,12 +9,13 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from launchbench.history.tables import ENV_COLUMNS
+from launchbench.history.columns import ENV_COLUMNS
 from launchbench.printable import visible
 
 if TYPE_CHECKING:  # loaded by the command that asked for them (changes: ruptures and scipy)
     from launchbench.history.changes import ChangePoint
-    from launchbench.history.query import RunInfo, TrendPoint
+    from launchbench.history.matching import RunInfo
+    from launchbench.history.trend import TrendPoint
 
 FORMATS = ("table", "markdown", "csv", "json")
 HistoryKind = Literal["list", "trend", "changes"]
