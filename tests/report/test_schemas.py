@@ -68,17 +68,62 @@ def _items(validator: Any, items: Any, instance: Any, schema: dict[str, Any]) ->
     yield from _ITEMS(validator, items, instance, schema)
 
 
-Validator = validators.extend(Draft202012Validator, {"items": _items})
+_ANY_OF = Draft202012Validator.VALIDATORS["anyOf"]
+
+
+def _any_of(validator: Any, any_of: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    """Draft 2020-12's ``anyOf``, satisfied at once by a branch that is one type alone (``{"type":
+    "null"}``: an optional field's, most of the anyOfs a results file meets) where the instance is of that
+    type: that branch holds, so the anyOf does (no schema here reads annotations: no unevaluated*).
+    Otherwise, the keyword itself, every branch tried and every error its own."""
+    for branch in any_of:
+        if (
+            isinstance(branch, dict)
+            and branch.keys() == {"type"}
+            and validator.is_type(instance, branch["type"])
+        ):
+            return
+    yield from _ANY_OF(validator, any_of, instance, schema)
+
+
+Validator = validators.extend(Draft202012Validator, {"items": _items, "anyOf": _any_of})
+
+
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each ``{"$ref": "#/$defs/NAME"}`` replaced by that definition (inlined in turn), a
+    $ref with other keywords beside it by ``allOf: [definition]`` beside them, as Draft 2020-12 reads
+    it: the same checks, without a reference resolved at every object a document holds. None of the
+    published schemas refers to anything but its own $defs, none of them recursively (asserted)."""
+    definitions = schema.get("$defs", {})
+
+    def inline(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [inline(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            ref = node["$ref"]
+            name = ref.removeprefix("#/$defs/")
+            assert ref.startswith("#/$defs/") and name in definitions and name not in seen, ref
+            target = inline(definitions[name], (*seen, name))
+            rest = {key: inline(value, seen) for key, value in node.items() if key != "$ref"}
+            assert "allOf" not in rest, ref
+            return {**rest, "allOf": [target]} if rest else target
+        return {key: inline(value, seen) for key, value in node.items() if key != "$defs"}
+
+    assert "unevaluatedProperties" not in json.dumps(schema) and "$dynamicRef" not in json.dumps(schema)
+    return inline(schema, ())
 
 
 @functools.cache
 def published(name: str) -> Draft202012Validator:
     """The validator of docs/schemas/'s file for ``name``, checked against the meta-schema; built once per
     session (checking a schema takes longer than validating most documents against it). Draft 2020-12's
-    rules, ``items`` checked without a descent per item where its schema is one type (_items)."""
+    rules, ``items`` checked without a descent per item where its schema is one type (_items), ``anyOf``
+    passed by a branch of one type that the instance has (_any_of), and its own $defs inlined (_inlined)."""
     schema = json.loads((ROOT / "docs" / "schemas" / file_name(name)).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
-    return Validator(schema)
+    return Validator(_inlined(schema))
 
 
 def assert_valid(name: str, document: Any) -> None:
