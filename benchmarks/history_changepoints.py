@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO))
 from launchbench.analysis.drift import is_host_bound  # noqa: E402
 from launchbench.analysis.stats import pass_medians  # noqa: E402
 from launchbench.history.changes import candidates, noise, row_changes  # noqa: E402
-from launchbench.history.query import RowSeries, RunInfo  # noqa: E402
+from launchbench.history.matching import RunInfo  # noqa: E402
+from launchbench.history.query import RowSeries  # noqa: E402
 from launchbench.history.tables import ENV_COLUMNS  # noqa: E402
 from launchbench.results.store import load_run  # noqa: E402
 

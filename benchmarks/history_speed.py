@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from launchbench.history.db import HistoryDB  # noqa: E402
 from launchbench.history.ingest import ingest_run_dir  # noqa: E402
-from launchbench.history.query import trend  # noqa: E402
+from launchbench.history.trend import trend  # noqa: E402
 
 SOURCE = REPO / "results" / "quickstart-h200" / "results.json"
 ROW = ("quickstart", "scale/length=100", "graph")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from launchbench.fleet.score import FleetReport, Score
 from launchbench.history.db import HistoryDB
-from launchbench.history.query import RunFilter, trend
+from launchbench.history.matching import RunFilter
+from launchbench.history.trend import trend
 from launchbench.results.schema import RunRecord
 
 

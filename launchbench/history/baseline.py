@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 from launchbench.history import DEFAULT_LAST
 from launchbench.history.db import HistoryDB, HistoryError, open_existing
+from launchbench.history.matching import RunFilter, RunInfo, list_runs
 from launchbench.history.models import SERIES, PassResult, RowResult, Run
-from launchbench.history.query import RunFilter, RunInfo, list_runs
 from launchbench.results.schema import MEASURED_STATUSES, SAMPLE_KEYS, CaseResult, ModeResult, RunRecord
 
 QUANTILES_PER_RUN = 25

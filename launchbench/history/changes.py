@@ -33,8 +33,10 @@ from scipy import stats as sps
 
 from launchbench.analysis.defaults import DEFAULT_ALPHA, DEFAULT_METRICS, DEFAULT_THRESHOLD
 from launchbench.history.db import HistoryDB
-from launchbench.history.query import ALL_RUNS, RowKey, RowSeries, RunFilter, RunInfo, pass_series
+from launchbench.history.matching import ALL_RUNS, RunFilter, RunInfo
+from launchbench.history.query import RowSeries, pass_series
 from launchbench.history.tables import ENV_COLUMN_LABELS, ENV_COLUMNS
+from launchbench.history.trend import RowKey
 
 MIN_SEGMENT = 2  # runs on each side of a step
 NOISE_FLOOR = 1e-3  # log units: noise below 0.1% between runs is treated as 0.1%

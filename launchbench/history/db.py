@@ -18,11 +18,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc, inspect, t
 from sqlalchemy.engine import make_url
 
 from launchbench.history.errors import DuplicateKey, HistoryError, database_error, first_line
-from launchbench.history.location import (  # noqa: F401  (re-exported)
-    DEFAULT_PATH,
-    LOCK_TIMEOUT_S,
-    resolve_url,
-)
+from launchbench.history.location import LOCK_TIMEOUT_S, resolve_url
 from launchbench.history.migrations import HEAD
 from launchbench.history.reading import Query
 

@@ -14,26 +14,9 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select, text
 
 from launchbench.history.db import HistoryDB
-from launchbench.history.matching import (  # noqa: F401  (re-exported)
-    ALL_RUNS,
-    COLUMN_FILTERS,
-    RunFilter,
-    RunInfo,
-    list_runs,
-    oldest_first,
-    run_query,
-)
+from launchbench.history.matching import ALL_RUNS, RunFilter, RunInfo, oldest_first, run_query
 from launchbench.history.tables import SERIES, pass_results, row_results
-from launchbench.history.trend import (  # noqa: F401  (re-exported)
-    RowKey,
-    TrendPoint,
-    median,
-    parse_row,
-    require_row,
-    series_of,
-    trend,
-    trends,
-)
+from launchbench.history.trend import RowKey, median, series_of
 from launchbench.results.metrics import METRIC_BY_NAME
 
 

@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from launchbench.files import atomic_write_text, check_output_dir
 from launchbench.history.db import HistoryDB
-from launchbench.history.query import ALL_RUNS, RunFilter
+from launchbench.history.matching import ALL_RUNS, RunFilter
 from launchbench.history.tables import ENV_COLUMN_LABELS
 from launchbench.report.history_page import RUN_COLUMNS, PageData, build_page
 

@@ -16,18 +16,10 @@ from pydantic import BaseModel, ConfigDict
 
 from launchbench.history.changes import ChangePoint, detect_changes
 from launchbench.history.db import HistoryDB
-from launchbench.history.query import (
-    ALL_RUNS,
-    RowKey,
-    RunConditions,
-    RunFilter,
-    RunInfo,
-    TrendPoint,
-    list_runs,
-    run_conditions,
-    trends,
-)
+from launchbench.history.matching import ALL_RUNS, RunFilter, RunInfo, list_runs
+from launchbench.history.query import RunConditions, run_conditions
 from launchbench.history.tables import ENV_COLUMN_LABELS
+from launchbench.history.trend import RowKey, TrendPoint, trends
 from launchbench.results.metrics import METRIC_BY_NAME
 
 # the environment columns the page filters on, and those its runs table shows

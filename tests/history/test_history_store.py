@@ -13,8 +13,9 @@ from sqlalchemy import create_engine, func, select, text
 from sqlalchemy.orm import selectinload
 
 from launchbench.errors import LaunchbenchError, ResultsFileError
-from launchbench.history.db import HistoryDB, HistoryError, resolve_url
+from launchbench.history.db import HistoryDB, HistoryError
 from launchbench.history.ingest import ingest_run_dir
+from launchbench.history.location import resolve_url
 from launchbench.history.models import PassResult, RowResult, Run
 from launchbench.results.store import load_run
 
@@ -65,7 +66,7 @@ def test_ingest_stores_every_pass_with_its_v2_data(db_url: str) -> None:
     """A schema-v2 run (the committed H200 quickstart): every pass of every row goes in with its samples
     and medians, iterations per sample, throttled samples, target met, graph life cycle, SM clock
     readings and host data; the trend shows each run's clock and load."""
-    from launchbench.history.query import trend
+    from launchbench.history.trend import trend
 
     record = load_run(V2)
     ingest_run_dir(db_url, V2)
