@@ -537,3 +537,37 @@ class HarnessCountingBackend(ScriptedBackend):
 def harness_counting_backend(device: int) -> HarnessCountingBackend:
     """HarnessCountingBackend's factory (picklable, for a spawned worker)."""
     return HarnessCountingBackend()
+
+
+STATE_VARIABLE = "LAUNCHBENCH_TEST_STATE"  # read by StateReportingBackend as its worker starts
+
+
+class StateReportingBackend(ScriptedBackend):
+    """A scripted backend whose environment says what its worker process began with: STATE_VARIABLE,
+    the working directory, the first import path, the CPUs it may run on, its parent process and whether
+    it holds the fork server's prelude (imported before the fork, never by a worker itself)."""
+
+    def __init__(self, preloaded: bool):
+        super().__init__()
+        self.preloaded = preloaded
+
+    def environment(self) -> dict[str, Any]:
+        import sys
+
+        env = super().environment()
+        env["state"] = {
+            "mark": os.environ.get(STATE_VARIABLE),
+            "cwd": os.getcwd(),
+            "path0": sys.path[0],
+            "cpus": sorted(os.sched_getaffinity(0)),
+            "parent_pid": os.getppid(),
+            "preloaded": self.preloaded,
+        }
+        return env
+
+
+def state_reporting_backend(device: int) -> StateReportingBackend:
+    """StateReportingBackend's factory."""
+    import sys
+
+    return StateReportingBackend("launchbench.run.fork_prelude" in sys.modules)

@@ -9,7 +9,6 @@ which fails only the case in flight."""
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -44,6 +43,7 @@ from launchbench.run.protocol import (
 )
 from launchbench.run.ranks import RankGroup
 from launchbench.run.worker import serve
+from launchbench.run.worker_start import ProcessState, worker_context
 from launchbench.scenario.core import Case
 
 WORKER_START_TIMEOUT = 180.0
@@ -356,10 +356,12 @@ class WorkerProcess:
     _booted = False  # its Booted received (by ``booted``)
 
     def __init__(self, factory: Callable[[int], Any], device: int):
-        ctx = multiprocessing.get_context("spawn")
+        ctx = worker_context()
         self.mark_spawn()
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=serve, args=(child, factory, device), daemon=True)
+        self.process = ctx.Process(
+            target=serve, args=(child, factory, device, ProcessState.current()), daemon=True
+        )
         self.process.start()
         child.close()
         self.timed_out = False

@@ -22,6 +22,7 @@ from launchbench.errors import LaunchbenchError
 from launchbench.results.metadata import Environment, Overrides, Settings
 from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.results.store import claim_new_dir, create_run_dir, refuse_used_run_dir
+from launchbench.run.early_imports import start_fit_library_import, wants_fit_library
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
 from launchbench.run.extra_passes import extra_passes, marked, may_follow, pass_cap
 from launchbench.run.profile import PassTimes, append_profile, profile_line
@@ -124,7 +125,12 @@ def run(
         refuse_used_run_dir(run_dir)  # before a worker starts; nothing is created until it is ready
     refuse_in_process_ranks(the_plan, options)
     executor = make_executor(options)
+    importing = (
+        start_fit_library_import() if wants_fit_library(the_plan.cases, options.backend_factory) else None
+    )
     environment = executor.start()
+    if importing is not None:
+        importing.join()  # before any case is measured
     try:
         refuse_too_few_devices(the_plan, options, environment)  # before the run directory exists
         if resume is None:

@@ -49,6 +49,7 @@ from launchbench.run.protocol import (
     StopWorker,
     run_through,
 )
+from launchbench.run.worker_start import ProcessState
 from launchbench.scenario.core import Case
 
 PROGRESS_STEP = 0.05
@@ -109,8 +110,14 @@ def _start_backend(
     return None
 
 
-def serve(conn: Connection, backend_factory: Callable[[int], Any], device: int) -> NoReturn:
-    """The worker process: its main loop, then its end (exit code 0) once the loop returns."""
+def serve(
+    conn: Connection, backend_factory: Callable[[int], Any], device: int, state: ProcessState | None = None
+) -> NoReturn:
+    """The worker process: the parent's environment, import path and folder taken on (``state``; a
+    worker forked from the fork server began with the server's), its main loop, then its end (exit code
+    0) once the loop returns."""
+    if state is not None:
+        state.adopt()
     _serve_requests(conn, backend_factory, device)
     _exit_now(0)
 

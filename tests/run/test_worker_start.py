@@ -1,0 +1,114 @@
+"""How workers start: forked from the fork server (its prelude imported once), each taking on the
+parent's environment, import path, folder and CPUs as they are when it is started; the host-level fit's
+library imported while the first worker starts, only where a run will fit."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from fakes import STATE_VARIABLE, scripted_backend, state_reporting_backend
+
+from launchbench.run import early_imports
+from launchbench.run.executor import WorkerProcess
+from launchbench.run.worker import cupy_backend
+from launchbench.run.worker_start import ProcessState, worker_context
+from launchbench.scenario.expand import expand_scenario
+
+FORKSERVER = pytest.mark.skipif(
+    worker_context().get_start_method() != "forkserver", reason="this platform has no fork server"
+)
+
+
+def _state(worker: WorkerProcess) -> dict:
+    try:
+        return worker.start()["state"]
+    finally:
+        worker.stop()
+
+
+@FORKSERVER
+def test_a_forked_worker_holds_the_prelude_and_the_parents_state_as_it_is_when_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server starts with the first worker; what the parent changes after that (an environment
+    variable, the folder, the import path, the CPUs of the starting thread) reaches the next worker."""
+    monkeypatch.delenv(STATE_VARIABLE, raising=False)
+    first = _state(WorkerProcess(state_reporting_backend, 0))
+    assert first["preloaded"] and first["parent_pid"] != os.getpid()  # forked by the server
+    assert first["mark"] is None
+    monkeypatch.setenv(STATE_VARIABLE, "changed")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    cpus = sorted(os.sched_getaffinity(0))
+    chosen = {cpus[-1]}
+    result: dict = {}
+
+    def start_pinned() -> None:  # a device's thread pins itself, then starts its worker
+        os.sched_setaffinity(0, chosen)
+        result.update(_state(WorkerProcess(state_reporting_backend, 0)))
+
+    thread = threading.Thread(target=start_pinned)
+    thread.start()
+    thread.join()
+    assert result["mark"] == "changed"
+    assert result["cwd"] == str(tmp_path)
+    assert result["path0"] == str(tmp_path)
+    assert result["cpus"] == sorted(chosen)
+    assert result["parent_pid"] == first["parent_pid"]  # the same server
+    assert sorted(os.sched_getaffinity(0)) == cpus  # the test's own thread kept its CPUs
+
+
+def test_process_state_adopted_replaces_the_environment_path_and_folder(tmp_path: Path) -> None:
+    state = ProcessState((("ONLY", "this"),), (str(tmp_path),), str(tmp_path), None)
+    saved = ProcessState.current()
+    try:
+        state.adopt()
+        assert dict(os.environ) == {"ONLY": "this"}
+        assert sys.path == [str(tmp_path)]
+        assert os.getcwd() == str(tmp_path)
+    finally:
+        saved.adopt()
+    assert ProcessState.current() == saved
+
+
+def test_a_gone_folder_leaves_the_worker_where_it_is(tmp_path: Path) -> None:
+    saved = ProcessState.current()
+    try:
+        ProcessState(saved.environ, saved.path, str(tmp_path / "gone"), saved.cpus).adopt()
+        assert os.getcwd() == saved.cwd
+    finally:
+        saved.adopt()
+
+
+def _cases(tmp_path: Path, passes: int) -> list:
+    scenario = tmp_path / f"p{passes}.yaml"
+    scenario.write_text(
+        f"name: s\ndescription: d\nmeasure:\n  passes: {passes}\nchains:\n  c:\n    - kind: empty\n"
+    )
+    return expand_scenario(scenario)
+
+
+def test_the_fit_library_is_imported_early_only_for_gpu_runs_that_will_fit(tmp_path: Path) -> None:
+    many, few = _cases(tmp_path, 5), _cases(tmp_path, 3)
+    assert early_imports.wants_fit_library(many, cupy_backend)
+    assert not early_imports.wants_fit_library(few, cupy_backend)  # fewer than MIN_PASSES: no fit
+    assert not early_imports.wants_fit_library(many, scripted_backend)  # no GPU: left to the first fit
+
+
+def test_the_early_import_runs_in_a_thread_and_keeps_a_failure_for_the_first_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+
+    def failing() -> None:
+        calls.append(threading.current_thread().name)
+        raise ImportError("no scikit-learn")
+
+    monkeypatch.setattr(early_imports, "import_fit_library", failing)
+    thread = early_imports.start_fit_library_import()
+    thread.join(10)
+    assert calls == ["launchbench-fit-import"] and not thread.is_alive()
