@@ -9,6 +9,7 @@ workers are the real GPU backend's, and some case plans enough passes for a fit.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,8 +20,13 @@ from launchbench.scenario.core import Case
 
 
 def wants_fit_library(cases: Sequence[Case], backend_factory: Callable[[int], Any]) -> bool:
-    """Whether the run measures on the GPU backend and some case plans MIN_PASSES passes or more."""
-    return backend_factory is cupy_backend and any(case.measure.passes >= MIN_PASSES for case in cases)
+    """Whether the run measures on the GPU backend, CuPy is installed (where it is not, the run is refused
+    before any case, and nothing would fit) and some case plans MIN_PASSES passes or more."""
+    return (
+        backend_factory is cupy_backend
+        and any(case.measure.passes >= MIN_PASSES for case in cases)
+        and importlib.util.find_spec("cupy") is not None
+    )
 
 
 def start_fit_library_import() -> threading.Thread:

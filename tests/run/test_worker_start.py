@@ -92,8 +92,13 @@ def _cases(tmp_path: Path, passes: int) -> list:
     return expand_scenario(scenario)
 
 
-def test_the_fit_library_is_imported_early_only_for_gpu_runs_that_will_fit(tmp_path: Path) -> None:
+def test_the_fit_library_is_imported_early_only_for_gpu_runs_that_will_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     many, few = _cases(tmp_path, 5), _cases(tmp_path, 3)
+    installed = early_imports.importlib.util.find_spec("cupy") is not None
+    assert early_imports.wants_fit_library(many, cupy_backend) == installed  # no CuPy: refused, no fit
+    monkeypatch.setattr(early_imports.importlib.util, "find_spec", lambda name: object())  # as if installed
     assert early_imports.wants_fit_library(many, cupy_backend)
     assert not early_imports.wants_fit_library(few, cupy_backend)  # fewer than MIN_PASSES: no fit
     assert not early_imports.wants_fit_library(many, scripted_backend)  # no GPU: left to the first fit
