@@ -3,6 +3,7 @@ fidelity script's round-by-round ratios."""
 
 import ast
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -160,3 +161,25 @@ def test_the_suite_benchmark_sums_each_workers_test_cpu_per_file(tmp_path):
         {"file": "tests/b.py", "cpu_s": 5.0, "wall_s": 5.5},
     ]
     assert [t["test"] for t in summary["slowest_tests"]] == ["tests/b.py::two", "tests/a.py::three"]
+
+
+def test_canary_moves_reads_one_move_per_case_pass_and_counts_those_past_the_bound(tmp_path):
+    """On a committed run: one move per case-pass (52 in fidelity-h200-g's first turn), none past 3%;
+    a run with one reading moved 4% counts it past the bound and as its largest."""
+    moves = _benchmark_module("canary_moves")
+    committed = moves.summary(ROOT / "results" / "fidelity-h200-g" / "run-0")
+    assert committed["case_passes"] == 52 and committed["past_bound"] == 0
+    reading = {"graph_s_per_node": 5e-7, "eager_s_per_launch": 6e-6}
+    moved = {"graph_s_per_node": 5.2e-7, "eager_s_per_launch": 6e-6}
+    one_pass = [{"canary": {"start": reading, "before": reading, "after": moved}}]
+    steady = [{"canary": {"start": reading, "before": reading, "after": reading}}]
+    results = {
+        "cases": [
+            {"modes": {"eager": {"passes": one_pass}, "graph": {"passes": one_pass}}},
+            {"modes": {"eager": {"passes": steady}}},
+        ]
+    }
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    found = moves.summary(tmp_path)
+    assert found["case_passes"] == 2  # the two modes of one case-pass carry one reading
+    assert found["past_bound"] == 1 and found["largest"] == pytest.approx(0.04)
