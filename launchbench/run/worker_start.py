@@ -60,9 +60,16 @@ def _affinity() -> frozenset[int] | None:
 
 
 def worker_context() -> ForkServerContext | SpawnContext:
-    """The fork server's context where the platform has one (its server importing PRELUDE as it
-    starts), else spawn's."""
+    """The fork server's context where the platform has one and its server runs (started here, importing
+    PRELUDE, the first time), else spawn's: a server that cannot start (no writable folder for its
+    socket, say) leaves every worker spawned as a fresh interpreter."""
     if "forkserver" in multiprocessing.get_all_start_methods():
+        from multiprocessing import forkserver
+
         multiprocessing.set_forkserver_preload([PRELUDE])
+        try:
+            forkserver.ensure_running()
+        except OSError:
+            return multiprocessing.get_context("spawn")
         return multiprocessing.get_context("forkserver")
     return multiprocessing.get_context("spawn")

@@ -4,6 +4,7 @@ library imported while the first worker starts, only where a run will fit."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import threading
@@ -19,7 +20,7 @@ from launchbench.run.worker_start import ProcessState, worker_context
 from launchbench.scenario.expand import expand_scenario
 
 FORKSERVER = pytest.mark.skipif(
-    worker_context().get_start_method() != "forkserver", reason="this platform has no fork server"
+    "forkserver" not in multiprocessing.get_all_start_methods(), reason="this platform has no fork server"
 )
 
 
@@ -60,6 +61,21 @@ def test_a_forked_worker_holds_the_prelude_and_the_parents_state_as_it_is_when_s
     assert result["cpus"] == sorted(chosen)
     assert result["parent_pid"] == first["parent_pid"]  # the same server
     assert sorted(os.sched_getaffinity(0)) == cpus  # the test's own thread kept its CPUs
+
+
+@FORKSERVER
+def test_a_fork_server_that_cannot_start_leaves_workers_spawned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from multiprocessing import forkserver
+
+    assert worker_context().get_start_method() == "forkserver"
+
+    def no_socket() -> None:
+        raise OSError("no writable folder for the server's socket")
+
+    monkeypatch.setattr(forkserver, "ensure_running", no_socket)
+    assert worker_context().get_start_method() == "spawn"
+    spawned = _state(WorkerProcess(state_reporting_backend, 0))
+    assert spawned["parent_pid"] == os.getpid() and not spawned["preloaded"]
 
 
 def test_process_state_adopted_replaces_the_environment_path_and_folder(tmp_path: Path) -> None:
