@@ -5,7 +5,7 @@ the first fit imports scikit-learn: about 1.9 s of the quickstart's wall time on
 while nothing is measured but also while nothing else goes on (results/speed/profile-h200-b). Started
 in a thread as the run begins, the import overlaps the first worker's start instead; the run waits for
 it before its first case, so no import runs in the parent while a case is measured. Only where the
-workers are the real GPU backend's, and some case plans enough passes for a fit."""
+workers are the real GPU backend's, CuPy is installed and some case plans enough passes for a fit."""
 
 from __future__ import annotations
 

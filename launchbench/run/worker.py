@@ -113,9 +113,9 @@ def _start_backend(
 def serve(
     conn: Connection, backend_factory: Callable[[int], Any], device: int, state: ProcessState | None = None
 ) -> NoReturn:
-    """The worker process: the parent's environment, import path and folder taken on (``state``; a
-    worker forked from the fork server began with the server's), its main loop, then its end (exit code
-    0) once the loop returns."""
+    """The worker process: the parent's environment, import path, folder and CPUs taken on (``state``;
+    a worker forked from the fork server began with the server's), its main loop, then its end (exit
+    code 0) once the loop returns."""
     if state is not None:
         state.adopt()
     _serve_requests(conn, backend_factory, device)

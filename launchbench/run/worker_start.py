@@ -40,9 +40,7 @@ class ProcessState:
     @classmethod
     def current(cls) -> ProcessState:
         """The calling thread's state."""
-        return cls(
-            tuple(os.environ.items()), tuple(sys.path), os.getcwd(), frozenset(os.sched_getaffinity(0))
-        )
+        return cls(tuple(os.environ.items()), tuple(sys.path), os.getcwd(), _affinity())
 
     def adopt(self) -> None:
         """Make this process's environment, import path, working directory and CPUs the parent's."""

@@ -133,3 +133,13 @@ def test_the_early_import_runs_in_a_thread_and_keeps_a_failure_for_the_first_fit
     thread = early_imports.start_fit_library_import()
     thread.join(10)
     assert calls == ["launchbench-fit-import"] and not thread.is_alive()
+
+
+def test_without_cpu_affinity_the_state_names_no_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS has no sched_getaffinity: the state carries no CPUs, and taking it on sets none."""
+    saved = ProcessState.current()
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.delattr(os, "sched_setaffinity")
+    state = ProcessState.current()
+    assert state.cpus is None and state.environ == saved.environ
+    state.adopt()  # no sched_setaffinity to call: an AttributeError if it tried
