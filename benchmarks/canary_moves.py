@@ -1,6 +1,7 @@
 """The canary's moves over runs' case-passes: for each run directory, every case-pass's graph reading after
-the case against the worker's first reading (launchbench.run.canary), as a ratio minus one; per run
-the count, standard deviation, largest move and how many passed 2% and the 3% bound, written as JSON.
+the case against the worker's first reading (``RunRecord.canary_checks``, as the run's own canary line
+reads them); per run the count, standard deviation, largest move and how many passed 2% and the run's
+bound (launchbench.run.canary.GRAPH_BOUND), written as JSON.
 
     python benchmarks/canary_moves.py RUN_DIR [RUN_DIR ...] --out FILE
 """
@@ -12,35 +13,21 @@ import json
 import statistics
 from pathlib import Path
 
-BOUND = 0.03
-
-
-def moves(results: dict) -> list[float]:
-    """Each case-pass's move (one per case and pass: every mode of a case-pass carries the same reading)."""
-    out = []
-    for case in results["cases"]:
-        seen: set[int] = set()
-        for mode in case["modes"].values():
-            for index, one in enumerate(mode.get("passes") or []):
-                canary = one.get("canary") if isinstance(one, dict) else None
-                if not canary or index in seen or not canary.get("after"):
-                    continue
-                seen.add(index)
-                out.append(canary["after"]["graph_s_per_node"] / canary["start"]["graph_s_per_node"] - 1)
-    return out
+from launchbench.results.store import load_run
+from launchbench.run.canary import GRAPH_BOUND
 
 
 def summary(run_dir: Path) -> dict:
-    results = json.loads((run_dir / "results.json").read_text())
-    found = moves(results)
+    run = load_run(run_dir)
+    found = [check.graph_shift for _, check in run.canary_checks()]
     return {
         "run": run_dir.name,
-        "status": results.get("status"),
+        "status": run.status,
         "case_passes": len(found),
         "sd": statistics.pstdev(found) if found else None,
         "largest": max(found, key=abs) if found else None,
         "past_2pct": sum(abs(m) > 0.02 for m in found),
-        "past_bound": sum(abs(m) > BOUND for m in found),
+        "past_bound": sum(abs(m) > GRAPH_BOUND for m in found),
         "moves": [round(m, 5) for m in found],
     }
 

@@ -5,6 +5,7 @@ a machine with no GPU."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import time
 import uuid
@@ -552,8 +553,6 @@ class StateReportingBackend(ScriptedBackend):
         self.preloaded = preloaded
 
     def environment(self) -> dict[str, Any]:
-        import sys
-
         env = super().environment()
         env["state"] = {
             "mark": os.environ.get(STATE_VARIABLE),
@@ -568,6 +567,4 @@ class StateReportingBackend(ScriptedBackend):
 
 def state_reporting_backend(device: int) -> StateReportingBackend:
     """StateReportingBackend's factory."""
-    import sys
-
     return StateReportingBackend("launchbench.run.fork_prelude" in sys.modules)

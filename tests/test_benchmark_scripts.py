@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from launchbench.analysis.table import run_table
-from launchbench.results.store import load_run
+from launchbench.results.store import load_run, write_run
 
 ROOT = Path(__file__).parent.parent
 H200 = Path(__file__).parent / "data" / "h200"
@@ -145,7 +145,6 @@ def test_fleet_case_sets_name_the_rows_a_run_lacks_or_adds():
 def test_the_suite_benchmark_sums_each_workers_test_cpu_per_file(tmp_path):
     """speed_tests.py reads the files benchmarks/_test_cpu.py writes (one per xdist worker): the CPU
     and wall sums of the tests, the totals per file, the slowest tests first."""
-    import json
 
     speed = _benchmark_module("speed_tests")
     tests = [("tests/a.py::one", 2.0, 3.0), ("tests/b.py::two", 5.0, 5.5), ("tests/a.py::three", 4.0, 4.0)]
@@ -169,17 +168,15 @@ def test_canary_moves_reads_one_move_per_case_pass_and_counts_those_past_the_bou
     moves = _benchmark_module("canary_moves")
     committed = moves.summary(ROOT / "results" / "fidelity-h200-g" / "run-0")
     assert committed["case_passes"] == 52 and committed["past_bound"] == 0
-    reading = {"graph_s_per_node": 5e-7, "eager_s_per_launch": 6e-6}
-    moved = {"graph_s_per_node": 5.2e-7, "eager_s_per_launch": 6e-6}
-    one_pass = [{"canary": {"start": reading, "before": reading, "after": moved}}]
-    steady = [{"canary": {"start": reading, "before": reading, "after": reading}}]
-    results = {
-        "cases": [
-            {"modes": {"eager": {"passes": one_pass}, "graph": {"passes": one_pass}}},
-            {"modes": {"eager": {"passes": steady}}},
-        ]
-    }
-    (tmp_path / "results.json").write_text(json.dumps(results))
+    run = load_run(ROOT / "results" / "fidelity-h200-g" / "run-0")
+    first = run.cases[0]
+    modes = {}
+    for name, mode in first.modes.items():  # every mode of the first case-pass carries the moved reading
+        check = mode.passes[0].canary
+        after = check.after.model_copy(update={"graph_s_per_node": check.start.graph_s_per_node * 1.04})
+        moved = mode.passes[0].model_copy(update={"canary": check.model_copy(update={"after": after})})
+        modes[name] = mode.model_copy(update={"passes": [moved, *mode.passes[1:]]})
+    write_run(tmp_path, run.with_case(first.model_copy(update={"modes": modes})))
     found = moves.summary(tmp_path)
-    assert found["case_passes"] == 2  # the two modes of one case-pass carry one reading
+    assert found["case_passes"] == 52  # the modes of one case-pass carry one reading
     assert found["past_bound"] == 1 and found["largest"] == pytest.approx(0.04)

@@ -101,8 +101,8 @@ def one_level(values: Sequence[float], apart: Sequence[int] = ()) -> Levels:
 
 
 def import_fit_library() -> None:
-    """Import what a mixture fit needs (scikit-learn's GaussianMixture: about 1 s on the H200 machine),
-    for a caller that would rather pay it now than at its first fit."""
+    """Import what a mixture fit needs (scikit-learn's GaussianMixture), for a caller that would rather
+    pay it now than at its first fit."""
     import sklearn.mixture  # noqa: F401
 
 

@@ -292,9 +292,7 @@ def canary_line(run: RunRecord) -> str | None:
     """The workers' reference over the run: the graph reading at the workers' starts and after their
     cases (µs per node), its largest move, and the cases measured in a disturbed state; None where no
     worker read one."""
-    checks = [
-        (c.case_id, k) for c in run.cases if c.modes for k in next(iter(c.modes.values())).canary_checks
-    ]
+    checks = run.canary_checks()
     if not checks:
         return None
     starts = [k.start.graph_s_per_node * 1e6 for _, k in checks]

@@ -525,6 +525,13 @@ class RunRecord(_Frozen):
     def case(self, scenario: str, case_id: str) -> CaseResult | None:
         return next((c for c in self.cases if (c.scenario, c.case_id) == (scenario, case_id)), None)
 
+    def canary_checks(self) -> list[tuple[str, CanaryCheck]]:
+        """Every case-pass's canary check, with its case's id: one per case-pass, from the case's first
+        mode (every mode of a case-pass carries the same reading)."""
+        return [
+            (c.case_id, k) for c in self.cases if c.modes for k in next(iter(c.modes.values())).canary_checks
+        ]
+
     def with_case(self, case: CaseResult) -> RunRecord:
         """The record with this case added, or replaced in place where an earlier pass recorded it."""
         key = (case.scenario, case.case_id)

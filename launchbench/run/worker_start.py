@@ -3,13 +3,13 @@
 Where the platform has multiprocessing's fork server (Linux), every worker is forked from it: the
 server is a fresh interpreter, started once per launchbench process, that imported the worker's modules
 and CuPy (``launchbench.run.fork_prelude``; no CUDA call, so a fork of it is a clean start for the
-driver), and each worker then begins in about 0.08 s instead of the 0.6–1.0 s a fresh interpreter took
-to import them on the H200 machine (results/speed/start-methods). Elsewhere workers are spawned as
+driver), and each worker then begins in 0.04–0.05 s instead of the 0.62–1.04 s a fresh interpreter took
+to import them in the quickstart on the H200 machine (results/speed/profile-h200-b). Elsewhere workers are spawned as
 fresh interpreters, as before.
 
 A forked worker still starts as a process of its own: its CUDA context, its NVML handle and the host
-level it lands at are its own (the same results file: forked processes' eager launch costs spread over
-4.95–6.86 µs, spawned ones' over 4.86–6.65 µs). What it does not get fresh from the parent is what
+level it lands at are its own (results/speed/start-methods: forked processes' eager launch costs spread
+over 4.95–6.86 µs, spawned ones' over 4.86–6.65 µs). What it does not get fresh from the parent is what
 the server held when it started, so the parent sends the rest with each worker (``ProcessState``: the
 environment, the import path, the working directory and the CPUs as they are when the worker is
 started), and the worker takes them on before anything else."""
