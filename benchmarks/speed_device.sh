@@ -19,8 +19,10 @@ old=${OLD:-.devrun/old}
 out=${OUT:-results/speed/device}
 py=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
-# one writable bytecode cache for every process, wherever the sources lie (read-only or not)
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/speed26-pycache}
+# bytecode beside the sources, as a normal installation has it: no PYTHONPYCACHEPREFIX, which would hide
+# the bytecode the machine's packages carry beside them and have every process compile those again
+# (3-6 s a quickstart run on the H200 image, results/speed/startup-h200)
+unset PYTHONPYCACHEPREFIX
 budget=${BUDGET_S:-530}  # seconds for every step together; the tarball after them
 begin=$(date +%s)
 mkdir -p "$out"
@@ -53,11 +55,14 @@ say "speed_device: old=$old out=$out work=$work python=$($py --version 2>&1)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu --format=csv >>"$log" 2>&1
 uptime >>"$log" 2>&1
 [ -d "$old/launchbench" ] || say "no old checkout at $old/launchbench: the old runs will fail"
-# bytecode for both trees and what PYTHONPATH adds (wheels installed with --no-compile): without it every
-# worker process compiles the modules it imports again (0.8 s a worker start in the old profile)
+# bytecode in place for both trees, what PYTHONPATH adds (wheels installed with --no-compile) and the
+# machine's NumPy (the H200 image ships it without any): the image sets PYTHONDONTWRITEBYTECODE, so a
+# module without bytecode is compiled again in every process that imports it
 IFS=: read -r -a extra <<<"${PYTHONPATH:-}"
 dirs=()
 for dir in "${extra[@]}"; do [ -n "$dir" ] && [ -d "$dir" ] && dirs+=("$dir"); done
+numpy_dir=$("$py" -c "import numpy, os; print(os.path.dirname(numpy.__file__))" 2>/dev/null)
+[ -n "$numpy_dir" ] && [ -w "$numpy_dir" ] && dirs+=("$numpy_dir")
 step "compile bytecode" 90 "$py" -m compileall -q -j 0 launchbench "$old/launchbench" "${dirs[@]}"
 step "warm-up run (not counted): new quickstart, 1 short pass" 60 "$py" -m launchbench run \
   scenarios/quickstart.yaml --quiet --out-dir "$work/warm-up" --passes 1 --max-time 0.1

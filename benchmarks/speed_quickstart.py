@@ -8,6 +8,7 @@ the same machine back to back. Records every run's wall time and peak resident m
     python benchmarks/speed_quickstart.py --old .devrun/old                       # quickstart, 3 + 3
     python benchmarks/speed_quickstart.py --old .devrun/old --scenario scenarios/shape_changes.yaml \\
         --old-runs 1 --new-runs 2
+    python benchmarks/speed_quickstart.py --old . --new-extra "--max-time 2"     # one tree, two budgets
     python benchmarks/speed_quickstart.py --profile                               # the new code's phases
     python benchmarks/speed_quickstart.py --analyze results/speed/quickstart.json # again, from its runs
 
@@ -21,6 +22,7 @@ import csv
 import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
@@ -161,9 +163,12 @@ def load_average() -> float | None:
         return None
 
 
-def run_once(side: str, index: int, source: Path, scenario: Path, run_dir: Path, log: Path) -> RunFigures:
+def run_once(
+    side: str, index: int, source: Path, scenario: Path, run_dir: Path, log: Path, extra: Sequence[str] = ()
+) -> RunFigures:
     """``launchbench run`` of one side in a fresh process (its code first on PYTHONPATH, started in a
-    neutral directory so the working directory does not shadow it); its figures."""
+    neutral directory so the working directory does not shadow it), with ``extra`` arguments after the
+    others (e.g. ``--max-time 2``); its figures."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), os.environ.get("PYTHONPATH", "")])}
     command = [
         sys.executable,
@@ -174,6 +179,7 @@ def run_once(side: str, index: int, source: Path, scenario: Path, run_dir: Path,
         "--quiet",
         "--out-dir",
         str(run_dir),
+        *extra,
     ]
     load = load_average()
     begin = time.perf_counter()
@@ -201,10 +207,12 @@ def measure(
 ) -> list[RunFigures]:
     """Every run of the schedule; ``written`` is called after each (so a run cut short keeps the rest)."""
     sources = {"old": args.old.resolve(), "new": ROOT}
+    extras = {"old": shlex.split(args.old_extra), "new": shlex.split(args.new_extra)}
     runs: list[RunFigures] = []
     for side, index in schedule(args.old_runs, args.new_runs, args.first):
         run_dir = work / f"{side}-{index}"
-        figures = run_once(side, index, sources[side], scenario, run_dir, work / f"{side}-{index}.log")
+        log = work / f"{side}-{index}.log"
+        figures = run_once(side, index, sources[side], scenario, run_dir, log, extras[side])
         print(f"{side} {index}: {figures.wall_s:.1f} s, exit {figures.returncode}", flush=True)
         runs.append(figures)
         written(runs)
@@ -268,6 +276,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--old-runs", type=int, default=3)
     parser.add_argument("--new-runs", type=int, default=3)
     parser.add_argument("--first", choices=("old", "new"), default="old", help="the side that runs first")
+    for side in ("old", "new"):
+        parser.add_argument(
+            f"--{side}-extra", default="", help=f"more arguments for the {side} side's run (one string)"
+        )
     parser.add_argument(
         "--work", type=Path, help="where the run directories go (a new temporary one by default)"
     )
@@ -294,7 +306,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         parser.error("give --old OLD_CHECKOUT, --profile or --analyze JSON")
     table = args.csv or out.with_name(f"{out.stem}-precision.csv")
     if args.analyze is None:
-        info = {**machine(), "old": str(args.old), "load_before": load_average()}
+        info = {
+            **machine(),
+            "old": str(args.old),
+            "old_extra": args.old_extra,
+            "new_extra": args.new_extra,
+            "load_before": load_average(),
+        }
         runs = measure(args, scenario, work, lambda done: analyze(name, done, info, out, table))
         info["load_after"] = load_average()
     print(analyze(name, runs, info, out, table))

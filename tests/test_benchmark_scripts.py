@@ -3,6 +3,7 @@ fidelity script's round-by-round ratios."""
 
 import ast
 import importlib
+import io
 import json
 import sys
 from pathlib import Path
@@ -180,3 +181,16 @@ def test_canary_moves_reads_one_move_per_case_pass_and_counts_those_past_the_bou
     found = moves.summary(tmp_path)
     assert found["case_passes"] == 52  # the modes of one case-pass carry one reading
     assert found["past_bound"] == 1 and found["largest"] == pytest.approx(0.04)
+
+
+def test_cli_timeline_stamps_every_line_in_order_and_ends_with_the_exit_code(scripts):
+    timeline = importlib.import_module("cli_timeline")
+    script = (
+        "import sys, time; print('first'); time.sleep(0.2); print('second', file=sys.stderr); sys.exit(3)"
+    )
+    out = io.StringIO()
+    assert timeline.main([sys.executable, "-c", script], out) == 3
+    stamped = [line.split(maxsplit=1) for line in out.getvalue().splitlines()]
+    assert [text for _, text in stamped] == ["first", "second", "exit 3"]
+    seconds = [float(s) for s, _ in stamped]
+    assert seconds == sorted(seconds) and seconds[1] - seconds[0] >= 0.15
