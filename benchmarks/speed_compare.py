@@ -6,6 +6,11 @@ directories, and times the whole command in a fresh process, the way CI runs it 
 reading both results.json files, the statistics, the CSV written), several times:
 
     python benchmarks/speed_compare.py [--cases 1000] [--repeat 5] [--runs A B] [--out results/speed/compare.json]
+    python benchmarks/speed_compare.py --distinct --repeat 2 --out results/speed/compare-distinct.json
+
+``--distinct`` scales each copy's samples apart, so no two rows share their pass medians and every
+host-level fit is made (without it the copies' fits are made once and reused: a real run of 1,000
+cases has 1,000 cases' worth of them).
 
 It prints one line per repeat and the summary, and writes the summary (wall and CPU time of every
 repeat, their best and median, the machine, the versions, the load average before and after) to
@@ -40,13 +45,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("launchbench", "numpy", "scipy", "pandas", "pydantic", "scikit-learn", "click")
 
 
-def synthetic_runs(folder: Path, cases: int) -> list[Path]:
-    """Two run directories of ``cases`` cases each under ``folder`` (a: quickstart-h200, b: its -b)."""
+def synthetic_runs(folder: Path, cases: int, distinct: bool = False) -> list[Path]:
+    """Two run directories of ``cases`` cases each under ``folder`` (a: quickstart-h200, b: its -b);
+    ``distinct``: each copy's samples scaled apart (compare_speed.scaled), as a real run's rows are."""
     dirs = []
     for name, source in zip("ab", SOURCES):
         target = folder / name
         target.mkdir()
-        write_run(target, scaled(load_run(source), cases))
+        write_run(target, scaled(load_run(source), cases, distinct))
         dirs.append(target)
     return dirs
 
@@ -152,6 +158,7 @@ def main() -> None:
     parser.add_argument(
         "--runs", nargs=2, type=Path, metavar=("A", "B"), help="two run directories to compare"
     )
+    parser.add_argument("--distinct", action="store_true", help="scale each copy apart (every fit made)")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "speed" / "compare.json")
     parser.add_argument("--steps-of", nargs=3, type=Path, help=argparse.SUPPRESS)  # A B OUTPUT
     args = parser.parse_args()
@@ -160,7 +167,7 @@ def main() -> None:
         return
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        dirs = args.runs or synthetic_runs(Path(tmp), args.cases)
+        dirs = args.runs or synthetic_runs(Path(tmp), args.cases, args.distinct)
         cases = len(load_run(dirs[0]).cases)
         command = [sys.executable, "-m", "launchbench", "compare", *map(str, dirs), "--format", "csv"]
         command += ["-o", str(Path(tmp) / "out.csv")]
@@ -171,7 +178,11 @@ def main() -> None:
             cpus.append(cpu)
             print(f"repeat {n + 1}: wall {wall:.2f} s, CPU {cpu:.2f} s")
         steps = steps_of(list(dirs), Path(tmp) / "steps.csv")
-    result = {**summary(walls, cpus, cases, (load_before, os.getloadavg()[0])), **steps}
+    result = {
+        **summary(walls, cpus, cases, (load_before, os.getloadavg()[0])),
+        **steps,
+        "distinct": args.distinct,
+    }
     print(json.dumps(result, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

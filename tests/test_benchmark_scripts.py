@@ -194,3 +194,16 @@ def test_cli_timeline_stamps_every_line_in_order_and_ends_with_the_exit_code(scr
     assert [text for _, text in stamped] == ["first", "second", "exit 3"]
     seconds = [float(s) for s, _ in stamped]
     assert seconds == sorted(seconds) and seconds[1] - seconds[0] >= 0.15
+
+
+def test_compare_speed_scales_each_copy_apart_when_asked():
+    speed = _benchmark_module("compare_speed")
+    run = load_run(ROOT / "results" / "quickstart-h200")
+    big = speed.scaled(run, 20, distinct=True)
+    first, third = (
+        run.cases[0].samples("eager", "wall_s_per_iter"),
+        big.cases[16].samples("eager", "wall_s_per_iter"),
+    )
+    assert big.cases[0].modes == run.cases[0].modes
+    assert third == pytest.approx(first * (1 + 2 * speed.DISTINCT_STEP), rel=1e-12)
+    assert big.cases[16].modes["eager"].pass_sizes == run.cases[0].modes["eager"].pass_sizes

@@ -7,7 +7,8 @@ rule (docs/statistics.md, "Host levels"):
 1. Fewer than MIN_PASSES pass medians, or all of them within MIN_SEPARATION of each other: one level.
 2. On the logs of the pass medians, scikit-learn's GaussianMixture with one and with two components
    (one variance shared by both, ``covariance_type="tied"``; seeded, the two started from the split at
-   the widest gap), compared by BIC: the gain is BIC(one) − BIC(two).
+   the widest gap), compared by BIC: the gain is BIC(one) − BIC(two). The one-component fit is its
+   first M-step whatever the start, so its BIC is taken in closed form (``one_component_bic``).
 3. Each pass goes to its likelier component; the components' centers (the median of their passes'
    medians) must be at least MIN_SEPARATION apart, or it is one level.
 4. Two levels when the gain exceeds BIC_MARGIN (6: "strong" evidence on Kass & Raftery's scale) and
@@ -109,6 +110,7 @@ def import_fit_library() -> None:
 def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
     """Each value's likelier component under the two-component mixture, and by how much two components
     lower the BIC below one."""
+    import sklearn
     from sklearn.mixture import GaussianMixture
 
     data = logs.reshape(-1, 1)
@@ -121,13 +123,13 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
         "means_init": [[part.mean()] for part in parts],
         "precisions_init": [[1 / within]],
     }
-    with warnings.catch_warnings():
+    # the values are finite and the parameters fixed (find_levels checks both): scikit-learn's own
+    # checks of them cost more than the fit on a handful of points
+    with (
+        warnings.catch_warnings(),
+        sklearn.config_context(assume_finite=True, skip_parameter_validation=True),
+    ):
         warnings.simplefilter("ignore")  # convergence notes on a handful of points
-        # one component: its first M-step gives the fit whatever the start, so no k-means start (whose
-        # threads and thread-pool checks cost far more than the fit on a handful of points)
-        one = GaussianMixture(
-            1, covariance_type="tied", reg_covar=REG_COVAR, random_state=SEED, init_params="random_from_data"
-        ).fit(data)
         two = GaussianMixture(
             2,
             covariance_type="tied",
@@ -136,7 +138,18 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
             init_params="random_from_data",
             **start,
         ).fit(data)
-    return np.asarray(two.predict(data)), float(one.bic(data) - two.bic(data))
+        return np.asarray(two.predict(data)), one_component_bic(logs) - float(two.bic(data))
+
+
+def one_component_bic(logs: np.ndarray) -> float:
+    """The BIC of one Gaussian component fitted to ``logs`` as GaussianMixture(1, covariance_type="tied",
+    reg_covar=REG_COVAR) fits it: its first M-step is the maximum-likelihood mean and variance (plus
+    REG_COVAR) whatever the start, so the fit is that step; two parameters (mean, variance)."""
+    from scipy import stats
+
+    variance = float(np.var(logs)) + REG_COVAR
+    log_likelihood = float(np.sum(stats.norm.logpdf(logs, float(np.mean(logs)), math.sqrt(variance))))
+    return -2 * log_likelihood + 2 * math.log(len(logs))
 
 
 def splits_stay_close(values: Sequence[float]) -> bool:
