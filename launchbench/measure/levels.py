@@ -114,15 +114,6 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
     from sklearn.mixture import GaussianMixture
 
     data = logs.reshape(-1, 1)
-    ordered = np.sort(logs)
-    cut = int(np.argmax(np.diff(ordered))) + 1  # start from the split at the widest gap
-    parts = (ordered[:cut], ordered[cut:])
-    within = sum(float(np.sum((part - part.mean()) ** 2)) for part in parts) / len(logs) + REG_COVAR
-    start = {
-        "weights_init": [len(part) / len(logs) for part in parts],
-        "means_init": [[part.mean()] for part in parts],
-        "precisions_init": [[1 / within]],
-    }
     # the values are finite and the parameters fixed (find_levels checks both): scikit-learn's own
     # checks of them cost more than the fit on a handful of points
     with (
@@ -136,9 +127,24 @@ def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
             reg_covar=REG_COVAR,
             random_state=SEED,
             init_params="random_from_data",
-            **start,
+            **widest_gap_start(logs),
         ).fit(data)
-        return np.asarray(two.predict(data)), one_component_bic(logs) - float(two.bic(data))
+        labels, two_bic = np.asarray(two.predict(data)), float(two.bic(data))
+    return labels, one_component_bic(logs) - two_bic
+
+
+def widest_gap_start(logs: np.ndarray) -> dict[str, list[float] | list[list[float]]]:
+    """GaussianMixture's starting weights, means and shared precision for two components: the split
+    of the sorted values at their widest gap."""
+    ordered = np.sort(logs)
+    cut = int(np.argmax(np.diff(ordered))) + 1
+    parts = (ordered[:cut], ordered[cut:])
+    within = sum(float(np.sum((part - part.mean()) ** 2)) for part in parts) / len(logs) + REG_COVAR
+    return {
+        "weights_init": [len(part) / len(logs) for part in parts],
+        "means_init": [[float(part.mean())] for part in parts],
+        "precisions_init": [[1 / within]],
+    }
 
 
 def one_component_bic(logs: np.ndarray) -> float:

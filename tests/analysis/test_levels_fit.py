@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.mixture import GaussianMixture
 
-from launchbench.measure.levels import REG_COVAR, SEED, _two_components, one_component_bic
+from launchbench.measure.levels import REG_COVAR, SEED, _two_components, one_component_bic, widest_gap_start
 
 
 def _samples(seed: int) -> list[np.ndarray]:
@@ -47,17 +47,7 @@ def test_the_closed_form_bic_is_scikit_learns_one_component_bic(seed):
 @pytest.mark.parametrize("seed", [2, 3])
 def test_the_fit_without_scikit_learns_checks_gives_the_checked_fits_answer(seed):
     for logs in _samples(seed):
-        ordered = np.sort(logs)
-        cut = int(np.argmax(np.diff(ordered))) + 1
-        parts = (ordered[:cut], ordered[cut:])
-        within = sum(float(np.sum((p - p.mean()) ** 2)) for p in parts) / len(logs) + REG_COVAR
-        two = _sklearn_fit(
-            logs,
-            2,
-            weights_init=[len(p) / len(logs) for p in parts],
-            means_init=[[p.mean()] for p in parts],
-            precisions_init=[[1 / within]],
-        )
+        two = _sklearn_fit(logs, 2, **widest_gap_start(logs))
         data = logs.reshape(-1, 1)
         gain = _sklearn_fit(logs, 1).bic(data) - two.bic(data)
         labels, fitted_gain = _two_components(logs)
