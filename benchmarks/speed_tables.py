@@ -3,6 +3,12 @@ at every pass's end), on a committed run: --repeat writes into a scratch folder 
 write (its imports), each timed; written as JSON with the machine and the load average.
 
     python benchmarks/speed_tables.py [RUN_DIR] [--repeat 5] [--out results/speed/tables.json]
+    python benchmarks/speed_tables.py --cases 1000 --distinct --repeat 2 --out results/speed/tables-distinct.json
+
+``--cases N`` repeats the run's cases under new ids to N (compare_speed.scaled); ``--distinct`` scales each
+copy's samples apart, so every row's host levels are fitted as in a real run of N cases (the fits are
+counted: ``host_level_fits``, per write). Each timed write starts with no fit kept, as at a pass's end, where
+every row has one pass more than at the last.
 """
 
 from __future__ import annotations
@@ -16,6 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from compare_speed import scaled
+
+from launchbench.measure import levels
 from launchbench.report.run_files import write_tables
 from launchbench.results.store import load_run
 
@@ -27,13 +36,20 @@ def main() -> None:
     parser.add_argument("run", nargs="?", type=Path, default=ROOT / "results/speed/quickstart-h200-b/new-0")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "results/speed/tables.json")
+    parser.add_argument("--cases", type=int, default=None, help="repeat the run's cases to this many")
+    parser.add_argument("--distinct", action="store_true", help="scale each copy apart (every fit made)")
     args = parser.parse_args()
     record = load_run(args.run)
+    if args.cases:
+        record = scaled(record, args.cases, args.distinct)
+    fits = counted_fits()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
         write_tables(Path(scratch), record)  # the first write imports the table's libraries
         times = []
+        fits.clear()
         for _ in range(args.repeat):
+            levels._find_levels.cache_clear()  # a pass's end meets every row with one pass more: no fit kept
             began = time.perf_counter()
             write_tables(Path(scratch), record)
             times.append(time.perf_counter() - began)
@@ -42,7 +58,10 @@ def main() -> None:
         "run": str(args.run.resolve().relative_to(ROOT))
         if args.run.resolve().is_relative_to(ROOT)
         else str(args.run),
+        "cases": len(record.cases),
+        "distinct": args.distinct,
         "rows": sum(len(case.modes) for case in record.cases),
+        "host_level_fits": len(fits) // max(1, args.repeat),
         "wall_s": [round(t, 4) for t in times],
         "wall_median_s": round(statistics.median(times), 4),
         "machine": {
@@ -55,6 +74,20 @@ def main() -> None:
     }
     args.out.write_text(json.dumps(summary, indent=1) + "\n")
     print(json.dumps(summary))
+
+
+def counted_fits() -> list[int]:
+    """A list that gains one entry per host-level mixture fit made from now on (levels._two_components
+    wrapped; the fits' results are unchanged)."""
+    made: list[int] = []
+    fit = levels._two_components
+
+    def counting(logs):  # type: ignore[no-untyped-def]
+        made.append(len(logs))
+        return fit(logs)
+
+    levels._two_components = counting
+    return made
 
 
 if __name__ == "__main__":

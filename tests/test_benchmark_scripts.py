@@ -5,6 +5,7 @@ import ast
 import importlib
 import io
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -207,3 +208,27 @@ def test_compare_speed_scales_each_copy_apart_when_asked():
     assert big.cases[0].modes == run.cases[0].modes
     assert third == pytest.approx(first * (1 + 2 * speed.DISTINCT_STEP), rel=1e-12)
     assert big.cases[16].modes["eager"].pass_sizes == run.cases[0].modes["eager"].pass_sizes
+
+
+def test_speed_tables_writes_a_run_of_n_distinct_cases_and_counts_its_fits(tmp_path, monkeypatch):
+    """The tables of a run repeated to 16 distinct cases (two copies of its 8): every row written, and
+    each write makes the fits of both copies afresh, none kept from the write before."""
+    from launchbench.measure import levels
+
+    run = load_run(ROOT / "results" / "quickstart-h200")
+    made = []
+    fit = levels._two_components
+    monkeypatch.setattr(levels, "_two_components", lambda logs: made.append(1) or fit(logs))
+    levels._find_levels.cache_clear()
+    run_table(run)
+    levels._find_levels.cache_clear()
+    out = tmp_path / "tables.json"
+    script = ROOT / "benchmarks" / "speed_tables.py"
+    arguments = ["--cases", "16", "--distinct", "--repeat", "2", "--out", str(out)]
+    subprocess.run(
+        [sys.executable, str(script), str(ROOT / "results" / "quickstart-h200"), *arguments], check=True
+    )
+    summary = json.loads(out.read_text())
+    assert made and summary["host_level_fits"] == 2 * len(made)
+    assert summary["cases"] == 16 and summary["distinct"] is True and len(summary["wall_s"]) == 2
+    assert summary["rows"] == 2 * sum(len(case.modes) for case in run.cases)
