@@ -16,8 +16,9 @@ It prints one line per repeat and the summary, and writes the summary (wall and 
 repeat, their best and median, the machine, the versions, the load average before and after) to
 ``--out``. Then one more fresh process runs the command with ``time.process_time`` around each step
 (the imports, reading, scikit-learn's import, the comparison, its mixture fits, the CSV), counts the
-host-level mixture fits and the series ended at one level before a fit, and the summary adds them
-(``steps_cpu_s``, ``host_levels``). The CPU time counts only the command's process, so it reads about the same on a busy
+host-level mixture fits made in the command's process, those made together in worker processes
+(``fits_in_workers``: measure.levels.fitted_together, whose CPU the steps do not hold) and the series
+ended at one level before a fit, and the summary adds them (``steps_cpu_s``, ``host_levels``). The CPU time counts only the command's process, so it reads about the same on a busy
 machine; the wall time is meaningful on an idle one.
 """
 
@@ -34,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from _report import library_versions
@@ -102,6 +104,15 @@ def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
     timed_step(levels, "_two_components", "mixture fits", "mixture_fits")
     timed_step(levels, "splits_stay_close", "sorted-split checks", "ended_before_a_fit")
     timed_step(cli_compare, "publish", "the CSV")
+    together = analysis_compare.fitted_together
+
+    @contextlib.contextmanager
+    def counted_together(*args: object, **kwargs: object) -> Iterator[int]:
+        with together(*args, **kwargs) as made:  # type: ignore[arg-type]
+            counts["fits_in_workers"] = counts.get("fits_in_workers", 0) + made
+            yield made
+
+    analysis_compare.fitted_together = counted_together  # type: ignore[assignment]
     sys.argv = ["launchbench", "compare", *map(str, dirs), "--format", "csv", "-o", str(output)]
     with contextlib.suppress(SystemExit):  # click ends with the exit code
         cli.main()

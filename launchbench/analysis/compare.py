@@ -87,7 +87,7 @@ from launchbench.analysis.evidence import (
 from launchbench.analysis.host_levels import comparison_note
 from launchbench.analysis.inference import POWER, bootstrap_medians, decide, trimmed_rounds
 from launchbench.analysis.stats import sorted_median, usable_passes
-from launchbench.measure.levels import find_levels
+from launchbench.measure.levels import find_levels, fitted_together
 from launchbench.results.environment import summarize_environment
 from launchbench.results.schema import CaseResult, ModeResult, RunRecord
 
@@ -334,6 +334,20 @@ def with_levels(
     return replace(comparison, levels=note) if note else comparison
 
 
+def pass_medians_of(
+    series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str]
+) -> list[list[float]]:
+    """Every side's pass medians of every metric, as with_levels finds their levels."""
+    medians = []
+    for sides in series.values():
+        for side in sides:
+            for metric in metrics:
+                logs = side.metric(metric)[1]
+                if logs is not None:
+                    medians.append(np.exp(logs).tolist())
+    return medians
+
+
 RowEvidence = Mapping[str, LogEvidence | None]  # one row's evidence per metric
 
 
@@ -430,23 +444,24 @@ def compare_runs(
     evidence = row_evidence(series, settings.metrics, design)
     priors = priors_of(series, evidence)
     shifts = design.host_shifts(series, settings.metrics)
-    rows = adjust_across_rows(
-        [
-            compare_row(
-                key,
-                b_rows.get(key),
-                c_rows.get(key),
-                settings,
-                priors,
-                design,
-                series.get(key),
-                shifts,
-                evidence.get(key),
-            )
-            for key in align(b_rows, c_rows)
-        ],
-        settings,
-    )
+    with fitted_together(pass_medians_of(series, settings.metrics)):  # the host levels' fits, at once
+        rows = adjust_across_rows(
+            [
+                compare_row(
+                    key,
+                    b_rows.get(key),
+                    c_rows.get(key),
+                    settings,
+                    priors,
+                    design,
+                    series.get(key),
+                    shifts,
+                    evidence.get(key),
+                )
+                for key in align(b_rows, c_rows)
+            ],
+            settings,
+        )
     return Comparison(baseline_label, current_label, b_env, c_env, settings, rows, design.paired, shifts)
 
 

@@ -28,11 +28,13 @@ for more passes (``Levels.wants_passes``); the runner adds them up to its cap
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import statistics
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +47,7 @@ MIN_LEVEL_PASSES = 2  # a cluster of fewer passes is an outlying pass, not a lev
 ENOUGH_PASSES = 3  # K: a level (or an outlying pass) seen in fewer passes asks for more
 SEED = 0
 REG_COVAR = 1e-6  # added to the variance (log units: a 0.1% spread), so identical passes fit
+PARALLEL_FITS = 256  # fewer fits than this are made in the caller's process (a pool's start costs more)
 
 
 @dataclass(frozen=True)
@@ -176,13 +179,47 @@ def find_levels(pass_medians: Sequence[float]) -> Levels:
     return _find_levels(tuple(float(v) for v in pass_medians))
 
 
+_FITTED: ContextVar[Mapping[tuple[float, ...], Levels] | None] = ContextVar("levels_fitted", default=None)
+
+
 @functools.lru_cache(maxsize=4096)  # a run's tables and its summary ask about the same rows
 def _find_levels(values: tuple[float, ...]) -> Levels:
-    if len(values) < MIN_PASSES or not all(math.isfinite(v) and v > 0 for v in values):
+    if not needs_fit(values):  # too few passes, or step 3 would end in one level whatever the fit gave
         return one_level(values) if values else Levels(())
-    if splits_stay_close(values):  # no split of the sorted values puts two groups MIN_SEPARATION apart
-        return one_level(values)  # step 3 would end here whatever groups the fit gave
-    return fitted_levels(values)
+    known = (_FITTED.get() or {}).get(values)
+    return known if known is not None else fitted_levels(values)
+
+
+def needs_fit(values: tuple[float, ...]) -> bool:
+    """Whether find_levels would fit a mixture to these pass medians (steps 1 and 3 do not decide)."""
+    if len(values) < MIN_PASSES or not all(math.isfinite(v) and v > 0 for v in values):
+        return False
+    return not splits_stay_close(values)  # some split of the sorted values is MIN_SEPARATION apart
+
+
+@contextlib.contextmanager
+def fitted_together(
+    series: Iterable[Sequence[float]], jobs: int = -1, least: int | None = None
+) -> Iterator[int]:
+    """Inside the block, find_levels answers each of ``series`` (rows' pass medians) that needs a
+    mixture fit from a fit made on entry, all of them at once in worker processes (joblib's, ``jobs``
+    of them, -1: one per CPU) where at least ``least`` (by default PARALLEL_FITS) fits are needed;
+    fewer are left to find_levels.
+    The same deterministic fits, seeded alike, so every answer is what find_levels gives alone. Yields
+    how many fits were made on entry."""
+    wanted = list(dict.fromkeys(tuple(float(v) for v in one) for one in series))
+    fits = [values for values in wanted if needs_fit(values)]
+    if len(fits) < (PARALLEL_FITS if least is None else least):
+        yield 0
+        return
+    from joblib import Parallel, delayed
+
+    found = Parallel(n_jobs=jobs)(delayed(fitted_levels)(values) for values in fits)
+    token = _FITTED.set(dict(zip(fits, found, strict=True)))
+    try:
+        yield len(fits)
+    finally:
+        _FITTED.reset(token)
 
 
 def fitted_levels(values: tuple[float, ...]) -> Levels:

@@ -1,15 +1,28 @@
 """The mixture fit behind the host levels: the one-component BIC in closed form against scikit-learn's
 one-component fit, and the two-component fit with scikit-learn's checks skipped against the fit with
 them, on varied synthetic log pass medians (levels at 0.1% to 30% spread, with and without a second
-level)."""
+level), and the fits made together in worker processes against the fits made one by one."""
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.mixture import GaussianMixture
 
-from launchbench.measure.levels import REG_COVAR, SEED, _two_components, one_component_bic, widest_gap_start
+from launchbench.analysis.compare import compare_runs
+from launchbench.measure import levels
+from launchbench.measure.levels import (
+    REG_COVAR,
+    SEED,
+    _two_components,
+    find_levels,
+    fitted_together,
+    one_component_bic,
+    widest_gap_start,
+)
+from launchbench.report.tables import comparison_csv
+from launchbench.results.store import load_run
 
 
 def _samples(seed: int) -> list[np.ndarray]:
@@ -53,3 +66,53 @@ def test_the_fit_without_scikit_learns_checks_gives_the_checked_fits_answer(seed
         labels, fitted_gain = _two_components(logs)
         assert labels.tolist() == two.predict(data).tolist()
         assert fitted_gain == pytest.approx(gain, rel=1e-7, abs=1e-6)
+
+
+def _pass_medians(seed: int) -> list[list[float]]:
+    return [np.exp(logs).tolist() for logs in _samples(seed)]
+
+
+def test_fits_made_together_in_worker_processes_are_the_fits_made_alone(monkeypatch):
+    series = _pass_medians(4)
+    levels._find_levels.cache_clear()
+    alone = [find_levels(values) for values in series]
+    assert any(one.two or one.apart for one in alone)  # the series hold levels to find
+    levels._find_levels.cache_clear()
+
+    def no_fit_here(logs):
+        raise AssertionError("a fit made in this process inside the block")
+
+    with fitted_together(series, jobs=2, least=1) as made:
+        monkeypatch.setattr(levels, "_two_components", no_fit_here)
+        together = [find_levels(values) for values in series]
+    assert made == sum(levels.needs_fit(tuple(values)) for values in series) > 0
+    assert together == alone
+    levels._find_levels.cache_clear()
+
+
+def test_too_few_fits_are_left_to_find_levels_and_no_pool_starts(monkeypatch):
+    series = _pass_medians(5)
+    monkeypatch.setattr("joblib.Parallel", None)  # a pool would fail to start
+    with fitted_together(series) as made:
+        assert made == 0
+        assert find_levels(series[1]).count in (1, 2)
+
+
+def test_compare_reads_the_same_with_its_fits_made_together(monkeypatch):
+    """Two 24-case runs whose copies differ (every fit made): compare's CSV with the host levels' fits
+    made one by one in this process and made together in worker processes."""
+    root = Path(__file__).parent.parent.parent
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    from compare_speed import SOURCES, scaled
+
+    baseline, current = (scaled(load_run(source), 24, distinct=True) for source in SOURCES)
+    levels._find_levels.cache_clear()
+    alone = comparison_csv(compare_runs(baseline, current))
+    levels._find_levels.cache_clear()
+    monkeypatch.setattr(levels, "PARALLEL_FITS", 1)
+    fit_here = levels._two_components
+    monkeypatch.setattr(levels, "_two_components", None)  # every fit now made in a worker, or this fails
+    together = comparison_csv(compare_runs(baseline, current))
+    monkeypatch.setattr(levels, "_two_components", fit_here)
+    levels._find_levels.cache_clear()
+    assert together == alone and "levels" in alone.splitlines()[0]
