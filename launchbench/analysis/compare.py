@@ -49,7 +49,7 @@ DifferentGpuError (a LaunchbenchError: exit 2 in the CLI).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -87,9 +87,10 @@ from launchbench.analysis.evidence import (
 from launchbench.analysis.host_levels import comparison_note
 from launchbench.analysis.inference import POWER, bootstrap_medians, decide, trimmed_rounds
 from launchbench.analysis.stats import sorted_median, usable_passes
-from launchbench.measure.levels import find_levels, fitted_together
+from launchbench.measure.levels import Levels, fitted_together
 from launchbench.results.environment import summarize_environment
-from launchbench.results.schema import CaseResult, ModeResult, RunRecord
+from launchbench.results.level_splits import fits_to_make
+from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
 
 __all__ = [  # the model and the inference, imported from here by report/, run/ and cli/
     "COMPARABLE_STATUSES",
@@ -309,7 +310,8 @@ def compare_row(
             (priors or {}).get(stratum(m, host_bound)),
             abs((shifts or {}).get(m, 0.0)) if host_paced else 0.0,
         )
-        metrics.append(with_levels(compare_samples(samples, settings, context), b_logs, c_logs))
+        levels = (b_series.levels(m), c_series.levels(m))
+        metrics.append(with_levels(compare_samples(samples, settings, context), *levels))
     detail = ""
     if b_case.launches_per_iter != c_case.launches_per_iter:
         detail = f"launches per iteration differ: {b_case.launches_per_iter} → {c_case.launches_per_iter}"
@@ -325,27 +327,23 @@ def compare_row(
 
 
 def with_levels(
-    comparison: MetricComparison, b_logs: np.ndarray | None, c_logs: np.ndarray | None
+    comparison: MetricComparison, b_levels: Levels | None, c_levels: Levels | None
 ) -> MetricComparison:
-    """The comparison with its note on the sides' host levels (from their log pass medians), if any."""
-    if b_logs is None or c_logs is None:
+    """The comparison with its note on the sides' host levels (RowSeries.levels), if any."""
+    if b_levels is None or c_levels is None:
         return comparison
-    note = comparison_note(find_levels(np.exp(b_logs).tolist()), find_levels(np.exp(c_logs).tolist()))
+    note = comparison_note(b_levels, c_levels)
     return replace(comparison, levels=note) if note else comparison
 
 
-def pass_medians_of(
+def fits_wanted(
     series: Mapping[RowKey, tuple[RowSeries, RowSeries]], metrics: Sequence[str]
-) -> list[list[float]]:
-    """Every side's pass medians of every metric, as with_levels finds their levels."""
-    medians = []
-    for sides in series.values():
-        for side in sides:
-            for metric in metrics:
-                logs = side.metric(metric)[1]
-                if logs is not None:
-                    medians.append(np.exp(logs).tolist())
-    return medians
+) -> Iterator[tuple[float, ...]]:
+    """The pass medians of every side's series, of every metric's raw series, whose host levels need
+    the rule's fit and whose results.json kept no split for them (results.level_splits)."""
+    keys = dict.fromkeys(METRIC_BY_NAME[m].sample_key for m in metrics)
+    results = (side.case.modes.get(side.mode) for sides in series.values() for side in sides)  # type: ignore[call-overload]
+    return fits_to_make((r for r in results if r is not None), keys)
 
 
 RowEvidence = Mapping[str, LogEvidence | None]  # one row's evidence per metric
@@ -444,7 +442,7 @@ def compare_runs(
     evidence = row_evidence(series, settings.metrics, design)
     priors = priors_of(series, evidence)
     shifts = design.host_shifts(series, settings.metrics)
-    with fitted_together(pass_medians_of(series, settings.metrics)):  # the host levels' fits, at once
+    with fitted_together(fits_wanted(series, settings.metrics)):  # the host levels' fits, at once
         rows = adjust_across_rows(
             [
                 compare_row(

@@ -31,6 +31,8 @@ from launchbench.analysis.inference import (
     trimmed_rounds,
 )
 from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
+from launchbench.measure.levels import Levels, find_levels
+from launchbench.results.level_splits import series_levels
 from launchbench.results.schema import CPU, GPU, LATENCY, METRIC_BY_NAME, WALL, CaseResult, ModeResult
 
 
@@ -144,6 +146,7 @@ class RowSeries:
         self.sizes = case.pass_sizes(mode)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray | None, float]] = {}
         self._metrics: dict[str, tuple[np.ndarray, np.ndarray | None, float]] = {}
+        self._from_passes: set[str] = set()  # series whose log pass medians are their passes' own medians
 
     def series(self, key: str) -> tuple[np.ndarray, np.ndarray | None, float]:
         if key not in self._cache:
@@ -163,7 +166,10 @@ class RowSeries:
         if sizes is None or held != sizes:
             return log_pass_medians(samples, self.sizes)
         medians = result.pass_medians(key)
-        return np.log(np.array(medians, dtype=float)) if all(m > 0 for m in medians) else None
+        if not all(m > 0 for m in medians):
+            return None
+        self._from_passes.add(key)
+        return np.log(np.array(medians, dtype=float))
 
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray | None, float]:
         """Samples, log pass medians and median of a metric, in its unit (made once per metric)."""
@@ -174,6 +180,19 @@ class RowSeries:
             shifted = None if logs is None else logs + math.log(scale)
             self._metrics[name] = (samples * scale, shifted, median * scale)
         return self._metrics[name]
+
+    def levels(self, name: str) -> Levels | None:
+        """A metric's host levels in its unit (None without log pass medians): its raw series' split
+        (results.level_splits.series_levels: kept in results.json or found on the pass medians in
+        seconds) on the metric's pass medians."""
+        logs = self.metric(name)[1]
+        if logs is None:
+            return None
+        values = np.exp(logs).tolist()
+        key = METRIC_BY_NAME[name].sample_key
+        if key not in self._from_passes:  # medians of pooled slices: the rule on them as they are
+            return find_levels(values)
+        return series_levels(self.case.modes.get(self.mode), key).on(values)  # type: ignore[call-overload]
 
     @functools.cached_property  # asked for every metric of the row, by several steps
     def host_bound(self) -> bool:

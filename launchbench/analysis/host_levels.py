@@ -1,7 +1,8 @@
 """Host levels of a run's rows, and what the launching thread ran on at each level.
 
-A row's levels come from its pass medians (launchbench.measure.levels: the rule and its constants).
-results.json stores every pass's samples, so the levels are derived here, not stored: results.csv
+A row's levels come from its pass medians (launchbench.measure.levels: the rule and its constants),
+each raw series' split found once on its pass medians in seconds, or taken from results.json where it
+was kept there (launchbench.results.level_splits), and applied to the metric's unit: results.csv
 carries them (the level columns of launchbench.analysis.columns), the run summary names the rows at two levels or with passes apart
 (``level_lines``), and ``compare`` notes rows at two levels per metric (``comparison_note``).
 """
@@ -14,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from launchbench.analysis.columns import LEVEL_METRICS
-from launchbench.measure.levels import Level, Levels, find_levels
+from launchbench.measure.levels import Level, Levels
+from launchbench.results.level_splits import series_levels
 from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
 
 SHARE_NOTE = 0.2  # two sides whose low-level shares differ by this much mix their levels differently
@@ -27,7 +29,7 @@ def metric_levels(case: CaseResult, mode: str, metric: str) -> Levels:
         return Levels(())
     m = METRIC_BY_NAME[metric]
     scale = m.scale(case.launches_per_iter)
-    return find_levels([v * scale for v in result.pass_medians(m.sample_key)])
+    return series_levels(result, m.sample_key).on([v * scale for v in result.pass_medians(m.sample_key)])
 
 
 def _level_text(level: Level, total: int) -> str:

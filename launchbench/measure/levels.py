@@ -87,6 +87,11 @@ class Levels:
         """Passes apart from the one level, or two levels one of which holds fewer than ENOUGH_PASSES."""
         return bool(self.apart) or (self.two and min(level.count for level in self.levels) < ENOUGH_PASSES)
 
+    def on(self, values: Sequence[float]) -> Levels:
+        """The same passes at the same levels, each level's center, low and high taken from ``values``
+        (the same passes' medians in another unit: the rule's outcome does not depend on the unit)."""
+        return split_levels(values, [level.passes for level in self.levels], self.apart)
+
 
 def _level(values: Sequence[float], members: Sequence[int], total: int) -> Level:
     chosen = [values[i] for i in members]
@@ -97,6 +102,14 @@ def _level(values: Sequence[float], members: Sequence[int], total: int) -> Level
         share=len(members) / total,
         passes=tuple(members),
     )
+
+
+def split_levels(
+    values: Sequence[float], groups: Sequence[Sequence[int]], apart: Sequence[int] = ()
+) -> Levels:
+    """The levels of ``values`` whose passes ``groups`` holds level by level (indices, lowest level
+    first), with ``apart`` the passes apart from a single level: how the rule reports a split it made."""
+    return Levels(tuple(_level(values, members, len(values)) for members in groups), tuple(apart))
 
 
 def one_level(values: Sequence[float], apart: Sequence[int] = ()) -> Levels:
@@ -182,7 +195,7 @@ def find_levels(pass_medians: Sequence[float]) -> Levels:
 _FITTED: ContextVar[Mapping[tuple[float, ...], Levels] | None] = ContextVar("levels_fitted", default=None)
 
 
-@functools.lru_cache(maxsize=4096)  # a run's tables and its summary ask about the same rows
+@functools.lru_cache(maxsize=1 << 16)  # a run's tables, its summary and results.json ask about the same rows
 def _find_levels(values: tuple[float, ...]) -> Levels:
     if not needs_fit(values):  # too few passes, or step 3 would end in one level whatever the fit gave
         return one_level(values) if values else Levels(())

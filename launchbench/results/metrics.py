@@ -22,6 +22,7 @@ CPU = "cpu_s_per_iter"  # launching thread's CPU time (thread_time) per iteratio
 GPU = "gpu_s_per_iter"  # CUDA-event time on the working stream per iteration
 LATENCY = "latency_s"  # one iteration launched and synchronized: launch to completion
 SAMPLE_KEYS = (WALL, CPU, GPU, LATENCY)
+SampleKey = Literal["wall_s_per_iter", "cpu_s_per_iter", "gpu_s_per_iter", "latency_s"]  # one of SAMPLE_KEYS
 MEASURED_STATUSES = frozenset({"ok", "budget"})  # a mode with samples: sampled to its target or to its budget
 
 

@@ -39,6 +39,11 @@ files forward and refuses newer ones):
       case's ``extra_passes`` (passes added beyond the planned ones for its host levels); the run's
       ``settings`` hold ``max_cases`` where a case limit was given. All absent where not measured, so a
       v4 file reads as v5 with nothing else changed.
+  6 — a mode's ``levels``: per raw series whose pass medians needed the host-level rule's mixture fit,
+      how the fit split the passes (each level's passes, the passes apart) and a digest of the pass
+      medians it was found on, so that a reader takes the split instead of fitting again
+      (results.level_splits). Absent where no series needed a fit, so a v5 file reads as v6 with
+      nothing else changed; a split whose digest does not match its series' pass medians is not used.
 """
 
 from __future__ import annotations
@@ -65,9 +70,10 @@ from launchbench.results.metrics import (  # noqa: F401  (re-exported: the modes
     WALL,
     Metric,
     Mode,
+    SampleKey,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 TOOL_NAME = "launchbench"
 
 
@@ -304,11 +310,24 @@ class ModePass(_Frozen):
         return len(self.samples.get(WALL, []))
 
 
+class LevelSplit(_Frozen):
+    """How the host-level rule (launchbench.measure.levels) split one raw series' pass medians:
+    ``levels`` holds each level's passes (indices in run order, lowest level first; one or two levels),
+    ``apart`` the passes sitting apart from a single level, ``medians`` a digest of the pass medians
+    (seconds) the split was found on (results.level_splits.medians_digest)."""
+
+    medians: str = Field(pattern=r"^[0-9a-f]{16}$")
+    levels: list[list[Count]] = Field(min_length=1, max_length=2)
+    apart: list[Count] = Field(default_factory=list, exclude_if=_empty)
+
+
 class ModeResult(_Frozen):
     mode: Mode
     status: Literal["ok", "budget", "not_capturable", "failed", "skipped"]
     reason: str | None = None
     passes: list[ModePass] = Field(default_factory=list)
+    # per raw series (WALL, CPU, GPU, LATENCY) whose levels needed a fit: the fit's split
+    levels: dict[SampleKey, LevelSplit] = Field(default_factory=dict, exclude_if=_empty)
 
     @classmethod
     def pooled(

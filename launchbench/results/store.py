@@ -30,6 +30,7 @@ from launchbench import files
 from launchbench.errors import ResultsFileError
 from launchbench.files import OutputError, os_reason, read_regular_file
 from launchbench.results.document import parsed_document, paused_collector
+from launchbench.results.level_splits import with_level_splits
 from launchbench.results.merge import merge_pass
 from launchbench.results.sanity import metadata_problems, sanity_problems
 from launchbench.results.schema import (
@@ -129,8 +130,8 @@ def release_if_empty(path: Path) -> None:
 
 
 def write_run(run_dir: Path, run: RunRecord) -> None:
-    """results.json, atomically."""
-    atomic_write_text(run_dir / RESULTS_JSON, run.model_dump_json())
+    """results.json, atomically, with its modes' level splits kept (level_splits.with_level_splits)."""
+    atomic_write_text(run_dir / RESULTS_JSON, with_level_splits(run).model_dump_json())
 
 
 # --- reading with limits --------------------------------------------------------------------------------
@@ -377,6 +378,8 @@ def record_from_data(data: Any, where: str) -> RunRecord:
         data = {**data, "schema_version": 4}
     if version < 5:  # v4 → v5 adds an optional field only (a pass's canary)
         data = {**data, "schema_version": 5}
+    if version < 6:  # v5 → v6 adds an optional field only (a mode's kept level splits)
+        data = {**data, "schema_version": 6}
     if metadata := metadata_problems(data):
         _refuse(where, [(relocate(loc), message) for loc, message in metadata])
     record: RunRecord = _validate(RunRecord, data, where, relocate)
@@ -458,9 +461,8 @@ class RunJournal:
 
     def _compact(self, record: RunRecord) -> None:
         size = self.path.stat().st_size
-        atomic_write_text(
-            self.run_dir / RESULTS_JSON, record.model_copy(update={"journal_bytes": size}).model_dump_json()
-        )
+        kept = with_level_splits(record).model_copy(update={"journal_bytes": size})
+        atomic_write_text(self.run_dir / RESULTS_JSON, kept.model_dump_json())
 
 
 def replay_journal(path: Path) -> RunRecord:

@@ -21,6 +21,7 @@ from launchbench.report.comparison_table import records
 from launchbench.report.console import plain_console, print_summary
 from launchbench.report.markdown import comparison_markdown
 from launchbench.report.run_files import write_tables
+from launchbench.results.level_splits import with_level_splits
 from launchbench.results.metadata import Overrides
 from launchbench.results.schema import WALL, CaseResult, HostData, ModePass, ModeResult, ThreadPlace
 from launchbench.results.store import load_run, write_run
@@ -190,7 +191,9 @@ def test_host_places_and_extra_passes_round_trip_through_results_json(tmp_path):
     run = run.with_case(case)
     write_run(tmp_path, run)
     back = load_run(tmp_path)
-    assert back.case("quickstart", case_id) == case
+    assert back.case("quickstart", case_id) == with_level_splits(run).case("quickstart", case_id)
+    kept = back.case("quickstart", case_id).modes["eager"].levels["wall_s_per_iter"]
+    assert len(kept.levels) == 2  # the two host levels, kept so that readers need not fit again
     assert back.case("quickstart", case_id).modes["eager"].passes[1].host.start.cpu == 41
     text = (tmp_path / "results.json").read_text()
     other = run.cases[1]

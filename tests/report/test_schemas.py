@@ -200,10 +200,11 @@ def test_a_document_of_another_layout_is_refused() -> None:
 
 
 def test_results_files_of_this_version_are_valid(tmp_path: Path) -> None:
-    """A results.json written now, and every committed one of the current SCHEMA_VERSION (older ones are
-    migrated when read; the schema describes the current layout)."""
+    """A results.json written now, and every committed one (results/ and the golden files) of the current
+    SCHEMA_VERSION (older ones are migrated when read; the schema describes the current layout)."""
     write_run(tmp_path / "run", make_run(n=10))
-    files = [tmp_path / "run" / "results.json", *sorted(ROOT.glob("results/**/results.json"))]
+    committed = [*ROOT.glob("results/**/results.json"), *DATA.glob("golden/results-v*.json")]
+    files = [tmp_path / "run" / "results.json", *sorted(committed)]
     current = [json.loads(f.read_text(encoding="utf-8")) for f in files]
     current = [d for d in current if d["schema_version"] == SCHEMA_VERSION]
     assert len(current) >= 2

@@ -8,7 +8,7 @@ from launchbench.analysis.columns import COLUMNS
 from launchbench.analysis.table import run_table
 from launchbench.errors import ResultsFileError
 from launchbench.report.run_files import write_run_files as write_run
-from launchbench.results.schema import SCHEMA_VERSION
+from launchbench.results.schema import SAMPLE_KEYS, SCHEMA_VERSION
 from launchbench.results.store import JOURNAL, RunJournal, create_run_dir, load_run
 
 ROOT = Path(__file__).parents[2]
@@ -91,21 +91,21 @@ def test_v1_golden_file_migrates_to_passes():
                 assert mode.lifecycle.instantiate_upload_s is None
 
 
-def test_v2_golden_file_reads_back_as_v5_with_only_the_version_changed():
+def test_v2_golden_file_reads_back_as_v6_with_only_the_version_changed():
     text = (GOLDEN / "results-v2.json").read_text()
     run = load_run(GOLDEN / "results-v2.json")
-    assert json.loads(text)["schema_version"] == 2 and run.schema_version == SCHEMA_VERSION == 5
-    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 5}
+    assert json.loads(text)["schema_version"] == 2 and run.schema_version == SCHEMA_VERSION == 6
+    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 6}
     one = run.cases[0].modes["eager"].passes[0]
     assert one.clocks.sm_mhz and one.host.pid is not None and one.host.load_1m is not None
     assert all(case.shapes is None and all(p.shapes is None for m in case.modes.values() for p in m.passes)
                for case in run.cases)  # fmt: skip
 
 
-def test_v3_golden_file_reads_back_as_v5_with_its_shape_counts():
+def test_v3_golden_file_reads_back_as_v6_with_its_shape_counts():
     text = (GOLDEN / "results-v3.json").read_text()
     run = load_run(GOLDEN / "results-v3.json")
-    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 5}
+    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 6}
     mlp, refused = run.cases
     assert mlp.shapes is not None and mlp.shapes.values == [8, 16, 32, 64] and mlp.shapes.per_shape == 1
     assert set(mlp.modes) == {"eager", "recapture", "cache", "update"}
@@ -118,25 +118,36 @@ def test_v3_golden_file_reads_back_as_v5_with_its_shape_counts():
     assert refusals.refusal_reasons == {"cudaGraphExecUpdateErrorTopologyChanged": refusals.changes}
 
 
-def test_v4_golden_file_reads_back_as_v5_with_only_the_version_changed():
+def test_v4_golden_file_reads_back_as_v6_with_only_the_version_changed():
     text = (GOLDEN / "results-v4.json").read_text()
     run = load_run(GOLDEN / "results-v4.json")
-    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 5}
+    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 6}
     assert all(p.canary is None for case in run.cases for m in case.modes.values() for p in m.passes)
     graph = run.cases[0].modes["graph"]
     assert graph.lifecycle.instantiate_upload_s > 0 and graph.lifecycle.instantiate_then_upload_s > 0
     assert [r.rank for r in graph.passes[0].ranks] == [0, 1]
 
 
-def test_v5_golden_file_reads_back_to_the_same_json_with_its_canary():
+def test_v5_golden_file_reads_back_as_v6_with_its_canary():
     text = (GOLDEN / "results-v5.json").read_text()
     run = load_run(GOLDEN / "results-v5.json")
-    assert json.loads(run.model_dump_json()) == json.loads(text)
+    assert json.loads(run.model_dump_json()) == {**json.loads(text), "schema_version": 6}
     first, second = run.cases[:2]
     check = first.modes["graph"].passes[0].canary
     assert check is not None and not check.disturbed and abs(check.graph_shift) < 0.03
     assert second.disturbed_passes == 1 and second.modes["eager"].disturbed_passes == 1
     assert second.modes["graph"].passes[1].canary.graph_shift > 0.3
+
+
+def test_v6_golden_file_reads_back_to_the_same_json_with_its_kept_splits(tmp_path):
+    text = (GOLDEN / "results-v6.json").read_text()
+    run = load_run(GOLDEN / "results-v6.json")
+    assert json.loads(run.model_dump_json()) == json.loads(text)
+    eager, graph = run.cases[0].modes["eager"], run.cases[0].modes["graph"]
+    assert set(eager.levels) == set(SAMPLE_KEYS) and not graph.levels
+    assert all(split.levels == [[0, 1, 3], [2, 4, 5]] and not split.apart for split in eager.levels.values())
+    write_run(tmp_path / "again", run)  # writing it again keeps the same splits
+    assert load_run(tmp_path / "again").cases[0].modes["eager"].levels == eager.levels
 
 
 def test_rank_series_must_match_the_pass(tmp_path):
