@@ -15,7 +15,8 @@ cases has 1,000 cases' worth of them).
 It prints one line per repeat and the summary, and writes the summary (wall and CPU time of every
 repeat, their best and median, the machine, the versions, the load average before and after) to
 ``--out``. Then one more fresh process runs the command with ``time.process_time`` around each step
-(the imports, reading, scikit-learn's import, the comparison, its mixture fits, the CSV), counts the
+(the imports, reading, scikit-learn's import before the first fit, the comparison, its mixture fits, the
+CSV), records which heavy modules the command imported (``imported``), counts the
 host-level mixture fits made in the command's process, those made together in worker processes
 (``fits_in_workers``: measure.levels.fitted_together, whose CPU the steps do not hold) and the series
 ended at one level before a fit, and the summary adds them (``steps_cpu_s``, ``host_levels``). The CPU time counts only the command's process, so it reads about the same on a busy
@@ -81,10 +82,6 @@ def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
 
     cpu: dict[str, float] = {"imports": clock() - start}
     counts = {"mixture_fits": 0, "ended_before_a_fit": 0}
-    sklearn_start = clock()
-    import sklearn.mixture  # noqa: F401  (timed here, so the fits' step holds only the fits)
-
-    cpu["scikit-learn import"] = clock() - sklearn_start
 
     def timed_step(module: object, name: str, step: str, count: str | None = None) -> None:
         original = getattr(module, name)
@@ -104,6 +101,17 @@ def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
     timed_step(levels, "_two_components", "mixture fits", "mixture_fits")
     timed_step(levels, "splits_stay_close", "sorted-split checks", "ended_before_a_fit")
     timed_step(cli_compare, "publish", "the CSV")
+    fit = levels._two_components
+
+    def fit_after_import(*args: object) -> object:  # scikit-learn imported (and timed) before the first fit
+        if "sklearn.mixture" not in sys.modules:
+            begun = clock()
+            import sklearn.mixture  # noqa: F401
+
+            cpu["scikit-learn import"] = clock() - begun
+        return fit(*args)  # type: ignore[arg-type]
+
+    levels._two_components = fit_after_import  # type: ignore[assignment]
     together = analysis_compare.fitted_together
 
     @contextlib.contextmanager
@@ -117,7 +125,9 @@ def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
     with contextlib.suppress(SystemExit):  # click ends with the exit code
         cli.main()
     cpu["in all, after the interpreter started"] = clock() - start
-    return {"steps_cpu_s": {k: round(v, 3) for k, v in cpu.items()}, "host_levels": counts}
+    imported = {name: name in sys.modules for name in ("scipy.stats", "scipy.optimize", "sklearn", "pandas")}
+    steps = {k: round(v, 3) for k, v in cpu.items()}
+    return {"steps_cpu_s": steps, "host_levels": counts, "imported": imported}
 
 
 def steps_of(dirs: list[Path], output: Path) -> dict[str, object]:

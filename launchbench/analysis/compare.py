@@ -55,7 +55,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from launchbench.analysis.comparison import (
     COMPARABLE_STATUSES,
@@ -85,11 +84,17 @@ from launchbench.analysis.evidence import (
     log_evidence,
 )
 from launchbench.analysis.host_levels import comparison_note
-from launchbench.analysis.inference import POWER, bootstrap_medians, decide, trimmed_rounds
+from launchbench.analysis.inference import (
+    POWER,
+    benjamini_hochberg,
+    bootstrap_medians,
+    decide,
+    trimmed_rounds,
+)
 from launchbench.analysis.stats import sorted_median, usable_passes
 from launchbench.measure.levels import Levels, fitted_together
 from launchbench.results.environment import summarize_environment
-from launchbench.results.level_splits import fits_to_make
+from launchbench.results.level_splits import fit_needed
 from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
 
 __all__ = [  # the model and the inference, imported from here by report/, run/ and cli/
@@ -113,6 +118,7 @@ __all__ = [  # the model and the inference, imported from here by report/, run/ 
     "RowSeries",
     "Verdict",
     "adjust_across_rows",
+    "benjamini_hochberg",
     "bootstrap_medians",
     "compare_paired",
     "compare_row",
@@ -342,8 +348,13 @@ def fits_wanted(
     """The pass medians of every side's series, of every metric's raw series, whose host levels need
     the rule's fit and whose results.json kept no split for them (results.level_splits)."""
     keys = dict.fromkeys(METRIC_BY_NAME[m].sample_key for m in metrics)
-    results = (side.case.modes.get(side.mode) for sides in series.values() for side in sides)  # type: ignore[call-overload]
-    return fits_to_make((r for r in results if r is not None), keys)
+    for sides in series.values():
+        for side in sides:
+            result = side.case.modes.get(side.mode)  # type: ignore[call-overload]
+            for key in keys:
+                medians = side.pass_medians(key)
+                if result is not None and medians is not None and fit_needed(result, key, medians):
+                    yield tuple(medians)
 
 
 RowEvidence = Mapping[str, LogEvidence | None]  # one row's evidence per metric
@@ -386,7 +397,7 @@ def align(baseline: Mapping[RowKey, object], current: Mapping[RowKey, object]) -
 
 def adjust_across_rows(rows: Sequence[RowComparison], settings: CompareSettings) -> tuple[RowComparison, ...]:
     """The p values of each metric adjusted over the rows that have one (Benjamini–Hochberg,
-    scipy.stats.false_discovery_control), and the verdicts decided on the adjusted values. One
+    scipy.stats.false_discovery_control's: inference.benjamini_hochberg), and the verdicts decided on the adjusted values. One
     comparison tests every row of every metric: without the adjustment, an A/A comparison of 16 rows
     would call about one row-metric in six invocations slower or faster at alpha 0.01 by chance alone;
     with it, the chance that any row of a metric is called so when none changed is at most alpha."""
@@ -398,7 +409,7 @@ def adjust_across_rows(rows: Sequence[RowComparison], settings: CompareSettings)
     metrics = [list(row.metrics) for row in rows]
     for spots in places.values():
         raw = np.array([rows[r].metrics[m].p_value for r, m in spots])
-        adjusted = sps.false_discovery_control(raw, method="bh") if len(raw) > 1 else raw
+        adjusted = benjamini_hochberg(raw)
         for (r, m), p in zip(spots, adjusted):
             one = rows[r].metrics[m]
             significant = bool(p < settings.alpha)

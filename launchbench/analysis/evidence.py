@@ -146,7 +146,8 @@ class RowSeries:
         self.sizes = case.pass_sizes(mode)
         self._cache: dict[str, tuple[np.ndarray, np.ndarray | None, float]] = {}
         self._metrics: dict[str, tuple[np.ndarray, np.ndarray | None, float]] = {}
-        self._from_passes: set[str] = set()  # series whose log pass medians are their passes' own medians
+        self._from_passes: dict[str, list[float]] = {}  # series whose log pass medians are their passes'
+        # own medians: those medians, in seconds
 
     def series(self, key: str) -> tuple[np.ndarray, np.ndarray | None, float]:
         if key not in self._cache:
@@ -168,7 +169,7 @@ class RowSeries:
         medians = result.pass_medians(key)
         if not all(m > 0 for m in medians):
             return None
-        self._from_passes.add(key)
+        self._from_passes[key] = medians
         return np.log(np.array(medians, dtype=float))
 
     def metric(self, name: str) -> tuple[np.ndarray, np.ndarray | None, float]:
@@ -181,6 +182,12 @@ class RowSeries:
             self._metrics[name] = (samples * scale, shifted, median * scale)
         return self._metrics[name]
 
+    def pass_medians(self, key: str) -> list[float] | None:
+        """A raw series' pass medians in seconds where they are its passes' own (None where the passes'
+        slices are not their lists, or without passes)."""
+        self.series(key)
+        return self._from_passes.get(key)
+
     def levels(self, name: str) -> Levels | None:
         """A metric's host levels in its unit (None without log pass medians): its raw series' split
         (results.level_splits.series_levels: kept in results.json or found on the pass medians in
@@ -190,9 +197,11 @@ class RowSeries:
             return None
         values = np.exp(logs).tolist()
         key = METRIC_BY_NAME[name].sample_key
-        if key not in self._from_passes:  # medians of pooled slices: the rule on them as they are
+        medians = self._from_passes.get(key)
+        if medians is None:  # medians of pooled slices: the rule on them as they are
             return find_levels(values)
-        return series_levels(self.case.modes.get(self.mode), key).on(values)  # type: ignore[call-overload]
+        result = self.case.modes.get(self.mode)  # type: ignore[call-overload]
+        return series_levels(result, key, medians, on=values)
 
     @functools.cached_property  # asked for every metric of the row, by several steps
     def host_bound(self) -> bool:

@@ -29,7 +29,8 @@ def metric_levels(case: CaseResult, mode: str, metric: str) -> Levels:
         return Levels(())
     m = METRIC_BY_NAME[metric]
     scale = m.scale(case.launches_per_iter)
-    return series_levels(result, m.sample_key).on([v * scale for v in result.pass_medians(m.sample_key)])
+    medians = result.pass_medians(m.sample_key)
+    return series_levels(result, m.sample_key, medians, on=[v * scale for v in medians])
 
 
 def _level_text(level: Level, total: int) -> str:

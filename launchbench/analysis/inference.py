@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
-from scipy import stats as sps
 
 from launchbench.analysis.comparison import CompareSettings, Verdict
 from launchbench.analysis.drift import RowVariance
@@ -20,6 +19,8 @@ POWER = 0.8  # the MDE is the change detected with this probability
 
 def bootstrap_medians(samples: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Draws from the bootstrap distribution of the sample median (exact, from order statistics)."""
+    from scipy import stats as sps  # rows of one pass only: compare's start need not import scipy.stats
+
     values = np.sort(np.asarray(samples, dtype=float))
     n = len(values)
     u = rng.random(resamples)
@@ -33,6 +34,21 @@ def bootstrap_medians(samples: np.ndarray, resamples: int, rng: np.random.Genera
     if n % 2:
         return order_statistic((n + 1) // 2)
     return 0.5 * (order_statistic(n // 2) + order_statistic(n // 2 + 1))
+
+
+def benjamini_hochberg(p_values: np.ndarray) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p values: scipy.stats.false_discovery_control(p_values, method="bh"),
+    its operations in its order (tests hold the two equal), written out so that compare and ab need not
+    import scipy.stats (half a second of their start on 2 cores)."""
+    count = len(p_values)
+    if count <= 1:
+        return p_values
+    order = np.argsort(p_values)
+    ranked = p_values[order] * (count / np.arange(1, count + 1, dtype=float))
+    ranked = np.minimum.accumulate(ranked[::-1])[::-1]
+    adjusted = np.empty_like(ranked)
+    adjusted[order] = ranked
+    return np.clip(adjusted, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -73,9 +89,9 @@ def bootstrap_inference(
         return Inference((math.nan, math.nan), math.nan, False, math.nan)
     tail = (1 - settings.confidence) / 2 * 100
     low, high = (float(v) for v in np.percentile(ratios, [tail, 100 - tail]))
-    z = float(sps.norm.ppf((1 + settings.confidence) / 2))
+    z = float(special.ndtri((1 + settings.confidence) / 2))
     se = math.log(high / low) / (2 * z)
-    mde = math.expm1((float(sps.norm.ppf(1 - settings.alpha / 2)) + float(sps.norm.ppf(power))) * se)
+    mde = math.expm1((float(special.ndtri(1 - settings.alpha / 2)) + float(special.ndtri(power))) * se)
     return Inference((low, high), math.nan, low > 1 or high < 1, mde)
 
 

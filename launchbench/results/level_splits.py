@@ -14,6 +14,7 @@ Splits are found on each raw series' pass medians in seconds; a metric of the se
 from __future__ import annotations
 
 import hashlib
+import statistics
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -26,30 +27,52 @@ def medians_digest(medians: Sequence[float]) -> str:
     return hashlib.blake2b(struct.pack(f"<{len(medians)}d", *medians), digest_size=8).hexdigest()
 
 
-def kept_levels(result: ModeResult, key: str, medians: Sequence[float]) -> Levels | None:
-    """The split kept for ``key`` on this mode, as levels of ``medians``, where it was found on these
-    medians (its digest matches) and names only their passes; None otherwise."""
+def kept_split(result: ModeResult, key: str, medians: Sequence[float]) -> LevelSplit | None:
+    """The split kept for ``key`` on this mode where it was found on these medians (its digest matches),
+    names each of their passes once, sets passes apart only from a single level and puts its lowest
+    level first; None otherwise."""
     split = result.levels.get(key)  # type: ignore[call-overload]
     if split is None or split.medians != medians_digest(medians):
         return None
     named = [i for members in split.levels for i in members]
-    one = len(split.levels) == 1
     if sorted(named) != list(range(len(medians))) or any(i >= len(medians) for i in split.apart):
         return None  # not a split of these passes
-    if split.apart and not one:
+    if split.apart and len(split.levels) != 1:
         return None
-    levels = split_levels(medians, split.levels, split.apart)
-    centers = [level.center for level in levels.levels]
-    return levels if centers == sorted(centers) else None  # lowest level first
+    centers = [statistics.median(medians[i] for i in members) for members in split.levels]
+    return split if centers == sorted(centers) else None
 
 
-def series_levels(result: ModeResult | None, key: str) -> Levels:
-    """A raw series' levels in seconds (none without passes): the kept split, or the rule's own."""
+def kept_levels(result: ModeResult, key: str, medians: Sequence[float]) -> Levels | None:
+    """The split kept for ``key`` on this mode as levels of ``medians`` (kept_split), or None."""
+    split = kept_split(result, key, medians)
+    return None if split is None else split_levels(medians, split.levels, split.apart)
+
+
+def series_levels(
+    result: ModeResult | None,
+    key: str,
+    medians: Sequence[float] | None = None,
+    on: Sequence[float] | None = None,
+) -> Levels:
+    """A raw series' levels (none without passes): the kept split, or the rule's own on its pass medians
+    in seconds. ``medians``: those pass medians (``result.pass_medians(key)``) where the caller has them;
+    ``on``: the same passes' medians in another unit, for the levels in that unit (Levels.on)."""
     if result is None:
         return Levels(())
-    medians = result.pass_medians(key)
-    kept = kept_levels(result, key, medians)
-    return kept if kept is not None else find_levels(medians)
+    medians = result.pass_medians(key) if medians is None else medians
+    split = kept_split(result, key, medians)
+    if split is None:
+        found = find_levels(medians)
+        return found if on is None else found.on(on)
+    return split_levels(medians if on is None else on, split.levels, split.apart)
+
+
+def fit_needed(result: ModeResult, key: str, medians: Sequence[float]) -> bool:
+    """Whether the levels of this series (its pass medians ``medians``) take the rule's mixture fit: the
+    rule needs one and no split was kept for it."""
+    values = tuple(medians)
+    return needs_fit(values) and kept_split(result, key, values) is None
 
 
 def fits_to_make(
@@ -61,7 +84,7 @@ def fits_to_make(
     for result in results:
         for key in keys:
             medians = tuple(result.pass_medians(key))
-            if needs_fit(medians) and kept_levels(result, key, medians) is None:
+            if fit_needed(result, key, medians):
                 yield medians
 
 

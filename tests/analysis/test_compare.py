@@ -10,6 +10,7 @@ skip while the real runs are absent.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import compare_helpers
 import numpy as np
@@ -44,6 +45,7 @@ from launchbench.analysis.compare import (
     RowComparison,
     RowContext,
     adjust_across_rows,
+    benjamini_hochberg,
     bootstrap_medians,
     compare_paired,
     compare_runs,
@@ -412,6 +414,47 @@ def test_bootstrap_medians_match_resampling() -> None:
         assert np.percentile(exact, [2.5, 50, 97.5]) == pytest.approx(
             np.percentile(brute, [2.5, 50, 97.5]), rel=0.01
         )
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 16, 500])
+def test_benjamini_hochberg_is_scipys_false_discovery_control(count: int) -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(count)
+    p = rng.uniform(0, 1, count) ** 3
+    p[: count // 3] = p[0]  # ties
+    assert np.array_equal(benjamini_hochberg(p), stats.false_discovery_control(p, method="bh"))
+
+
+def test_ndtri_is_the_normal_quantile_scipy_stats_gives() -> None:
+    from scipy import special, stats
+
+    q = np.linspace(0.001, 0.999, 101)
+    assert np.array_equal(special.ndtri(q), stats.norm.ppf(q))
+
+
+def test_compare_of_runs_with_kept_splits_imports_neither_scipy_stats_nor_scikit_learn(tmp_path) -> None:
+    """Their imports are most of a compare's start on 2 cores: rows of one pass (the bootstrap) need
+    scipy.stats, and a series whose results.json kept no host-level split needs scikit-learn's fit."""
+    import subprocess
+    import sys
+
+    from launchbench.report.run_files import write_run_files
+
+    runs = []
+    for name in ("quickstart-a", "quickstart-b"):  # written again: schema 6, with their kept splits
+        write_run_files(tmp_path / name, load_run(Path(__file__).parents[1] / "data" / "h200" / name))
+        runs.append(str(tmp_path / name))
+    code = (
+        "import sys; from launchbench.cli import main\n"
+        "sys.argv = ['launchbench', 'compare', *sys.argv[1:3], '--format', 'csv', '-o', sys.argv[3]]\n"
+        "try:\n    main()\n"
+        "except SystemExit: pass\n"
+        "print('scipy.stats' in sys.modules, 'sklearn' in sys.modules)"
+    )
+    command = [sys.executable, "-c", code, *runs, str(tmp_path / "c.csv")]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
+    assert out[-2:] == ["False", "False"] and (tmp_path / "c.csv").stat().st_size > 0
 
 
 def test_compare_samples_reports_passes() -> None:
