@@ -14,6 +14,7 @@ every row has one pass more than at the last.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -25,7 +26,9 @@ from pathlib import Path
 from compare_speed import scaled
 
 from launchbench.measure import levels
+from launchbench.report import run_files
 from launchbench.report.run_files import write_tables
+from launchbench.results import level_splits
 from launchbench.results.store import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,16 +80,26 @@ def main() -> None:
 
 
 def counted_fits() -> list[int]:
-    """A list that gains one entry per host-level mixture fit made from now on (levels._two_components
-    wrapped; the fits' results are unchanged)."""
+    """A list that gains one entry per host-level mixture fit made from now on, in this process
+    (levels._two_components wrapped) or together in worker processes (fitted_together wrapped where
+    run_files and level_splits call it); the fits' results are unchanged."""
     made: list[int] = []
     fit = levels._two_components
+    together = level_splits.fitted_together
 
     def counting(logs):  # type: ignore[no-untyped-def]
         made.append(len(logs))
         return fit(logs)
 
+    @contextlib.contextmanager
+    def counted_together(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with together(*args, **kwargs) as count:
+            made.extend([0] * count)
+            yield count
+
     levels._two_components = counting
+    level_splits.fitted_together = counted_together
+    run_files.fitted_together = counted_together
     return made
 
 

@@ -5,15 +5,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from launchbench.analysis.columns import LEVEL_METRICS
 from launchbench.analysis.costmodel import cost_model_table
 from launchbench.analysis.table import run_table
-from launchbench.results.schema import RunRecord
+from launchbench.measure.levels import fitted_together
+from launchbench.results.level_splits import fits_to_make, with_level_splits
+from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.results.store import COSTMODEL_CSV, RESULTS_CSV, atomic_write_text, write_run
 
 
 def write_tables(run_dir: Path, run: RunRecord) -> None:
-    """results.csv and (where a chain length or the iterations per shape vary) costmodel.csv."""
-    table = run_table(run)
+    """results.csv and (where a chain length or the iterations per shape vary) costmodel.csv. The rows'
+    host levels come from the run's kept splits, the fits it lacks for the table's level columns made
+    together first (measure.levels.fitted_together: in worker processes where many are needed)."""
+    results = [result for case in run.cases for result in case.modes.values()]
+    keys = dict.fromkeys(METRIC_BY_NAME[metric].sample_key for metric in LEVEL_METRICS)
+    with fitted_together(fits_to_make(results, keys)):
+        table = run_table(run)
     atomic_write_text(run_dir / RESULTS_CSV, table.to_csv(index=False))
     model = cost_model_table(table)
     if len(model):
@@ -21,6 +29,7 @@ def write_tables(run_dir: Path, run: RunRecord) -> None:
 
 
 def write_run_files(run_dir: Path, run: RunRecord) -> None:
-    """results.json and the tables."""
+    """results.json and the tables (the host-level splits found once for both)."""
+    run = with_level_splits(run)
     write_run(run_dir, run)
     write_tables(run_dir, run)

@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.mixture import GaussianMixture
 
@@ -21,6 +22,7 @@ from launchbench.measure.levels import (
     one_component_bic,
     widest_gap_start,
 )
+from launchbench.report.run_files import write_tables
 from launchbench.report.tables import comparison_csv
 from launchbench.results.store import load_run
 
@@ -116,3 +118,28 @@ def test_compare_reads_the_same_with_its_fits_made_together(monkeypatch):
     monkeypatch.setattr(levels, "_two_components", fit_here)
     levels._find_levels.cache_clear()
     assert together == alone and "levels" in alone.splitlines()[0]
+
+
+def test_a_runs_tables_read_the_same_with_their_fits_made_together(monkeypatch, tmp_path):
+    """A 24-case run whose copies differ: its results.csv with the host levels' fits made one by one in
+    this process and made together in worker processes before the tables (report.run_files)."""
+    root = Path(__file__).parent.parent.parent
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    from compare_speed import SOURCES, scaled
+
+    run = scaled(load_run(SOURCES[0]), 24, distinct=True)
+    alone, together = tmp_path / "alone", tmp_path / "together"
+    alone.mkdir(), together.mkdir()
+    levels._find_levels.cache_clear()
+    monkeypatch.setattr(levels, "PARALLEL_FITS", 10**9)  # every fit made here
+    write_tables(alone, run)
+    levels._find_levels.cache_clear()
+    monkeypatch.setattr(levels, "PARALLEL_FITS", 1)
+    fit_here = levels._two_components
+    monkeypatch.setattr(levels, "_two_components", None)  # every fit now made in a worker, or this fails
+    write_tables(together, run)
+    monkeypatch.setattr(levels, "_two_components", fit_here)
+    levels._find_levels.cache_clear()
+    table = (alone / "results.csv").read_text()
+    assert (together / "results.csv").read_text() == table
+    assert (pd.read_csv(alone / "results.csv")["wall_us_per_launch_levels"] == 2).any()
