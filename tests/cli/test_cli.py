@@ -4,6 +4,7 @@ that reads in CI logs (CliRunner's stdout is not a terminal)."""
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -243,3 +244,21 @@ def test_the_readme_is_short_and_tells_no_history() -> None:
     assert len(readme.splitlines()) <= 200
     for word in (" was ", " used to ", "found in review", " now "):
         assert word not in readme, word
+
+
+@pytest.mark.parametrize(("given", "seen"), [(None, "1"), ("4", "4")])
+def test_the_command_line_starts_numpy_with_one_blas_thread_unless_told(given: str | None, seen: str) -> None:
+    """OpenBLAS reads OPENBLAS_NUM_THREADS as NumPy loads: the CLI sets it to 1 before any command imports
+    NumPy, and keeps a value the user gave."""
+    code = (
+        "import os, sys; sys.argv = ['launchbench', '--version']\n"
+        "from launchbench.cli import main\n"
+        "try:\n    main()\nexcept SystemExit: pass\n"
+        "import numpy\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-1] == seen
