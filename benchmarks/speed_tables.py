@@ -28,7 +28,6 @@ from compare_speed import scaled
 from launchbench.measure import levels
 from launchbench.report import run_files
 from launchbench.report.run_files import write_tables
-from launchbench.results import level_splits
 from launchbench.results.store import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,7 +51,7 @@ def main() -> None:
         times = []
         fits.clear()
         for _ in range(args.repeat):
-            levels._find_levels.cache_clear()  # a pass's end meets every row with one pass more: no fit kept
+            levels.forget_levels()  # a pass's end meets every row with one pass more: no fit kept
             began = time.perf_counter()
             write_tables(Path(scratch), record)
             times.append(time.perf_counter() - began)
@@ -82,10 +81,10 @@ def main() -> None:
 def counted_fits() -> list[int]:
     """A list that gains one entry per host-level mixture fit made from now on, in this process
     (levels._two_components wrapped) or together in worker processes (fitted_together wrapped where
-    run_files and level_splits call it); the fits' results are unchanged."""
+    run_files calls it); the fits' results are unchanged."""
     made: list[int] = []
     fit = levels._two_components
-    together = level_splits.fitted_together
+    together = run_files.fitted_together
 
     def counting(logs):  # type: ignore[no-untyped-def]
         made.append(len(logs))
@@ -98,7 +97,6 @@ def counted_fits() -> list[int]:
             yield count
 
     levels._two_components = counting
-    level_splits.fitted_together = counted_together
     run_files.fitted_together = counted_together
     return made
 

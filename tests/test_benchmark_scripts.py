@@ -219,9 +219,9 @@ def test_speed_tables_writes_a_run_of_n_distinct_cases_and_counts_its_fits(tmp_p
     made = []
     fit = levels._two_components
     monkeypatch.setattr(levels, "_two_components", lambda logs: made.append(1) or fit(logs))
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     run_table(run)
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     out = tmp_path / "tables.json"
     script = ROOT / "benchmarks" / "speed_tables.py"
     arguments = ["--cases", "16", "--distinct", "--repeat", "2", "--out", str(out)]

@@ -396,8 +396,9 @@ def align(baseline: Mapping[RowKey, object], current: Mapping[RowKey, object]) -
 
 
 def adjust_across_rows(rows: Sequence[RowComparison], settings: CompareSettings) -> tuple[RowComparison, ...]:
-    """The p values of each metric adjusted over the rows that have one (Benjamini–Hochberg,
-    scipy.stats.false_discovery_control's: inference.benjamini_hochberg), and the verdicts decided on the adjusted values. One
+    """The p values of each metric adjusted over the rows that have one (Benjamini–Hochberg:
+    inference.benjamini_hochberg, as scipy.stats.false_discovery_control computes it), and the verdicts
+    decided on the adjusted values. One
     comparison tests every row of every metric: without the adjustment, an A/A comparison of 16 rows
     would call about one row-metric in six invocations slower or faster at alpha 0.01 by chance alone;
     with it, the chance that any row of a metric is called so when none changed is at most alpha."""

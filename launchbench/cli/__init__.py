@@ -129,16 +129,12 @@ def _output_failed(err: OSError) -> NoReturn:
     os._exit(EXIT_USAGE)
 
 
-ONE_BLAS_THREAD = ("OPENBLAS_NUM_THREADS",)  # set to 1 where the user set nothing
-
-
 def main() -> None:
     # Before NumPy is imported: OpenBLAS starts a thread per core as it loads, and no command multiplies
     # matrices large enough to gain from a second one. On the H200 host's 16 cores, a compare of two
     # 1,000-case runs took 7.5-8.5 s of CPU with them and 3.2-4.7 s without, in about the same wall time
     # (results/speed/compare-openblas-h200.json).
-    for variable in ONE_BLAS_THREAD:
-        os.environ.setdefault(variable, "1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # a value the user set is kept
     _tolerant_streams()
     try:
         try:

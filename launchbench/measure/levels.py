@@ -33,8 +33,7 @@ import functools
 import math
 import statistics
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -192,15 +191,29 @@ def find_levels(pass_medians: Sequence[float]) -> Levels:
     return _find_levels(tuple(float(v) for v in pass_medians))
 
 
-_FITTED: ContextVar[Mapping[tuple[float, ...], Levels] | None] = ContextVar("levels_fitted", default=None)
+KEPT_FITS = 1 << 16  # mixture fits kept in this process (the oldest dropped first beyond it)
+_FITS: dict[tuple[float, ...], Levels] = {}  # each fit made here or in fitted_together's workers
 
 
 @functools.lru_cache(maxsize=1 << 16)  # a run's tables, its summary and results.json ask about the same rows
 def _find_levels(values: tuple[float, ...]) -> Levels:
     if not needs_fit(values):  # too few passes, or step 3 would end in one level whatever the fit gave
         return one_level(values) if values else Levels(())
-    known = (_FITTED.get() or {}).get(values)
-    return known if known is not None else fitted_levels(values)
+    known = _FITS.get(values)
+    return known if known is not None else _keep_fit(values, fitted_levels(values))
+
+
+def _keep_fit(values: tuple[float, ...], levels: Levels) -> Levels:
+    _FITS[values] = levels
+    if len(_FITS) > KEPT_FITS:
+        del _FITS[next(iter(_FITS))]
+    return levels
+
+
+def forget_levels() -> None:
+    """Drop every answer and fit kept so far (the next find_levels of any series decides, and fits, anew)."""
+    _find_levels.cache_clear()
+    _FITS.clear()
 
 
 def needs_fit(values: tuple[float, ...]) -> bool:
@@ -215,24 +228,23 @@ def fitted_together(
     series: Iterable[Sequence[float]], jobs: int = -1, least: int | None = None
 ) -> Iterator[int]:
     """Inside the block, find_levels answers each of ``series`` (rows' pass medians) that needs a
-    mixture fit from a fit made on entry, all of them at once in worker processes (joblib's, ``jobs``
-    of them, -1: one per CPU) where at least ``least`` (by default PARALLEL_FITS) fits are needed;
-    fewer are left to find_levels.
+    mixture fit not made before from a fit made on entry, all of them at once in worker processes
+    (joblib's, ``jobs`` of them, -1: one per CPU) where at least ``least`` (by default PARALLEL_FITS)
+    such fits are needed; fewer are left to find_levels. The fits are kept after the block, as
+    find_levels keeps its own.
     The same deterministic fits, seeded alike, so every answer is what find_levels gives alone. Yields
     how many fits were made on entry."""
     wanted = list(dict.fromkeys(tuple(float(v) for v in one) for one in series))
-    fits = [values for values in wanted if needs_fit(values)]
+    fits = [values for values in wanted if values not in _FITS and needs_fit(values)]
     if len(fits) < (PARALLEL_FITS if least is None else least):
         yield 0
         return
     from joblib import Parallel, delayed
 
     found = Parallel(n_jobs=jobs)(delayed(fitted_levels)(values) for values in fits)
-    token = _FITTED.set(dict(zip(fits, found, strict=True)))
-    try:
-        yield len(fits)
-    finally:
-        _FITTED.reset(token)
+    for values, levels in zip(fits, found, strict=True):
+        _keep_fit(values, levels)
+    yield len(fits)
 
 
 def fitted_levels(values: tuple[float, ...]) -> Levels:

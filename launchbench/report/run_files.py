@@ -9,7 +9,7 @@ from launchbench.analysis.columns import LEVEL_METRICS
 from launchbench.analysis.costmodel import cost_model_table
 from launchbench.analysis.table import run_table
 from launchbench.measure.levels import fitted_together
-from launchbench.results.level_splits import fits_to_make, with_level_splits
+from launchbench.results.level_splits import fits_to_make
 from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.results.store import COSTMODEL_CSV, RESULTS_CSV, atomic_write_text, write_run
 
@@ -29,7 +29,6 @@ def write_tables(run_dir: Path, run: RunRecord) -> None:
 
 
 def write_run_files(run_dir: Path, run: RunRecord) -> None:
-    """results.json and the tables (the host-level splits found once for both)."""
-    run = with_level_splits(run)
+    """results.json and the tables (the tables take the host-level fits results.json's splits made)."""
     write_run(run_dir, run)
     write_tables(run_dir, run)

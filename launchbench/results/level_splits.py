@@ -43,12 +43,6 @@ def kept_split(result: ModeResult, key: str, medians: Sequence[float]) -> LevelS
     return split if centers == sorted(centers) else None
 
 
-def kept_levels(result: ModeResult, key: str, medians: Sequence[float]) -> Levels | None:
-    """The split kept for ``key`` on this mode as levels of ``medians`` (kept_split), or None."""
-    split = kept_split(result, key, medians)
-    return None if split is None else split_levels(medians, split.levels, split.apart)
-
-
 def series_levels(
     result: ModeResult | None,
     key: str,

@@ -76,10 +76,10 @@ def _pass_medians(seed: int) -> list[list[float]]:
 
 def test_fits_made_together_in_worker_processes_are_the_fits_made_alone(monkeypatch):
     series = _pass_medians(4)
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     alone = [find_levels(values) for values in series]
     assert any(one.two or one.apart for one in alone)  # the series hold levels to find
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
 
     def no_fit_here(logs):
         raise AssertionError("a fit made in this process inside the block")
@@ -89,7 +89,24 @@ def test_fits_made_together_in_worker_processes_are_the_fits_made_alone(monkeypa
         together = [find_levels(values) for values in series]
     assert made == sum(levels.needs_fit(tuple(values)) for values in series) > 0
     assert together == alone
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
+
+
+def test_fits_made_before_are_not_made_again_together(monkeypatch):
+    """A fit find_levels (or an earlier block) made is kept: a later block makes only the others, as
+    results.json's write and then the tables of the same record at a run's end ask for the same fits."""
+    series = _pass_medians(4)
+    levels.forget_levels()
+    alone = [find_levels(values) for values in series[:3]]
+    monkeypatch.setattr("joblib.Parallel", None)  # a pool would fail to start
+    monkeypatch.setattr(levels, "_two_components", None)  # and no fit can be made here
+    with fitted_together(series[:3], least=1) as made:
+        assert made == 0
+        assert [find_levels(values) for values in series[:3]] == alone
+    monkeypatch.undo()
+    with fitted_together(series, jobs=2, least=1) as made:
+        assert made == sum(levels.needs_fit(tuple(values)) for values in series[3:]) > 0
+    levels.forget_levels()
 
 
 def test_too_few_fits_are_left_to_find_levels_and_no_pool_starts(monkeypatch):
@@ -108,15 +125,15 @@ def test_compare_reads_the_same_with_its_fits_made_together(monkeypatch):
     from compare_speed import SOURCES, scaled
 
     baseline, current = (scaled(load_run(source), 24, distinct=True) for source in SOURCES)
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     alone = comparison_csv(compare_runs(baseline, current))
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     monkeypatch.setattr(levels, "PARALLEL_FITS", 1)
     fit_here = levels._two_components
     monkeypatch.setattr(levels, "_two_components", None)  # every fit now made in a worker, or this fails
     together = comparison_csv(compare_runs(baseline, current))
     monkeypatch.setattr(levels, "_two_components", fit_here)
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     assert together == alone and "levels" in alone.splitlines()[0]
 
 
@@ -130,16 +147,16 @@ def test_a_runs_tables_read_the_same_with_their_fits_made_together(monkeypatch, 
     run = scaled(load_run(SOURCES[0]), 24, distinct=True)
     alone, together = tmp_path / "alone", tmp_path / "together"
     alone.mkdir(), together.mkdir()
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     monkeypatch.setattr(levels, "PARALLEL_FITS", 10**9)  # every fit made here
     write_tables(alone, run)
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     monkeypatch.setattr(levels, "PARALLEL_FITS", 1)
     fit_here = levels._two_components
     monkeypatch.setattr(levels, "_two_components", None)  # every fit now made in a worker, or this fails
     write_tables(together, run)
     monkeypatch.setattr(levels, "_two_components", fit_here)
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     table = (alone / "results.csv").read_text()
     assert (together / "results.csv").read_text() == table
     assert (pd.read_csv(alone / "results.csv")["wall_us_per_launch_levels"] == 2).any()

@@ -107,11 +107,11 @@ def test_find_levels_with_a_wrong_shortcut_differs_from_the_fit(monkeypatch):
         return max(values) < 1.08 * min(values)
 
     monkeypatch.setattr(levels, "splits_stay_close", loose)
-    levels._find_levels.cache_clear()
+    levels.forget_levels()
     try:
         assert any(levels.find_levels(v) != fitted_levels(v) for v in two_level_inputs(600))
     finally:
-        levels._find_levels.cache_clear()
+        levels.forget_levels()
 
 
 def all_groupings_close(values: Sequence[float]) -> bool:

@@ -20,7 +20,7 @@ from launchbench.measure.levels import find_levels, split_levels
 from launchbench.report.comparison_table import records
 from launchbench.results.level_splits import (
     fits_to_make,
-    kept_levels,
+    kept_split,
     medians_digest,
     series_levels,
     with_level_splits,
@@ -71,7 +71,7 @@ def without_splits(run: RunRecord) -> RunRecord:
 
 
 def _refuse_fits(monkeypatch: pytest.MonkeyPatch) -> None:
-    levels_module._find_levels.cache_clear()
+    levels_module.forget_levels()
 
     def refused(*_: object) -> None:
         raise AssertionError("a mixture fit was made")
@@ -84,7 +84,7 @@ def no_fits(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Any mixture fit made inside the test fails it (the rule's cache emptied first and after)."""
     _refuse_fits(monkeypatch)
     yield
-    levels_module._find_levels.cache_clear()
+    levels_module.forget_levels()
 
 
 def test_sample_keys_are_the_literal_of_a_kept_split() -> None:
@@ -104,7 +104,7 @@ def test_a_run_written_keeps_the_rules_own_split_for_every_series_that_needs_a_f
             own = find_levels(medians)
             assert split.medians == medians_digest(medians)
             assert split.levels == [list(level.passes) for level in own.levels] == [[0, 2, 5], [1, 3, 4]]
-            assert kept_levels(eager, key, medians) == own
+            assert kept_split(eager, key, medians) == split and series_levels(eager, key, medians) == own
 
 
 def test_modes_of_two_passes_keep_no_split(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_a_split_that_does_not_describe_the_series_is_not_taken(change: dict[str
     kept = eager.levels[WALL]
     bad = _with_split(eager, WALL, kept.model_copy(update=change))
     medians = bad.pass_medians(WALL)
-    assert kept_levels(bad, WALL, medians) is None
+    assert kept_split(bad, WALL, medians) is None
     assert series_levels(bad, WALL) == find_levels(medians)  # the rule's own answer instead
     assert list(fits_to_make([bad], [WALL])) == [tuple(medians)]
 
@@ -163,7 +163,7 @@ def test_changed_samples_make_the_kept_split_stale() -> None:
     eager = with_level_splits(two_level_run()).cases[0].modes["eager"]
     changed = eager.with_samples({k: [v * 1.01 for v in vs] for k, vs in eager.samples.items()})
     changed = changed.model_copy(update={"levels": eager.levels})
-    assert kept_levels(changed, WALL, changed.pass_medians(WALL)) is None
+    assert kept_split(changed, WALL, changed.pass_medians(WALL)) is None
 
 
 def test_levels_on_another_unit_keep_the_passes() -> None:
@@ -179,12 +179,12 @@ def test_levels_on_another_unit_keep_the_passes() -> None:
 
 def test_compare_gives_the_same_table_with_kept_splits_and_without(monkeypatch: pytest.MonkeyPatch) -> None:
     base, current = two_level_run(), two_level_run(1.02)
-    levels_module._find_levels.cache_clear()
+    levels_module.forget_levels()
     plain = records(compare_runs(without_splits(base), without_splits(current)))  # the fits made here
     kept_base, kept_current = with_level_splits(base), with_level_splits(current)
     _refuse_fits(monkeypatch)
     kept = records(compare_runs(kept_base, kept_current))  # no fit at all
-    levels_module._find_levels.cache_clear()
+    levels_module.forget_levels()
     assert kept == plain
     assert sum(bool(r["levels"]) for r in kept) >= len(base.cases)  # every eager row noted at two levels
 
