@@ -21,7 +21,13 @@ Per row (case and mode):
   undecided (None) when the interval straddles the bound: the host's spread between processes was then
   too large for this many processes to tell.
 
-    python benchmarks/fidelity.py [scenarios/quickstart.yaml] [--rounds 3] [--bare 3] [--out DIR] [-- RUN ARGS]
+    python benchmarks/fidelity.py [scenarios/quickstart.yaml] [--rounds 3] [--bare 3] [--cpus 2-9] [--out DIR] [-- RUN ARGS]
+
+Where the launching thread runs sets the host-bound rows' level on some hosts, and the scheduler may put
+the two sides on different CPUs: the header names the CPUs each side's launching thread ran on (the bare
+processes' `cpu`, each launchbench pass's start). ``--cpus`` (a list as taskset takes it, "2-9" or
+"3,5,7") confines this process to those CPUs before any turn, so both sides (every process either
+starts inherits the set) run on the same ones.
 
 Exit 0 when every compared row is within its bound and no pass was measured in a disturbed state.
 """
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -178,10 +185,36 @@ def specs_of(scenario: str) -> list[str]:
     return specs
 
 
+def cpu_list(text: str) -> set[int]:
+    """CPUs from "2-9", "3,5,7" or "0-3,8"."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def placement(raw: dict[str, list], out: Path) -> str:
+    """The CPUs each side's launching thread ran on: every bare process's and every launchbench pass's."""
+    bare = {int(r["cpu"]) for turn in raw["bare"] for r in turn if r.get("cpu") is not None}
+    ours: set[int] = set()
+    for name in raw["runs"]:
+        for case in load_run(out / name).cases:
+            for result in case.modes.values():
+                ours |= {
+                    p.host.start.cpu for p in result.passes if p.host.start and p.host.start.cpu is not None
+                }
+    confined = f"confined to CPUs {raw['cpus']}; " if raw.get("cpus") else ""
+    return f"{confined}launching thread on CPUs {sorted(ours)} (launchbench's passes), {sorted(bare)} (bare processes)"
+
+
 def collect(args: argparse.Namespace, out: Path) -> dict[str, list]:
     """The turns: every bare process's rows and every run's directory, in the order they ran."""
     specs = specs_of(args.scenario)
-    raw: dict[str, list] = {"bare": [], "runs": [], "order": []}
+    raw: dict[str, list] = {"bare": [], "runs": [], "order": [], "cpus": []}
+    if args.cpus:
+        os.sched_setaffinity(0, cpu_list(args.cpus))
+        raw["cpus"] = sorted(os.sched_getaffinity(0))
     for rnd in range(args.rounds):
         turns = ("bare", "launchbench") if rnd % 2 == 0 else ("launchbench", "bare")
         raw["order"].append(list(turns))
@@ -227,6 +260,7 @@ def main() -> None:
     parser.add_argument(
         "--reanalyse", action="store_true", help="only the table, from OUT/raw.json and OUT's run folders"
     )
+    parser.add_argument("--cpus", help="confine both sides to these CPUs (taskset's list: 2-9 or 3,5,7)")
     parser.add_argument("run", nargs="*", help="after --: more options for `launchbench run`")
     args = parser.parse_args()
     started = time.time()
@@ -242,7 +276,7 @@ def main() -> None:
     header = (
         f"fidelity: `launchbench run {args.scenario}` against benchmarks/bare_loop.py in its own processes, "
         f"{len(raw['runs'])} turns each ({processes} bare processes a turn){took}; "
-        f"passes measured in a disturbed state: {disturbed}\n"
+        f"passes measured in a disturbed state: {disturbed}; {placement(raw, args.out)}\n"
         "graph: ratio = median over turns of (results.csv median / median of the turn's bare processes), min/max over "
         f"turns, bound ±{GRAPH_BOUND:.0%}; eager: per-process values split into levels (sorted values more than "
         f"{LEVEL_GAP:.0%} apart), each launchbench level against the bare loop's same level, bound ±{EAGER_BOUND:.0%}; "

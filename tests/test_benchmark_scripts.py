@@ -71,6 +71,13 @@ def test_fidelity_compares_graph_rows_per_turn_and_eager_rows_level_to_level():
     assert not fidelity.eager_rows("e", [5.4, 5.5], [4.5, 4.6])[0].within  # 20% apart at one level each
 
 
+def test_fidelity_reads_a_cpu_list_as_taskset_writes_it():
+    fidelity = _benchmark_module("fidelity")
+    assert fidelity.cpu_list("2-5") == {2, 3, 4, 5}
+    assert fidelity.cpu_list("3,5,7") == {3, 5, 7}
+    assert fidelity.cpu_list("0-1,8") == {0, 1, 8}
+
+
 def test_fidelity_pools_processes_and_decides_only_where_the_interval_allows():
     fidelity = _benchmark_module("fidelity")
     same = fidelity.pooled_row("g", "graph", [0.512, 0.513, 0.511, 0.512], [0.512, 0.511, 0.513])
