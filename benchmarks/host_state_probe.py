@@ -9,7 +9,11 @@ Conditions, each a way launchbench's worker differs from benchmarks/bare_loop.py
 - ``spinner``: another process busy on another CPU throughout (launchbench's parent and the next pass's
   worker starting while a pass samples);
 - ``forkserver``: the measuring process forked from a multiprocessing fork server that imported CuPy
-  (launchbench's workers).
+  (launchbench's workers);
+- ``nvml``: NVML initialised in the measuring process and the SM clock read after every batch
+  (launchbench's clock monitor);
+- ``second_context``: another process holding a CUDA context on the same GPU, idle, throughout
+  (launchbench's next worker, started ahead and waiting for its pass).
 
 Each timing: batches of at least 5 ms between synchronizes (one every 256 launches), 9 of them after a
 0.1 s warm-up; µs per launch, their median. Prints one line per process, and with --out writes JSON.
@@ -28,7 +32,11 @@ import sys
 import time
 from pathlib import Path
 
-CONDITIONS = ("plain", "interleaved", "canary_first", "spinner", "forkserver")
+CONDITIONS = ("plain", "interleaved", "canary_first", "spinner", "forkserver", "nvml", "second_context")
+NEIGHBOURS = {
+    "spinner": "while True: pass",
+    "second_context": "import time, cupy; cupy.zeros(1); cupy.cuda.Device().synchronize(); time.sleep(600)",
+}
 
 
 def measure(condition: str) -> dict[str, object]:
@@ -83,6 +91,18 @@ def measure(condition: str) -> dict[str, object]:
                     break
             iters[mode] = n
         samples: dict[str, list[float]] = {mode: [] for mode in launches}
+        if condition == "nvml":
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            plain_batch = batch
+
+            def batch(mode: str, iters: int) -> float:  # type: ignore[no-redef]
+                took = plain_batch(mode, iters)
+                pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+                return took
+
         if condition == "interleaved":
             for _ in range(9):
                 for mode in launches:
@@ -96,14 +116,19 @@ def measure(condition: str) -> dict[str, object]:
     return {"condition": condition, "us_per_launch": medians, "cpu": cpu}
 
 
-def spinner() -> subprocess.Popen[bytes]:
-    """A process busy-looping until killed."""
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+def neighbour(condition: str) -> subprocess.Popen[bytes] | None:
+    """The process beside the measuring one for ``condition`` (None for most), running until killed; for
+    a second CUDA context, once its context is made."""
+    if condition not in NEIGHBOURS:
+        return None
+    busy = subprocess.Popen([sys.executable, "-c", NEIGHBOURS[condition]])
+    time.sleep(3 if condition == "second_context" else 0.2)
+    return busy
 
 
 def fresh(condition: str) -> dict[str, object]:
-    """``condition`` measured in a fresh interpreter (with a spinner beside it for ``spinner``)."""
-    busy = spinner() if condition == "spinner" else None
+    """``condition`` measured in a fresh interpreter (with its neighbour process beside it, if any)."""
+    busy = neighbour(condition)
     try:
         code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import json, host_state_probe as p; "
         code += f"print(json.dumps(p.measure({condition!r})))"
