@@ -22,7 +22,7 @@ WIDTHS: tuple[int | None, ...] = (80, 200, None)  # None: piped
 def _console(width: int | None) -> tuple[object, io.StringIO]:
     from rich.console import Console
 
-    from launchbench.report.console import plain_console
+    from launchbench.report.terminal import plain_console
 
     buffer = io.StringIO()
     if width is None:

@@ -352,8 +352,9 @@ def _ab_on_one_device(
 ) -> int:
     """One paired run, its comparison and gate written; the exit code."""
     from launchbench.cli.compare import emit_comparison
-    from launchbench.report.console import ConsoleEvents, Stream, Verbosity, make_console
+    from launchbench.report.console import ConsoleEvents, Verbosity
     from launchbench.report.markdown import comparison_markdown
+    from launchbench.report.terminal import Stream, make_console
     from launchbench.run.ab import run_ab
 
     root = out.root

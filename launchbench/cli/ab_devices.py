@@ -78,9 +78,10 @@ def ab_on_devices(
     when any device's gate fails or a case failed on any device)."""
     from launchbench.cli.output import publish
     from launchbench.report.ab_devices import failed_devices
-    from launchbench.report.console import Stream, Verbosity, make_console
+    from launchbench.report.console import Verbosity
     from launchbench.report.devices import DeviceLines
     from launchbench.report.export import Devices
+    from launchbench.report.terminal import Stream, make_console
     from launchbench.run.ab_devices import run_ab_devices
 
     console = make_console(stream=Stream.STDERR if out.data_on_stdout else Stream.STDOUT)

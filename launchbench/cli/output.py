@@ -48,8 +48,8 @@ def publish(subject: Subject, fmt: str, output: Path | None, junit: Path | None,
     asked and the step summary (markdown, each table cut at STEP_SUMMARY_ROWS). The one-line outcome
     goes to stdout after the table or the file, to stderr after data on stdout; with ``quiet`` the table
     is left out."""
-    from launchbench.report.console import make_console
     from launchbench.report.export import draw, export, outcome
+    from launchbench.report.terminal import make_console
 
     said = outcome(subject)
     if output is not None:

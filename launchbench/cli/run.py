@@ -181,7 +181,7 @@ def _run(args: RunArgs) -> int:
     claimed = args.out_dir is None  # a default directory: claimed now, given back if nothing went in
     run_dir = args.out_dir or runner.default_run_dir(args.results_root, the_plan.scenarios)
     # the tables and the console (pandas, SciPy, rich) only once the scenarios are known to be good
-    from launchbench.report.console import make_console
+    from launchbench.report.terminal import make_console
 
     console = make_console()
     record = _measured(args, the_plan, run_dir, _options(args, settings), console, resume, claimed)

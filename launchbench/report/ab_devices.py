@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import pandas as pd
 from rich.console import Console
 from rich.markup import escape
 
@@ -84,6 +83,8 @@ def devices_markdown(verdicts: Sequence[DeviceVerdict], max_rows: int | None = N
 
 def devices_csv(verdicts: Sequence[DeviceVerdict]) -> str:
     """compare's long table of every device, a ``device`` column first."""
+    import pandas as pd  # only for the CSV: the other formats load no pandas
+
     frames = [comparison_frame(v.comparison, v.report).assign(device=v.device) for v in verdicts]
     frame = pd.concat(frames, ignore_index=True)
     return frame[["device", *(c for c in frame.columns if c != "device")]].to_csv(index=False)

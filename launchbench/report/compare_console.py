@@ -27,7 +27,7 @@ from launchbench.report.comparison_table import (
     row_detail,
     row_lines,
 )
-from launchbench.report.console import plain_console
+from launchbench.report.terminal import plain_console
 from launchbench.results.environment import describe_environment
 
 VERDICT_STYLE = {

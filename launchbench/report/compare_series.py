@@ -9,7 +9,6 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from enum import Enum
 
-import pandas as pd
 from rich import box
 from rich.console import Console
 from rich.markup import escape
@@ -107,6 +106,8 @@ def series_markdown(pairs: Sequence[Pair], max_rows: int | None = None) -> str:
 
 def series_csv(pairs: Sequence[Pair]) -> str:
     """compare's CSV of each pair, a leading ``current`` column naming the CURRENT run."""
+    import pandas as pd  # only for the CSV: the other formats load no pandas
+
     frames = [comparison_frame(c, r).assign(current=c.current_label) for c, r in pairs]
     frame = pd.concat(frames, ignore_index=True)
     return frame[["current", *frame.columns[:-1]]].to_csv(index=False)

@@ -1,9 +1,5 @@
-"""The consoles every command prints to, and the rich output of a run: progress while measuring, one
-line per finished case, then the summary table.
-
-On a terminal, tables fit its width. Anywhere else (CI logs, pipes, files) the console is as wide as
-the widest line, so no cell is cut short: a log is read by scrolling, not by a window's width.
-"""
+"""The rich output of a run: progress while measuring, one line per finished case, then the summary
+table. The consoles it prints to are report.terminal's (re-exported here for the run's callers)."""
 
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
@@ -26,15 +22,7 @@ from launchbench.results.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.scenario.core import Case
 
-PLAIN_WIDTH = 4096  # columns of a console that is not a terminal: wider than any table it prints
 TORCH_GRAPH = "torch_graph"  # the graph mode a chain with torch steps has besides "graph"
-
-
-class Stream(Enum):
-    """The stream a console without a ``file`` prints to."""
-
-    STDOUT = "stdout"
-    STDERR = "stderr"
 
 
 class Verbosity(Enum):
@@ -43,24 +31,6 @@ class Verbosity(Enum):
 
     NORMAL = "normal"
     QUIET = "quiet"
-
-
-def plain_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) -> Console:
-    """A console with no colour and no width limit worth the name (for logs, pipes and files)."""
-    return Console(
-        file=file,
-        stderr=stream is Stream.STDERR,
-        width=PLAIN_WIDTH,
-        color_system=None,
-        highlight=False,
-        soft_wrap=False,
-    )
-
-
-def make_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) -> Console:
-    """The terminal's console when printing to one; otherwise a plain_console."""
-    console = Console(file=file, stderr=stream is Stream.STDERR, highlight=False, soft_wrap=False)
-    return console if console.is_terminal else plain_console(file, stream)
 
 
 def _fmt(value: Any, digits: int = 2, suffix: str = "") -> str:

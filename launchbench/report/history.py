@@ -201,7 +201,7 @@ def _table_text(records: list[dict[str, Any]], shown: Sequence[str], title: str,
     from rich.markup import escape
     from rich.table import Table
 
-    from launchbench.report.console import plain_console
+    from launchbench.report.terminal import plain_console
 
     table = Table(title=escape(visible(title)), title_justify="left")
     for name in shown:

@@ -4,9 +4,7 @@ check): CSV and JSON. The comparison's columns come from report.comparison_table
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateCheck, GateReport
@@ -22,6 +20,9 @@ from launchbench.report.documents import (
     GateRecord,
     to_json,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COMPARISON_COLUMNS: tuple[str, ...] = comparison_table.DATA_KEYS
 CHECK_COLUMNS: tuple[str, ...] = (
@@ -48,6 +49,8 @@ def comparison_records(comparison: Comparison, report: GateReport | None = None)
 
 
 def comparison_frame(comparison: Comparison, report: GateReport | None = None) -> pd.DataFrame:
+    import pandas as pd  # only for the CSV: the other formats load no pandas
+
     return pd.DataFrame(comparison_records(comparison, report), columns=list(COMPARISON_COLUMNS))
 
 
@@ -132,5 +135,7 @@ def report_json(report: GateReport) -> str:
 
 def report_csv(report: GateReport) -> str:
     """One line per check of a report (e.g. expectations)."""
+    import pandas as pd  # only for the CSV: the other formats load no pandas
+
     frame = pd.DataFrame([check_record(c) for c in report.checks], columns=list(CHECK_COLUMNS))
     return frame.to_csv(index=False)

@@ -435,7 +435,8 @@ def test_ndtri_is_the_normal_quantile_scipy_stats_gives() -> None:
 
 def test_compare_of_runs_with_kept_splits_imports_neither_scipy_stats_nor_scikit_learn(tmp_path) -> None:
     """Their imports are most of a compare's start on 2 cores: rows of one pass (the bootstrap) need
-    scipy.stats, and a series whose results.json kept no host-level split needs scikit-learn's fit."""
+    scipy.stats, and a series whose results.json kept no host-level split needs scikit-learn's fit.
+    pandas comes only with a CSV: the table, JSON and markdown are written without it."""
     import subprocess
     import sys
 
@@ -447,14 +448,19 @@ def test_compare_of_runs_with_kept_splits_imports_neither_scipy_stats_nor_scikit
         runs.append(str(tmp_path / name))
     code = (
         "import sys; from launchbench.cli import main\n"
-        "sys.argv = ['launchbench', 'compare', *sys.argv[1:3], '--format', 'csv', '-o', sys.argv[3]]\n"
-        "try:\n    main()\n"
-        "except SystemExit: pass\n"
-        "print('scipy.stats' in sys.modules, 'sklearn' in sys.modules)"
+        "def compare(fmt, out):\n"
+        "    sys.argv = ['launchbench', 'compare', *runs, '--format', fmt, '-o', out]\n"
+        "    try:\n        main()\n"
+        "    except SystemExit: pass\n"
+        "runs, (csv, json) = sys.argv[1:3], sys.argv[3:5]\n"
+        "compare('json', json); without = 'pandas' not in sys.modules\n"
+        "compare('csv', csv)\n"
+        "print(without, 'scipy.stats' in sys.modules, 'sklearn' in sys.modules)"
     )
-    command = [sys.executable, "-c", code, *runs, str(tmp_path / "c.csv")]
+    command = [sys.executable, "-c", code, *runs, str(tmp_path / "c.csv"), str(tmp_path / "c.json")]
     out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()
-    assert out[-2:] == ["False", "False"] and (tmp_path / "c.csv").stat().st_size > 0
+    assert out[-3:] == ["True", "False", "False"]
+    assert (tmp_path / "c.csv").stat().st_size > 0 and (tmp_path / "c.json").stat().st_size > 0
 
 
 def test_compare_samples_reports_passes() -> None:

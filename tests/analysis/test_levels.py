@@ -18,9 +18,10 @@ from launchbench.analysis.table import run_table
 from launchbench.measure.levels import ENOUGH_PASSES, find_levels
 from launchbench.report.compare_console import render_comparison
 from launchbench.report.comparison_table import records
-from launchbench.report.console import plain_console, print_summary
+from launchbench.report.console import print_summary
 from launchbench.report.markdown import comparison_markdown
 from launchbench.report.run_files import write_tables
+from launchbench.report.terminal import plain_console
 from launchbench.results.level_splits import with_level_splits
 from launchbench.results.metadata import Overrides
 from launchbench.results.schema import WALL, CaseResult, HostData, ModePass, ModeResult, ThreadPlace

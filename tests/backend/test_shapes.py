@@ -22,11 +22,12 @@ from launchbench.analysis.table import run_table
 from launchbench.cli import cli
 from launchbench.errors import ScenarioError
 from launchbench.measure.sampler import Sampler
-from launchbench.report.console import plain_console, print_summary
+from launchbench.report.console import print_summary
 from launchbench.report.plots import panels as fig_panels
 from launchbench.report.plots import shapes as fig_shapes
 from launchbench.report.plots import style as fig_style
 from launchbench.report.plots import write as fig_write
+from launchbench.report.terminal import plain_console
 from launchbench.results.metadata import Overrides
 from launchbench.results.schema import WALL, RunRecord
 from launchbench.results.store import load_run, write_run

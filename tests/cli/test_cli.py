@@ -132,7 +132,8 @@ def test_refused_compare_and_ab_answer_before_the_statistics_load(
 
 
 def test_run_summary_cuts_no_cell_when_not_a_terminal(tmp_path: Path) -> None:
-    from launchbench.report.console import make_console, print_summary
+    from launchbench.report.console import print_summary
+    from launchbench.report.terminal import make_console
     from launchbench.results.store import load_run
 
     record = load_run(H200 / "quickstart-a")
@@ -172,7 +173,8 @@ def test_compare_table_cuts_no_cell_in_a_log(tmp_path: Path) -> None:
 
 
 def test_progress_prints_one_line_per_case_not_per_pass(tmp_path: Path) -> None:
-    from launchbench.report.console import ConsoleEvents, make_console
+    from launchbench.report.console import ConsoleEvents
+    from launchbench.report.terminal import make_console
     from launchbench.run import runner
 
     plan = runner.plan([Path(__file__).parents[1] / "data" / "scripted" / "three.yaml"], Overrides(passes=3))

@@ -346,7 +346,8 @@ def test_docs_name_every_capture_table_column_and_the_kind() -> None:
 def _table_text(run: RunRecord) -> str:
     import io
 
-    from launchbench.report.console import plain_console, summary_table
+    from launchbench.report.console import summary_table
+    from launchbench.report.terminal import plain_console
 
     buffer = io.StringIO()
     plain_console(buffer).print(summary_table(run))
