@@ -158,20 +158,31 @@ def launchbench_turn(scenario: str, out: Path, extra: list[str]) -> Path:
     return out
 
 
-def run_values(run_dir: Path) -> tuple[dict[tuple[str, str], float], dict[tuple[str, str], list[float]], int]:
-    """A run's results.csv medians (µs per launch), its per-pass medians, and its disturbed passes."""
+@dataclass(frozen=True)
+class RunValues:
+    """What the table reads of one launchbench run."""
+
+    medians: dict[tuple[str, str], float]  # results.csv's, µs per launch, by (case, mode)
+    passes: dict[tuple[str, str], list[float]]  # each pass's median, µs per launch
+    disturbed: int  # passes measured in a disturbed state
+    cpus: set[int]  # the CPUs its launching thread started its passes on
+
+
+def run_values(run_dir: Path) -> RunValues:
+    """A run's results.csv medians, its per-pass medians, its disturbed passes and its passes' CPUs."""
     table = pd.read_csv(run_dir / "results.csv")
     medians = {(r.case, r.mode): float(r.wall_us_per_launch) for r in table.itertuples()}
     record = load_run(run_dir)
     passes: dict[tuple[str, str], list[float]] = {}
-    disturbed = 0
+    disturbed, cpus = 0, set()
     for case in record.cases:
         disturbed += case.disturbed_passes
         for mode, result in case.modes.items():
             per_launch = 1e6 / case.launches_per_iter
             passes[case.case_id, mode] = [statistics.median(p.samples["wall_s_per_iter"]) * per_launch
                                           for p in result.passes]  # fmt: skip
-    return medians, passes, disturbed
+            cpus |= {p.host.start.cpu for p in result.passes if p.host.start and p.host.start.cpu is not None}
+    return RunValues(medians, passes, disturbed, cpus)
 
 
 def specs_of(scenario: str) -> list[str]:
@@ -194,16 +205,10 @@ def cpu_list(text: str) -> set[int]:
     return cpus
 
 
-def placement(raw: dict[str, list], out: Path) -> str:
-    """The CPUs each side's launching thread ran on: every bare process's and every launchbench pass's."""
+def placement(raw: dict[str, list], ours: set[int]) -> str:
+    """The CPUs each side's launching thread ran on: every bare process's and every launchbench pass's
+    (``ours``, from run_values)."""
     bare = {int(r["cpu"]) for turn in raw["bare"] for r in turn if r.get("cpu") is not None}
-    ours: set[int] = set()
-    for name in raw["runs"]:
-        for case in load_run(out / name).cases:
-            for result in case.modes.values():
-                ours |= {
-                    p.host.start.cpu for p in result.passes if p.host.start and p.host.start.cpu is not None
-                }
     confined = f"confined to CPUs {raw['cpus']}; " if raw.get("cpus") else ""
     return f"{confined}launching thread on CPUs {sorted(ours)} (launchbench's passes), {sorted(bare)} (bare processes)"
 
@@ -226,16 +231,19 @@ def collect(args: argparse.Namespace, out: Path) -> dict[str, list]:
     return raw
 
 
-def analyse(raw: dict[str, list], out: Path) -> tuple[list[RowFidelity], int]:
-    """Rows from the collected turns (round k's bare turn with run k), and the disturbed passes."""
+def analyse(raw: dict[str, list], out: Path) -> tuple[list[RowFidelity], int, set[int]]:
+    """Rows from the collected turns (round k's bare turn with run k), the disturbed passes, and the CPUs
+    launchbench's passes started on."""
     graph: dict[str, tuple[list[float], list[float]]] = {}
     eager: dict[str, tuple[list[float], list[float]]] = {}
     pooled: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
-    disturbed = 0
+    disturbed, cpus = 0, set()
     for run_name, bare_rows in zip(raw["runs"], raw["bare"], strict=True):
-        medians, passes, run_disturbed = run_values(out / run_name)
-        disturbed += run_disturbed
-        for (case, mode), value in medians.items():
+        run = run_values(out / run_name)
+        passes = run.passes
+        disturbed += run.disturbed
+        cpus |= run.cpus
+        for (case, mode), value in run.medians.items():
             mine = [r["median_s"] * 1e6 for r in bare_rows if r["case"] == case and r["mode"] == mode]
             pooled.setdefault((case, mode), ([], []))[0].extend(passes[case, mode])
             pooled[case, mode][1].extend(mine)
@@ -248,7 +256,7 @@ def analyse(raw: dict[str, list], out: Path) -> tuple[list[RowFidelity], int]:
     rows = [graph_row(case, *graph[case]) for case in graph]
     rows += [row for case in eager for row in eager_rows(case, *eager[case])]
     rows += [pooled_row(case, mode, *values) for (case, mode), values in pooled.items()]
-    return rows, disturbed
+    return rows, disturbed, cpus
 
 
 def main() -> None:
@@ -269,14 +277,14 @@ def main() -> None:
     else:
         raw = collect(args, args.out)
         (args.out / "raw.json").write_text(json.dumps(raw) + "\n")
-    rows, disturbed = analyse(raw, args.out)
+    rows, disturbed, cpus = analyse(raw, args.out)
     table = pd.DataFrame([asdict(r) for r in rows]).sort_values(["mode", "case", "compared"])
     processes = 1 + max(int(row["process"]) for turn in raw["bare"] for row in turn)
     took = "" if args.reanalyse else f", {time.time() - started:.0f} s"
     header = (
         f"fidelity: `launchbench run {args.scenario}` against benchmarks/bare_loop.py in its own processes, "
         f"{len(raw['runs'])} turns each ({processes} bare processes a turn){took}; "
-        f"passes measured in a disturbed state: {disturbed}; {placement(raw, args.out)}\n"
+        f"passes measured in a disturbed state: {disturbed}; {placement(raw, cpus)}\n"
         "graph: ratio = median over turns of (results.csv median / median of the turn's bare processes), min/max over "
         f"turns, bound ±{GRAPH_BOUND:.0%}; eager: per-process values split into levels (sorted values more than "
         f"{LEVEL_GAP:.0%} apart), each launchbench level against the bare loop's same level, bound ±{EAGER_BOUND:.0%}; "

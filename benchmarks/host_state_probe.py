@@ -110,10 +110,10 @@ def measure(condition: str) -> dict[str, object]:
         else:
             for mode in launches:
                 samples[mode] = [batch(mode, iters[mode]) for _ in range(9)]
-    with open("/proc/thread-self/stat") as stat:
-        cpu = int(stat.read().rsplit(")", 1)[1].split()[36])
+    from bare_loop import thread_cpu  # the reference's own reading of the CPU (this folder is on the path)
+
     medians = {mode: statistics.median(v) * 1e6 for mode, v in samples.items()}
-    return {"condition": condition, "us_per_launch": medians, "cpu": cpu}
+    return {"condition": condition, "us_per_launch": medians, "cpu": thread_cpu()}
 
 
 def neighbour(condition: str) -> subprocess.Popen[bytes] | None:

@@ -1,5 +1,5 @@
 """The rich output of a run: progress while measuring, one line per finished case, then the summary
-table. The consoles it prints to are report.terminal's (re-exported here for the run's callers)."""
+table. The consoles it prints to are report.terminal's."""
 
 from __future__ import annotations
 
