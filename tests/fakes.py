@@ -568,3 +568,23 @@ class StateReportingBackend(ScriptedBackend):
 def state_reporting_backend(device: int) -> StateReportingBackend:
     """StateReportingBackend's factory."""
     return StateReportingBackend("launchbench.run.fork_prelude" in sys.modules)
+
+
+class ProcessReportingBackend(ScriptedBackend):
+    """A scripted backend whose environment names the worker's process: its pid, its parent's, its
+    environment variables and CPUs (a test of how a worker was started reads them)."""
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        env["process"] = {
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+            "environ": dict(os.environ),
+            "cpus": sorted(os.sched_getaffinity(0)),
+            "modules": sorted(m for m in ("numpy", "launchbench.run.execute") if m in sys.modules),
+        }
+        return env
+
+
+def process_reporting_backend(device: int) -> ProcessReportingBackend:
+    return ProcessReportingBackend()

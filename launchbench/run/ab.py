@@ -44,6 +44,7 @@ from launchbench.run.ab_floor import FloorPair, failed_before, measure_floor_rou
 from launchbench.run.child_env import source_first
 from launchbench.run.executor import RemotePass, WorkerExecutor, WorkerProcess
 from launchbench.run.floor import measure_in_process
+from launchbench.run.program_server import ProgramServer, platform_can_serve
 from launchbench.run.runner import Plan
 from launchbench.run.session import (
     RunEvents,
@@ -155,17 +156,33 @@ def child_environment(variant: Variant) -> dict[str, str]:
     return source_first(variant.paths, variant.env)
 
 
+def worker_environment(variant: Variant, cpus: tuple[int, ...] = ()) -> dict[str, str]:
+    """A worker's environment (child_environment) with the CPUs it pins itself to, where given."""
+    env = child_environment(variant)
+    if cpus:
+        env[CPUS_VARIABLE] = ",".join(map(str, cpus))
+    return env
+
+
 class VariantWorker(WorkerProcess):
-    """A worker process of one variant: its interpreter, its paths and environment, over a socket pair."""
+    """A worker process of one variant: its interpreter, its paths and environment, over a socket pair;
+    forked by ``server`` (a ProgramServer of the same variant: OSError where it cannot) or spawned as
+    ``python -m launchbench.run.worker``."""
 
     def __init__(
-        self, variant: Variant, factory: Callable[[int], Any], device: int, cpus: tuple[int, ...] = ()
+        self,
+        variant: Variant,
+        factory: Callable[[int], Any],
+        device: int,
+        cpus: tuple[int, ...] = (),
+        server: ProgramServer | None = None,
     ):
         self.mark_spawn()
+        self.timed_out = False
+        if server is not None:
+            self.conn, self.process = server.fork(device)  # type: ignore[assignment]
+            return
         parent, child = socket.socketpair()
-        env = child_environment(variant)
-        if cpus:
-            env[CPUS_VARIABLE] = ",".join(map(str, cpus))
         command = [
             variant.interpreter,
             "-m",
@@ -175,7 +192,12 @@ class VariantWorker(WorkerProcess):
             str(device),
         ]
         try:
-            popen = subprocess.Popen(command, env=env, pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL)
+            popen = subprocess.Popen(
+                command,
+                env=worker_environment(variant, cpus),
+                pass_fds=(child.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
         except OSError as err:
             parent.close()
             raise VariantError(f"cannot start {shlex.join(command[:3])}: {err}") from None
@@ -183,7 +205,43 @@ class VariantWorker(WorkerProcess):
             child.close()
         self.conn = Connection(parent.detach())
         self.process = _Child(popen)  # type: ignore[assignment]
-        self.timed_out = False
+
+
+class VariantWorkers:
+    """One side's workers (a WorkerExecutor's ``spawn``): forked from a ProgramServer of the variant,
+    started with the first worker, where the platform can fork; spawned as programs where it cannot, or
+    once the server failed to start one. ``close`` ends the server."""
+
+    def __init__(
+        self, variant: Variant, factory: Callable[[int], Any], device: int, cpus: tuple[int, ...] = ()
+    ):
+        self.variant, self.factory, self.device, self.cpus = variant, factory, device, cpus
+        self._server: ProgramServer | None = None
+        self._forking = platform_can_serve()
+
+    def __call__(self) -> VariantWorker:
+        server = self._running_server()
+        if server is not None:
+            try:
+                return VariantWorker(self.variant, self.factory, self.device, self.cpus, server)
+            except OSError:  # the server ended or did not answer: spawned from now on
+                self.close()
+                self._forking = False
+        return VariantWorker(self.variant, self.factory, self.device, self.cpus)
+
+    def _running_server(self) -> ProgramServer | None:
+        if self._server is None and self._forking:
+            env = worker_environment(self.variant, self.cpus)
+            try:
+                self._server = ProgramServer(self.variant.interpreter, env, factory_spec(self.factory))
+            except OSError:
+                self._forking = False
+        return self._server
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
 
 
 @dataclass(frozen=True)
@@ -307,12 +365,14 @@ class _SideState:
 
     def __init__(self, side: Side, options: RunOptions, cpus: tuple[int, ...]):
         self.side, self.options = side, options
-        self.executor = WorkerExecutor(
-            options.backend_factory,
-            options.device,
-            spawn=lambda: VariantWorker(side.variant, options.backend_factory, options.device, cpus),
-        )
+        self.workers = VariantWorkers(side.variant, options.backend_factory, options.device, cpus)
+        self.executor = WorkerExecutor(options.backend_factory, options.device, spawn=self.workers)
         self._session: RunSession | None = None
+
+    def close(self) -> None:
+        """Stop the side's worker and end its program server."""
+        self.executor.close()
+        self.workers.close()
 
     @property
     def session(self) -> RunSession:
@@ -433,7 +493,7 @@ def _started_sides(
             create_run_dir(side.run_dir)
     except BaseException:
         for state in states:
-            state.executor.close()
+            state.close()
         raise
     ab_id = uuid.uuid4().hex[:12]  # both sides carry it: the history pairs them by it
     for n, (state, environment) in enumerate(zip(states, environments)):
@@ -505,9 +565,9 @@ def run_ab(
     except BaseException:
         for state in states:
             state.session.finish("interrupted")
-            state.executor.close()
+            state.close()
         raise
     for state in states:
-        state.executor.close()
+        state.close()
         state.session.finish("complete")
     return states[0].session.record, states[1].session.record

@@ -286,16 +286,22 @@ def main(argv: list[str] | None = None) -> None:
     a parent that may run another interpreter: FD is the inherited end of a socket pair, FACTORY the
     backend factory as "module:function". With CPUS_VARIABLE set (e.g. "7"), the worker pins itself
     to those CPUs."""
+    fd, factory_spec, device = argv if argv is not None else sys.argv[1:]
+    serve_program(int(fd), factory_spec, int(device))
+
+
+def serve_program(fd: int, factory_spec: str, device: int) -> NoReturn:
+    """The worker of a program (``main``, or a fork of launchbench.run.program_server): pinned to
+    CPUS_VARIABLE's CPUs where it is set, its factory loaded, then ``serve`` on the socket ``fd``."""
     import socket
     from multiprocessing.connection import Connection
 
-    fd, factory_spec, device = argv if argv is not None else sys.argv[1:]
     cpus = os.environ.get(CPUS_VARIABLE)
     if cpus:  # pinned before CUDA starts its threads, so they inherit it
         os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     factory = load_factory(factory_spec)
-    conn = Connection(socket.socket(fileno=int(fd)).detach())
-    serve(conn, factory, int(device))
+    conn = Connection(socket.socket(fileno=fd).detach())
+    serve(conn, factory, device)
 
 
 if __name__ == "__main__":
