@@ -3,9 +3,10 @@
 A variant is what CI has for a base and a pull request: a Python interpreter (a virtualenv with another
 CuPy), extra import paths (another checkout of the user's ``python`` step modules), environment
 variables, and optionally its own scenario files with the same case ids. Each variant runs in its own
-worker processes, started with its interpreter as ``python -m launchbench.run.worker`` with THIS
-launchbench's source directory first on its path (so both sides run the same measurement code), then the
-variant's paths.
+worker processes, with its interpreter and THIS launchbench's source directory first on its path (so
+both sides run the same measurement code), then the variant's paths: each one a fork of the side's
+program server (launchbench.run.program_server, started once with that interpreter and environment, its
+imports done), or, where the platform cannot fork, spawned as ``python -m launchbench.run.worker``.
 
 Order: pass by pass, case by case. In pass k, both sides prepare case i in their own workers (A first
 when i + k is even, B first otherwise), then sample it in turns of one sampling round each (a few
