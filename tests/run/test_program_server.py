@@ -134,3 +134,20 @@ def test_a_served_child_is_what_the_executor_stops(tests_on_path: None) -> None:
         assert worker.process.exitcode == 0
     finally:
         workers.close()
+
+
+def test_a_variants_own_interpreter_runs_its_server_and_so_its_workers(
+    tests_on_path: None, tmp_path: Path
+) -> None:
+    python = tmp_path / "variant-python"  # another interpreter: what it sets before Python starts is seen
+    python.write_text(f'#!/bin/sh\nexport VARIANT_INTERPRETER=yes\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    workers = VariantWorkers(parse_variant(f"python={python}"), process_reporting_backend, 0)
+    try:
+        first, second = _reported(workers()), _reported(workers())
+        server = workers._server
+        assert server is not None
+    finally:
+        workers.close()
+    assert first["ppid"] == second["ppid"] == server.popen.pid  # the wrapper exec'd the server
+    assert first["environ"]["VARIANT_INTERPRETER"] == "yes"  # type: ignore[index]
