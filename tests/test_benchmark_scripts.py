@@ -239,3 +239,27 @@ def test_speed_tables_writes_a_run_of_n_distinct_cases_and_counts_its_fits(tmp_p
     assert made and summary["host_level_fits"] == 2 * len(made)
     assert summary["cases"] == 16 and summary["distinct"] is True and len(summary["wall_s"]) == 2
     assert summary["rows"] == 2 * sum(len(case.modes) for case in run.cases)
+
+
+def test_time_split_adds_up_each_passes_samples_from_the_record_alone():
+    """Throughput seconds: each pass's per-iteration wall samples times its iterations per sample;
+    latency: its single-iteration samples; a cell per pass says T where the noise target was met."""
+    split = _benchmark_module("time_split")
+    run = load_run(ROOT / "results" / "quickstart-h200")
+    found, lines = split.split(run)
+    throughput = latency = 0.0
+    for case in run.cases:
+        for mode in case.modes.values():
+            for one in mode.passes:
+                throughput += sum(one.samples["wall_s_per_iter"]) * one.iters_per_sample
+                latency += sum(one.samples.get("latency_s") or [])
+    assert found.throughput_s == pytest.approx(throughput) and found.throughput_s > 0
+    assert found.latency_s == pytest.approx(latency) and found.latency_s > 0
+    assert found.case_passes == sum(case.passes_done for case in run.cases)
+    assert found.cases_s > found.throughput_s + found.latency_s
+    assert len(lines) == sum(len(case.modes) for case in run.cases)
+    first = run.cases[0].modes["eager"].passes[0]
+    cell = lines[0].split()[2]
+    assert cell.startswith(
+        ("T" if first.target_met else "-") + str(len(first.samples["wall_s_per_iter"])) + ":"
+    )
