@@ -6,6 +6,7 @@
 # runs (and its workers, which take their launchbench from it).
 #
 #     bash benchmarks/ab_speed_device.sh OLD_LAUNCHBENCH_DIR OUT [PAIRS]
+#     SCENARIO=scenarios/quickstart.yaml bash benchmarks/ab_speed_device.sh OLD_LAUNCHBENCH_DIR OUT 1   # an A/A of it
 #
 # OLD_LAUNCHBENCH_DIR holds the older tree's `launchbench` package (e.g. `git archive OLD launchbench | tar
 # x -C DIR`); extra import paths (pydantic where the machine lacks it) go in $EXTRA_PATH. Writes
@@ -16,6 +17,13 @@ old=$(cd "$1" && pwd)
 out=$(mkdir -p "$2" && cd "$2" && pwd)
 pairs=${3:-2}
 repo=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "${SCENARIO:-}" ]; then  # another scenario: A/A, both sides the default variant
+  scenario=$(cd "$(dirname "$SCENARIO")" && pwd)/$(basename "$SCENARIO")
+  variants=()
+else
+  scenario=$repo/scenarios/ab_launch.yaml
+  variants=(--a "path=$repo/examples/ab/base" --b "path=$repo/examples/ab/pr")
+fi
 extra=${EXTRA_PATH:+$EXTRA_PATH:}
 empty=$(mktemp -d)
 {
@@ -27,8 +35,7 @@ empty=$(mktemp -d)
 one() { # NAME ROOT
   local name=$1 root=$2 start rc
   start=$(date +%s.%N)
-  (cd "$empty" && PYTHONPATH="$extra$root" python3 -m launchbench ab "$repo/scenarios/ab_launch.yaml" \
-    --a "path=$repo/examples/ab/base" --b "path=$repo/examples/ab/pr" --quiet --out "$out/$name" \
+  (cd "$empty" && PYTHONPATH="$extra$root" python3 -m launchbench ab "$scenario" "${variants[@]}" --quiet --out "$out/$name" \
     --gate-rows host-bound --fail-on wall_us_per_launch:5% --format markdown -o "$out/$name-gate.md" >"$out/$name.txt" 2>&1)
   rc=$?
   echo "$name: exit $rc, $(python3 -c "print(f'{$(date +%s.%N) - $start:.1f}')") s wall, load $(cut -d' ' -f1 /proc/loadavg)" | tee -a "$out/wall_time.txt"
