@@ -32,11 +32,10 @@ def mode_seconds(mode: ModeResult) -> tuple[float, float, list[str]]:
     throughput = latency = 0.0
     cells = []
     for one in mode.passes:
-        wall = sum(one.samples.get(WALL) or []) * one.iters_per_sample
-        lat = sum(one.samples.get(LATENCY) or [])
-        throughput, latency = throughput + wall, latency + lat
-        count = len(one.samples.get(WALL) or [])
-        cells.append(f"{'T' if one.target_met else '-'}{count}:{wall:.2f}")
+        walls = one.samples.get(WALL) or []
+        wall = sum(walls) * one.iters_per_sample
+        throughput, latency = throughput + wall, latency + sum(one.samples.get(LATENCY) or [])
+        cells.append(f"{'T' if one.target_met else '-'}{len(walls)}:{wall:.2f}")
     return throughput, latency, cells
 
 

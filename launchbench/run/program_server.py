@@ -12,8 +12,8 @@ machine before its first message, and CuPy's import on top where it runs on a GP
 
 Over the socket pair FD (the parent's control socket): the parent sends each request as the device
 index (8 bytes) with two file descriptors, the worker's end of its socket pair and the write end of a
-status pipe; the server forks, the child takes on the environment the server started with (the BLAS
-setting the server made for itself undone) and runs ``worker.serve_program``, and the server answers
+status pipe; the server forks, the child takes on the environment the server started with (fork_prelude's
+one-BLAS-thread setting undone) and runs ``worker.serve_program``, and the server answers
 with the child's pid. When a child ends the server writes its exit code (4 bytes, negative for a
 signal, as ``subprocess.Popen.returncode``) to the child's status pipe: ``ServedChild`` reads it there.
 The server ends when the control socket closes. Where the platform cannot fork, or the server does not
@@ -36,13 +36,14 @@ from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import NoReturn
 
+from launchbench.run.worker import serve_program
+
 SERVER_MODULE = "launchbench.run.program_server"
 ANSWER_TIMEOUT_S = 180.0  # a server that has not answered by then (its imports hung) is given up on
 _DEVICE = struct.Struct("<q")
 _PID = struct.Struct("<q")
 _CODE = struct.Struct("<i")
-UNKNOWN_EXIT = -1  # the exit code of a child whose server ended before it did
-BLAS_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+UNKNOWN_EXIT = -1  # the exit code of a child whose server ended before it did, or could not reap it
 
 
 def platform_can_serve() -> bool:
@@ -56,22 +57,24 @@ class ServedChild:
 
     def __init__(self, pid: int, status_fd: int):
         self.pid = pid
-        self._status = status_fd
+        self._status: int | None = status_fd  # None once read (or its server ended)
         self._code: int | None = None
 
     def _poll(self, timeout: float) -> None:
         if self._code is not None:
             return
+        if self._status is None:  # the server ended first: whether the child lives is all there is to know
+            self._code = None if _exists(self.pid) else UNKNOWN_EXIT
+            return
         if not select.select([self._status], [], [], max(0.0, timeout))[0]:
             return
         data = os.read(self._status, _CODE.size)
         os.close(self._status)
+        self._status = None
         if len(data) == _CODE.size:
             self._code = _CODE.unpack(data)[0]
-        else:  # the server ended first: whether the child lives is all there is to know
-            self._code = UNKNOWN_EXIT if not _exists(self.pid) else None
-            if self._code is None:
-                self._status = os.open(os.devnull, os.O_RDONLY)  # readable at once: asks _exists again
+        else:
+            self._poll(0.0)
 
     def is_alive(self) -> bool:
         self._poll(0.0)
@@ -91,7 +94,7 @@ class ServedChild:
                 os.kill(self.pid, signal.SIGKILL)
 
     def __del__(self) -> None:
-        if self._code is None:
+        if self._status is not None:
             with contextlib.suppress(OSError):
                 os.close(self._status)
 
@@ -101,8 +104,8 @@ def _exists(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # another user's process under that pid: it exists
+        pass
     return True
 
 
@@ -167,9 +170,7 @@ def _receive(sock: socket.socket, size: int) -> bytes:
 def main(argv: list[str] | None = None) -> NoReturn:
     """The server (``python -m launchbench.run.program_server FD FACTORY``)."""
     fd, factory = argv if argv is not None else sys.argv[1:]
-    environ = dict(os.environ)  # the workers' environment, before the server's own BLAS setting
-    for variable in BLAS_VARIABLES:  # one BLAS thread: a fork holds only the thread that forked
-        os.environ.setdefault(variable, "1")
+    environ = dict(os.environ)  # the workers' environment, before fork_prelude's one-BLAS-thread setting
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what an interrupt means
     control = socket.socket(fileno=int(fd))
     _preload(factory)
@@ -248,8 +249,6 @@ def _child(
                 os.close(fd)
         os.environ.clear()
         os.environ.update(environ)
-        from launchbench.run.worker import serve_program
-
         serve_program(worker_fd, factory, device)
     except BaseException:  # as a spawned worker's uncaught error: its traceback, exit code 1
         traceback.print_exc()
@@ -262,13 +261,14 @@ def _reap(children: dict[int, int]) -> None:
     for pid in list(children):
         try:
             done, status = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done, status = pid, 0
-        if done == 0:
+            code = os.waitstatus_to_exitcode(status) if done else None
+        except ChildProcessError:  # reaped elsewhere: its code is not known
+            code = UNKNOWN_EXIT
+        if code is None:
             continue
         status_fd = children.pop(pid)
         with contextlib.suppress(OSError):
-            os.write(status_fd, _CODE.pack(os.waitstatus_to_exitcode(status)))
+            os.write(status_fd, _CODE.pack(code))
         os.close(status_fd)
 
 

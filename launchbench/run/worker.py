@@ -130,7 +130,7 @@ def _serve_requests(conn: Connection, backend_factory: Callable[[int], Any], dev
     try:
         conn.send(Booted())
         asked = conn.recv()  # nothing touches the GPU before the parent asks (StartBackend)
-    except (EOFError, BrokenPipeError):
+    except (EOFError, ConnectionError):  # the parent went away first (closed, or reset with Booted unread)
         return
     if not isinstance(asked, StartBackend):
         return
