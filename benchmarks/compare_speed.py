@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from launchbench.results.schema import RunRecord
@@ -32,6 +33,21 @@ from launchbench.results.store import load_run, write_run
 ROOT = Path(__file__).resolve().parent.parent
 DISTINCT_STEP = 1e-4
 SOURCES = (ROOT / "results" / "quickstart-h200", ROOT / "results" / "quickstart-h200-b")
+
+
+def compare_command(runs: Sequence[str | Path], csv: Path) -> list[str]:
+    """``python -m launchbench compare A B --format csv -o CSV`` with this interpreter."""
+    return [
+        sys.executable,
+        "-m",
+        "launchbench",
+        "compare",
+        *map(str, runs),
+        "--format",
+        "csv",
+        "-o",
+        str(csv),
+    ]
 
 
 def scaled(run: RunRecord, cases: int, distinct: bool = False) -> RunRecord:
@@ -65,17 +81,7 @@ def main() -> None:
             target.mkdir()
             write_run(target, scaled(load_run(source), args.cases, args.distinct))
             dirs.append(str(target))
-        command = [
-            sys.executable,
-            "-m",
-            "launchbench",
-            "compare",
-            *dirs,
-            "--format",
-            "csv",
-            "-o",
-            str(Path(tmp) / "out.csv"),
-        ]
+        command = compare_command(dirs, Path(tmp) / "out.csv")
         walls, cpus = [], []
         for _ in range(args.repeat):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -94,7 +94,6 @@ from launchbench.analysis.inference import (
 from launchbench.analysis.stats import sorted_median, usable_passes
 from launchbench.measure.levels import Levels, fitted_together
 from launchbench.results.environment import summarize_environment
-from launchbench.results.level_splits import fit_needed
 from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
 
 __all__ = [  # the model and the inference, imported from here by report/, run/ and cli/
@@ -350,11 +349,9 @@ def fits_wanted(
     keys = dict.fromkeys(METRIC_BY_NAME[m].sample_key for m in metrics)
     for sides in series.values():
         for side in sides:
-            result = side.case.modes.get(side.mode)  # type: ignore[call-overload]
             for key in keys:
-                medians = side.pass_medians(key)
-                if result is not None and medians is not None and fit_needed(result, key, medians):
-                    yield tuple(medians)
+                if side.fit_needed(key):
+                    yield tuple(side.pass_medians(key) or ())
 
 
 RowEvidence = Mapping[str, LogEvidence | None]  # one row's evidence per metric

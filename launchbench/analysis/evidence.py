@@ -31,9 +31,18 @@ from launchbench.analysis.inference import (
     trimmed_rounds,
 )
 from launchbench.analysis.stats import log_pass_medians, sorted_median, usable_passes
-from launchbench.measure.levels import Levels, find_levels
-from launchbench.results.level_splits import series_levels
-from launchbench.results.schema import CPU, GPU, LATENCY, METRIC_BY_NAME, WALL, CaseResult, ModeResult
+from launchbench.measure.levels import Levels, find_levels, needs_fit
+from launchbench.results.level_splits import kept_split, levels_with
+from launchbench.results.schema import (
+    CPU,
+    GPU,
+    LATENCY,
+    METRIC_BY_NAME,
+    WALL,
+    CaseResult,
+    LevelSplit,
+    ModeResult,
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +157,7 @@ class RowSeries:
         self._metrics: dict[str, tuple[np.ndarray, np.ndarray | None, float]] = {}
         self._from_passes: dict[str, list[float]] = {}  # series whose log pass medians are their passes'
         # own medians: those medians, in seconds
+        self._kept: dict[str, LevelSplit | None] = {}  # kept_split of those series, looked up once
 
     def series(self, key: str) -> tuple[np.ndarray, np.ndarray | None, float]:
         if key not in self._cache:
@@ -200,8 +210,19 @@ class RowSeries:
         medians = self._from_passes.get(key)
         if medians is None:  # medians of pooled slices: the rule on them as they are
             return find_levels(values)
-        result = self.case.modes.get(self.mode)  # type: ignore[call-overload]
-        return series_levels(result, key, medians, on=values)
+        return levels_with(self._kept_split(key, medians), medians, on=values)
+
+    def _kept_split(self, key: str, medians: list[float]) -> LevelSplit | None:
+        if key not in self._kept:
+            result = self.case.modes.get(self.mode)  # type: ignore[call-overload]
+            self._kept[key] = None if result is None else kept_split(result, key, medians)
+        return self._kept[key]
+
+    def fit_needed(self, key: str) -> bool:
+        """Whether a raw series' levels (on its passes' own medians) take the rule's mixture fit: its
+        results.json kept no split for them and the rule needs one (results.level_splits.fit_needed)."""
+        medians = self.pass_medians(key)
+        return medians is not None and self._kept_split(key, medians) is None and needs_fit(tuple(medians))
 
     @functools.cached_property  # asked for every metric of the row, by several steps
     def host_bound(self) -> bool:

@@ -213,9 +213,11 @@ def _keep_fit(values: tuple[float, ...], levels: Levels) -> Levels:
 def forget_levels() -> None:
     """Drop every answer and fit kept so far (the next find_levels of any series decides, and fits, anew)."""
     _find_levels.cache_clear()
+    needs_fit.cache_clear()
     _FITS.clear()
 
 
+@functools.lru_cache(maxsize=1 << 16)  # asked of one series by the fits to make together and by find_levels
 def needs_fit(values: tuple[float, ...]) -> bool:
     """Whether find_levels would fit a mixture to these pass medians (steps 1 and 3 do not decide)."""
     if len(values) < MIN_PASSES or not all(math.isfinite(v) and v > 0 for v in values):

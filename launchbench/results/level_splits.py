@@ -55,7 +55,14 @@ def series_levels(
     if result is None:
         return Levels(())
     medians = result.pass_medians(key) if medians is None else medians
-    split = kept_split(result, key, medians)
+    return levels_with(kept_split(result, key, medians), medians, on)
+
+
+def levels_with(
+    split: LevelSplit | None, medians: Sequence[float], on: Sequence[float] | None = None
+) -> Levels:
+    """A series' levels from its kept split (``kept_split``'s answer for these pass medians), or the rule's
+    own where none was kept; ``on``: as in series_levels."""
     if split is None:
         found = find_levels(medians)
         return found if on is None else found.on(on)
@@ -63,10 +70,10 @@ def series_levels(
 
 
 def fit_needed(result: ModeResult, key: str, medians: Sequence[float]) -> bool:
-    """Whether the levels of this series (its pass medians ``medians``) take the rule's mixture fit: the
-    rule needs one and no split was kept for it."""
+    """Whether the levels of this series (its pass medians ``medians``) take the rule's mixture fit: no
+    split was kept for it and the rule needs one."""
     values = tuple(medians)
-    return needs_fit(values) and kept_split(result, key, values) is None
+    return kept_split(result, key, values) is None and needs_fit(values)
 
 
 def fits_to_make(

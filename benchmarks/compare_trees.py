@@ -1,0 +1,95 @@
+"""`launchbench compare` of two 1,000-case runs by an older tree and by this one, alternating, each
+invocation a fresh process (the interpreter's start, the imports, reading both results.json, the
+statistics, the CSV), with every CSV checked to be the same on both sides:
+
+    python benchmarks/compare_trees.py OLD_TREE [--pairs 5] [--cases 1000] [--out FILE.json]
+
+OLD_TREE is a folder holding an older ``launchbench`` package (``git archive COMMIT launchbench | tar -x
+-C OLD_TREE``). The two runs are built once, by this tree, from the committed H200 quickstart runs with
+every copy's samples scaled apart (speed_compare.synthetic_runs, ``--distinct``). Each invocation is
+``python -m launchbench compare A B --format csv -o FILE``, run from an empty folder with PYTHONPATH set to
+the tree (and to EXTRA_PATH, where set, before it). Prints one line per invocation and writes the wall, user
+and system seconds and the peak resident memory of each, the medians, whether the CSVs agree, the machine
+and the load average before and after to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from compare_speed import compare_command
+from speed_compare import machine, synthetic_runs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def invoke(tree: Path, runs: list[Path], csv: Path, folder: Path) -> dict[str, float]:
+    """One compare in a fresh process: its wall, user and system seconds and peak RSS (KiB)."""
+    extra = os.environ.get("EXTRA_PATH")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*([extra] if extra else []), str(tree)])}
+    command = compare_command(runs, csv)
+    begin = time.perf_counter()
+    child = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - begin
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise SystemExit(f"{tree}: compare exited {code}")
+    return {
+        "wall_s": wall,
+        "user_s": usage.ru_utime,
+        "system_s": usage.ru_stime,
+        "peak_rss_kib": usage.ru_maxrss,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("old", type=Path, help="a folder holding the older launchbench package")
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    sides = {"old": args.old.resolve(), "new": ROOT}
+    timings: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        runs = synthetic_runs(folder, args.cases, distinct=True)
+        texts: set[bytes] = set()
+        for k in range(args.pairs):
+            for side in ("old", "new") if k % 2 == 0 else ("new", "old"):
+                csv = folder / f"{side}-{k}.csv"
+                one = invoke(sides[side], runs, csv, folder)
+                texts.add(csv.read_bytes())
+                timings[side].append(one)
+                print(
+                    f"{side} {one['wall_s']:.2f} s wall, {one['user_s']:.2f} s user, {one['peak_rss_kib']} KiB"
+                )
+    summary = {
+        "benchmark": f"launchbench compare A B --format csv -o FILE, two runs of {args.cases} distinct cases",
+        "old_tree": str(args.old),
+        "timings": timings,
+        "median_wall_s": {s: statistics.median(t["wall_s"] for t in ts) for s, ts in timings.items()},
+        "median_user_s": {s: statistics.median(t["user_s"] for t in ts) for s, ts in timings.items()},
+        "csv_identical": len(texts) == 1,
+        "machine": machine(),
+        "python": platform.python_version(),
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg()[0],
+    }
+    print(json.dumps({k: summary[k] for k in ("median_wall_s", "median_user_s", "csv_identical")}))
+    if args.out:
+        args.out.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
