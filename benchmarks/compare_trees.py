@@ -9,8 +9,8 @@ OLD_TREE is a folder holding an older ``launchbench`` package (``git archive COM
 every copy's samples scaled apart (speed_compare.synthetic_runs, ``--distinct``). Each invocation is
 ``python -m launchbench compare A B --format csv -o FILE``, run from an empty folder with PYTHONPATH set to
 the tree (and to EXTRA_PATH, where set, before it). Prints one line per invocation and writes the wall, user
-and system seconds and the peak resident memory of each, the medians, whether the CSVs agree, the machine
-and the load average before and after to --out.
+and system seconds and the peak resident memory of each, the medians, whether the CSVs agree, the machine,
+the versions and the load average before and after to --out.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
+from _report import library_versions
 from compare_speed import compare_command
-from speed_compare import machine, synthetic_runs
+from speed_compare import PACKAGES, machine, synthetic_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +82,7 @@ def main() -> None:
         "median_user_s": {s: statistics.median(t["user_s"] for t in ts) for s, ts in timings.items()},
         "csv_identical": len(texts) == 1,
         "machine": machine(),
-        "python": platform.python_version(),
+        "versions": library_versions(PACKAGES),
         "load_average_before": load_before,
         "load_average_after": os.getloadavg()[0],
     }
