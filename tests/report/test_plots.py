@@ -686,3 +686,30 @@ def test_a_figure_of_many_chains_draws_the_first_ones_and_says_how_many_it_left_
     said = f"shown: the first {fig_bars.MAX_PANELS} of {count * chains} chains swept over length"
     assert said in figure_text(fig)
     assert "shown:" not in figure_text(fig_modes.figure_wall_per_launch(base))
+
+
+def _four_panels(labels: list[str]) -> tuple[Figure, list[Axes]]:
+    fig, axes = fig_style.panel_grid(4)
+    for k, ax in enumerate(axes):
+        ax.plot([1, 10, 100, 1000], [5.0, 0.7, 0.56, 0.55], label=labels[k % len(labels)])
+        fig_style.log_axis(ax, "x")
+        fig_style.log_axis(ax, "y", " µs")
+        ax.set_xlabel("launches per chain")
+        ax.set_ylabel("µs per launch, a long label")
+        ax.set_title(f"panel {k}")
+    return fig, axes
+
+
+def test_finish_places_the_panels_where_tight_layout_with_the_body_as_rect_does() -> None:
+    """style.finish lays the panels out on the body alone and moves them up by the header: the places, in
+    inches, that one tight_layout with the header left out as its rect gives (which measures twice)."""
+    labels = ["eager", "graph", "graph, captured once more"]
+    fig, axes = _four_panels(labels)
+    fig_style.finish(fig, "A title", "a subtitle\non two lines", *fig_style.collect_legend(axes), ncol=2)
+    reference, ref_axes = _four_panels(labels)
+    header = fig.get_figheight() - reference.get_figheight()
+    reference.set_size_inches(fig.get_size_inches())
+    reference.tight_layout(rect=(0, 0, 1, 1 - header / fig.get_figheight()), h_pad=1.2, w_pad=1.5)
+    assert header > 0.9  # title, two subtitle lines and two legend rows
+    for ax, ref in zip(axes, ref_axes, strict=True):
+        assert np.allclose(ax.get_position().bounds, ref.get_position().bounds, rtol=0, atol=1e-9)
