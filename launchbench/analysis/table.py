@@ -5,6 +5,7 @@ facts (``RowFactsOf``)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -103,13 +104,16 @@ class RowFactsOf:
         self.rank_walls = _rank_walls(self.result)
         self._summaries: dict[str, Summary] = {}
         self._levels: dict[str, Levels] = {}
+        self._walls: dict[str, float] = {}  # a mode's median wall time per iteration, for the speedup columns
 
-    @property
+    @functools.cached_property  # the median over passes, read by every life-cycle column of the row
     def graph_life(self) -> GraphLifecycle | None:
         return self.result.lifecycle if self.mode in GRAPH_MODES else None
 
     def _wall(self, mode: str) -> float:
-        return _median(self.case.samples(mode, WALL))
+        if mode not in self._walls:
+            self._walls[mode] = _median(self.case.samples(mode, WALL))
+        return self._walls[mode]
 
     @property
     def speedup(self) -> float | None:
