@@ -16,15 +16,14 @@ the versions and the load average before and after to --out.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-from _report import library_versions
+from _report import library_versions, timed_process
 from compare_speed import compare_command
 from speed_compare import PACKAGES, machine, synthetic_runs
 
@@ -35,20 +34,10 @@ def invoke(tree: Path, runs: list[Path], csv: Path, folder: Path) -> dict[str, f
     """One compare in a fresh process: its wall, user and system seconds and peak RSS (KiB)."""
     extra = os.environ.get("EXTRA_PATH")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*([extra] if extra else []), str(tree)])}
-    command = compare_command(runs, csv)
-    begin = time.perf_counter()
-    child = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - begin
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise SystemExit(f"{tree}: compare exited {code}")
-    return {
-        "wall_s": wall,
-        "user_s": usage.ru_utime,
-        "system_s": usage.ru_stime,
-        "peak_rss_kib": usage.ru_maxrss,
-    }
+    timing, _ = timed_process(compare_command(runs, csv), env, folder)
+    if timing.code != 0:
+        raise SystemExit(f"{tree}: compare exited {timing.code}")
+    return {k: v for k, v in dataclasses.asdict(timing).items() if k != "code"}
 
 
 def main() -> None:

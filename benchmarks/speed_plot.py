@@ -27,10 +27,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from importlib.metadata import version
 from pathlib import Path
 
+from _report import timed_process
 from compare_speed import scaled
 
 from launchbench.results.environment import host_cpu
@@ -45,15 +45,15 @@ LIBRARIES = ("launchbench", "matplotlib", "numpy", "pandas", "scipy", "pydantic"
 def time_plot(run_dir: Path, out_dir: Path) -> dict[str, float]:
     """Wall s, CPU s and peak RSS MB of one `launchbench plot` in a fresh process."""
     command = [sys.executable, "-m", "launchbench", "plot", str(run_dir), "-d", str(out_dir), "-q"]
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
+    timing, child = timed_process(command, stderr=subprocess.PIPE)
+    if timing.code != 0:
         raise SystemExit(f"launchbench plot failed: {child.stderr.read().decode() if child.stderr else ''}")
-    cpu = usage.ru_utime + usage.ru_stime
-    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1)}
+    cpu = timing.user_s + timing.system_s
+    return {
+        "wall_s": round(timing.wall_s, 3),
+        "cpu_s": round(cpu, 3),
+        "peak_rss_mb": round(timing.peak_rss_kib / 1024, 1),
+    }
 
 
 def distinct(run: RunRecord, cases: int) -> RunRecord:
