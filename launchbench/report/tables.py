@@ -3,6 +3,8 @@ check): CSV and JSON. The comparison's columns come from report.comparison_table
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +57,22 @@ def comparison_frame(comparison: Comparison, report: GateReport | None = None) -
 
 
 def comparison_csv(comparison: Comparison, report: GateReport | None = None) -> str:
-    return comparison_frame(comparison, report).to_csv(index=False)
+    """The long table as CSV: the text ``comparison_frame(...).to_csv(index=False)`` writes (a NaN an empty
+    cell, the header first, one line per record), by the csv module, which pandas' writer itself is
+    built on; compare's CSV then loads no pandas (a twentieth of its start on 2 cores)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COMPARISON_COLUMNS)
+    writer.writerows(
+        [_csv_cell(record[key]) for key in COMPARISON_COLUMNS]
+        for record in comparison_records(comparison, report)
+    )
+    return out.getvalue()
+
+
+def _csv_cell(value: Any) -> Any:
+    """A value as pandas writes it into a CSV cell: NaN (and None) empty, everything else as ``str`` has it."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def _clean(value: Any) -> Any:

@@ -239,3 +239,65 @@ def test_a_format_is_one_module_and_one_registry_entry(
     entry = registry.Entry("toy_rows_format", registry.Option.FORMAT)
     monkeypatch.setitem(registry.EXPORTERS, "rows", entry)
     assert registry.export("rows", registry.Compared(longer, None)) == f"{len(longer.rows)} rows\n"
+
+
+def test_the_csv_is_the_text_pandas_writes_for_the_same_table(longer: Comparison) -> None:
+    """compare's CSV (the csv module, no pandas loaded) against pandas' to_csv of the same long table:
+    a gated comparison with a detail in every row, and one with rows missing on either side and a
+    failed row, whose numbers are NaN (empty cells) and whose details hold commas and quotes."""
+    from launchbench.report.tables import comparison_csv, comparison_frame
+
+    baseline, current = load_run(H200 / "quickstart-a"), load_run(H200 / "quickstart-b")
+    broken = current.cases[1].model_copy(
+        update={
+            "modes": {
+                m: r.model_copy(update={"status": "error", "reason": 'says "no", twice'})
+                for m, r in current.cases[1].modes.items()
+            }
+        }
+    )
+    gaps = compare_runs(
+        baseline.model_copy(update={"cases": baseline.cases[:-1]}),
+        current.model_copy(update={"cases": [current.cases[0], broken, *current.cases[3:]]}),
+        CompareSettings(metrics=DEFAULT_METRICS),
+    )
+    verdicts = {mc.verdict for row in gaps.rows for mc in row.metrics}
+    assert {"missing", "failed"} <= verdicts, verdicts
+    for comparison, report in (
+        (longer, evaluate_rules(longer, [parse_rule("gpu_us_per_iter:5%")])),
+        (gaps, None),
+    ):
+        text = comparison_csv(comparison, report)
+        assert text == comparison_frame(comparison, report).to_csv(index=False)
+        assert text.count("\n") == 1 + sum(len(row.metrics) for row in comparison.rows)
+
+
+def test_compare_to_csv_loads_neither_pandas_nor_scipy_optimize(tmp_path: Path) -> None:
+    """The two imports compare's CSV went without (docs/performance.md), checked in a fresh interpreter,
+    which imports what the command needs only: two runs as ``launchbench run`` writes them (their host
+    levels' splits kept, so no mixture fit is made, which would load scikit-learn)."""
+    import subprocess
+    import sys
+
+    heavy = ("pandas", "scipy.optimize", "scipy.stats", "sklearn", "matplotlib")
+    for name in ("quickstart-a", "quickstart-b"):
+        (tmp_path / name).mkdir()
+        write_run(tmp_path / name, load_run(H200 / name))
+    out = tmp_path / "c.csv"
+    code = (
+        "import sys\n"
+        "from launchbench.cli import main\n"
+        f"sys.argv = ['launchbench', 'compare', {str(tmp_path / 'quickstart-a')!r}, {str(tmp_path / 'quickstart-b')!r}, "
+        f"'--format', 'csv', '-o', {str(out)!r}, '--fail-on', 'gpu_us_per_iter:5%']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code in (0, 1), exit.code\n"
+        f"print('loaded:', sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "loaded: []" in proc.stdout, proc.stdout
+    assert out.read_text().startswith("scenario,case,mode,metric,")

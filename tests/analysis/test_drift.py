@@ -69,3 +69,26 @@ def test_a_steady_host_barely_widens_anything():
     table = run_table(run)
     eager = table[table["mode"] == "eager"]
     assert (eager["wall_us_per_launch_ci_high"] / eager["wall_us_per_launch_ci_low"] < 1.1).all()
+
+
+@pytest.mark.parametrize("y", [1e-9, 1e-6, 3e-4, 0.01, 0.3, 1.0, 4.2, 100.0, 1e4, 1e6, 1e7, 5e8])
+def test_trigamma_inverse_solves_trigamma_and_agrees_with_a_bracketing_root_finder(y: float) -> None:
+    """x with trigamma(x) = y, to within 1e-12 of y where Newton's steps are taken (1e-6 ≤ y ≤ 1e7), to the
+    asymptotes' accuracy outside; within scipy.optimize.brentq's own tolerance of its root inside."""
+    from scipy import optimize, special
+
+    from launchbench.analysis.drift import _trigamma_inverse
+
+    x = _trigamma_inverse(y)
+    reached = float(special.polygamma(1, x))
+    if 1e-6 <= y <= 1e7:
+        assert reached == pytest.approx(y, rel=1e-12)
+        upper = 1.0
+        while special.polygamma(1, upper) > y:
+            upper *= 2
+        root = optimize.brentq(
+            lambda v: float(special.polygamma(1, v)) - y, 1e-12, upper, xtol=1e-14, rtol=1e-14
+        )
+        assert x == pytest.approx(root, rel=1e-9)
+    else:
+        assert reached == pytest.approx(y, rel=1e-3)
