@@ -1,6 +1,7 @@
 """`launchbench compare` of two 1,000-case runs by an older tree and by this one, alternating, each
 invocation a fresh process (the interpreter's start, the imports, reading both results.json, the
-statistics, the CSV), with every CSV checked to be the same on both sides:
+statistics, the CSV), with every CSV checked to be the same on both sides (or, where the last digits moved, the largest relative
+difference of a number between them; any other difference is None):
 
     python benchmarks/compare_trees.py OLD_TREE [--pairs 5] [--cases 1000] [--out FILE.json]
 
@@ -16,7 +17,10 @@ the versions and the load average before and after to --out.
 from __future__ import annotations
 
 import argparse
+import csv as csv_module
 import dataclasses
+import io
+import itertools
 import json
 import os
 import statistics
@@ -38,6 +42,25 @@ def invoke(tree: Path, runs: list[Path], csv: Path, folder: Path) -> dict[str, f
     if timing.code != 0:
         raise SystemExit(f"{tree}: compare exited {timing.code}")
     return {k: v for k, v in dataclasses.asdict(timing).items() if k != "code"}
+
+
+def largest_difference(texts: set[bytes]) -> float | None:
+    """Over every pair of the CSVs, the largest relative difference of two numeric cells in one place
+    (0.0 when they are the same text); None when they differ in shape or in a cell that is not a number."""
+    tables = [list(csv_module.reader(io.StringIO(text.decode()))) for text in texts]
+    largest = 0.0
+    for other in tables[1:]:
+        if [len(row) for row in other] != [len(row) for row in tables[0]]:
+            return None
+        for cell, was in zip(itertools.chain(*other), itertools.chain(*tables[0])):
+            if cell == was:
+                continue
+            try:
+                a, b = float(cell), float(was)
+            except ValueError:
+                return None
+            largest = max(largest, abs(a - b) / max(abs(a), abs(b)))
+    return largest
 
 
 def main() -> None:
@@ -70,12 +93,25 @@ def main() -> None:
         "median_wall_s": {s: statistics.median(t["wall_s"] for t in ts) for s, ts in timings.items()},
         "median_user_s": {s: statistics.median(t["user_s"] for t in ts) for s, ts in timings.items()},
         "csv_identical": len(texts) == 1,
+        "csv_largest_relative_difference": largest_difference(texts),
         "machine": machine(),
         "versions": library_versions(PACKAGES),
         "load_average_before": load_before,
         "load_average_after": os.getloadavg()[0],
     }
-    print(json.dumps({k: summary[k] for k in ("median_wall_s", "median_user_s", "csv_identical")}))
+    print(
+        json.dumps(
+            {
+                k: summary[k]
+                for k in (
+                    "median_wall_s",
+                    "median_user_s",
+                    "csv_identical",
+                    "csv_largest_relative_difference",
+                )
+            }
+        )
+    )
     if args.out:
         args.out.write_text(json.dumps(summary, indent=2) + "\n")
 

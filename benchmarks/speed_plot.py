@@ -27,10 +27,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from importlib.metadata import version
 from pathlib import Path
 
-from _report import timed_process
+from _report import library_versions, timed_process
 from compare_speed import scaled
 
 from launchbench.results.environment import host_cpu
@@ -101,7 +100,7 @@ def main() -> None:
         "command": f"launchbench plot RUN -d DIR -q (one run of {args.cases} cases, figures at 200 dpi)",
         "source": f"{SOURCE.relative_to(ROOT)}, its {len(source.cases)} cases repeated under new ids",
         "machine": {"cpu": host_cpu(), "cores": os.cpu_count(), "platform": platform.platform()},
-        "versions": {"python": platform.python_version(), **{name: version(name) for name in LIBRARIES}},
+        "versions": library_versions(LIBRARIES),  # "not installed" where a tree is on PYTHONPATH only
         "load_average_before": [round(v, 2) for v in load_before],
         "load_average_after": [round(v, 2) for v in os.getloadavg()],
         "runs": measured,

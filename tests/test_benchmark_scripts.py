@@ -265,6 +265,17 @@ def test_time_split_adds_up_each_passes_samples_from_the_record_alone():
     )
 
 
+def test_compare_trees_names_the_largest_difference_of_a_number_and_none_for_any_other():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from compare_trees import largest_difference
+
+    base = b"case,ratio,verdict\nx,1.25,same\n"
+    assert largest_difference({base}) == 0.0
+    assert largest_difference({base, base.replace(b"1.25", b"1.2500000000125")}) == pytest.approx(1e-11)
+    assert largest_difference({base, base.replace(b"same", b"slower")}) is None
+    assert largest_difference({base, base + b"y,1.0,same\n"}) is None
+
+
 def test_compare_trees_alternates_the_trees_and_checks_their_csvs_agree(tmp_path):
     out = tmp_path / "trees.json"
     script = ROOT / "benchmarks" / "compare_trees.py"
@@ -273,6 +284,7 @@ def test_compare_trees_alternates_the_trees_and_checks_their_csvs_agree(tmp_path
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())
     assert summary["csv_identical"] is True and summary["old_tree"] == str(ROOT)
+    assert summary["csv_largest_relative_difference"] == 0.0
     assert [len(summary["timings"][side]) for side in ("old", "new")] == [1, 1]
     assert [line.split()[0] for line in done.stdout.splitlines()[:2]] == ["old", "new"]
     assert all(t["wall_s"] > 0 and t["peak_rss_kib"] > 0 for ts in summary["timings"].values() for t in ts)
