@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,38 @@ class ProcessTiming:
     system_s: float
     peak_rss_kib: int
     code: int
+    peak_tree_pss_kib: int | None = None  # with tree=True: the process and its descendants together
+
+
+def tree_pss_kib(root: int) -> int:
+    """The proportional set size of ``root`` and every descendant, summed (KiB, /proc/PID/smaps_rollup):
+    a page shared by forked processes counts once in all, split among them; 0 where /proc says nothing."""
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):  # ended between the two reads
+            continue
+    return total
+
+
+class _TreePeak(threading.Thread):
+    """tree_pss_kib of one process, sampled every ``period`` seconds until stopped; its largest."""
+
+    def __init__(self, root: int, period: float = 0.02):
+        super().__init__(daemon=True)
+        self.root, self.period, self.peak = root, period, 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(self.period):
+            self.peak = max(self.peak, tree_pss_kib(self.root))
 
 
 def timed_process(
@@ -34,16 +67,26 @@ def timed_process(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     stderr: int | None = None,
+    tree: bool = False,
 ) -> tuple[ProcessTiming, subprocess.Popen[bytes]]:
     """``command`` run to its end in a fresh process, its stdout discarded, timed by os.wait4's rusage (the
-    child alone); the process is given back for its ``stderr`` where ``stderr`` is subprocess.PIPE."""
+    child with the descendants it waited for: their CPU seconds summed, ``ru_maxrss`` the largest of their
+    peaks); the process is given back for its ``stderr`` where ``stderr`` is subprocess.PIPE. ``tree``:
+    also the peak of the child's and its descendants' memory together (tree_pss_kib every 20 ms)."""
     begin = time.perf_counter()
     child = subprocess.Popen(command, cwd=cwd, env=None if env is None else dict(env),
                              stdout=subprocess.DEVNULL, stderr=stderr)  # fmt: skip
+    sampler = _TreePeak(child.pid) if tree else None
+    if sampler is not None:
+        sampler.start()
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - begin
+    if sampler is not None:
+        sampler.done.set()
+        sampler.join()
     child.returncode = os.waitstatus_to_exitcode(status)
-    timing = ProcessTiming(wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss, child.returncode)
+    timing = ProcessTiming(wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss, child.returncode,
+                           None if sampler is None else sampler.peak)  # fmt: skip
     return timing, child
 
 

@@ -3,7 +3,7 @@ invocation a fresh process (the interpreter's start, the imports, reading both r
 statistics, the CSV), with every CSV checked to be the same on both sides (or, where the last digits moved, the largest relative
 difference of a number between them; any other difference is None):
 
-    python benchmarks/compare_trees.py OLD_TREE [--pairs 5] [--cases 1000] [--out FILE.json]
+    python benchmarks/compare_trees.py OLD_TREE [--pairs 5] [--cases 1000] [--new-one-job] [--out FILE.json]
 
 OLD_TREE is a folder holding an older ``launchbench`` package (``git archive COMMIT launchbench | tar -x
 -C OLD_TREE``). The two runs are built once, by this tree, from the committed H200 quickstart runs with
@@ -11,7 +11,8 @@ every copy's samples scaled apart (speed_compare.synthetic_runs, ``--distinct``)
 ``python -m launchbench compare A B --format csv -o FILE``, run from an empty folder with PYTHONPATH set to
 the tree (and to EXTRA_PATH, where set, before it). Prints one line per invocation and writes the wall, user
 and system seconds and the peak resident memory of each, the medians, whether the CSVs agree, the machine,
-the versions and the load average before and after to --out.
+the versions and the load average before and after to --out. ``--new-one-job`` adds a third side, this tree
+with ``-j 1`` (the rows compared in the command's own process, none forked), each side first in turn.
 """
 
 from __future__ import annotations
@@ -34,14 +35,15 @@ from speed_compare import PACKAGES, machine, synthetic_runs
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def invoke(tree: Path, runs: list[Path], csv: Path, folder: Path) -> dict[str, float]:
-    """One compare in a fresh process: its wall, user and system seconds and peak RSS (KiB)."""
+def invoke(tree: Path, runs: list[Path], csv: Path, folder: Path, options: list[str]) -> dict[str, float]:
+    """One compare in a fresh process: its wall, user and system seconds (with the processes it forked)
+    and peak RSS (KiB)."""
     extra = os.environ.get("EXTRA_PATH")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*([extra] if extra else []), str(tree)])}
-    timing, _ = timed_process(compare_command(runs, csv), env, folder)
+    timing, _ = timed_process([*compare_command(runs, csv), *options], env, folder)
     if timing.code != 0:
         raise SystemExit(f"{tree}: compare exited {timing.code}")
-    return {k: v for k, v in dataclasses.asdict(timing).items() if k != "code"}
+    return {k: v for k, v in dataclasses.asdict(timing).items() if k not in ("code", "peak_tree_pss_kib")}
 
 
 def largest_difference(texts: set[bytes]) -> float | None:
@@ -69,18 +71,27 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--new-one-job",
+        action="store_true",
+        help="a third side: this tree with -j 1 (every row compared in the command's own process)",
+    )
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
-    sides = {"old": args.old.resolve(), "new": ROOT}
-    timings: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
+    sides = {"old": (args.old.resolve(), []), "new": (ROOT, [])}
+    if args.new_one_job:
+        sides["new -j 1"] = (ROOT, ["-j", "1"])
+    timings: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         runs = synthetic_runs(folder, args.cases, distinct=True)
         texts: set[bytes] = set()
         for k in range(args.pairs):
-            for side in ("old", "new") if k % 2 == 0 else ("new", "old"):
-                csv = folder / f"{side}-{k}.csv"
-                one = invoke(sides[side], runs, csv, folder)
+            order = list(sides)[k % len(sides) :] + list(sides)[: k % len(sides)]  # each side first in turn
+            for side in order:
+                csv = folder / f"{side.replace(' ', '')}-{k}.csv"
+                tree, options = sides[side]
+                one = invoke(tree, runs, csv, folder, options)
                 texts.add(csv.read_bytes())
                 timings[side].append(one)
                 print(

@@ -11,8 +11,12 @@ a person runs it (interpreter start, reading results.json, the table, every figu
 
     python benchmarks/speed_plot.py [--cases 1000] [--repeat 3] [--out results/speed/plot.json]
 
-The peak memory is each child's maximum resident set size (os.wait4's rusage, which Linux reports in
-KB). The JSON gives the machine, its cores, the versions of Python and the libraries that draw, the load
+Each run is plotted two ways, alternating, ``repeat`` times each: ``jobs=1`` (``-j 1``: every figure drawn
+in the command's own process, one after another) and ``jobs=auto`` (the default: the figures drawn at once,
+one forked process each, at most one per CPU). The CPU seconds are the command's with every process it
+waited for; ``peak_rss_mb`` is the largest single process's maximum resident set size (os.wait4's rusage,
+which Linux reports in KB), ``peak_tree_pss_mb`` the largest sum of the proportional set sizes of the
+command and its children, sampled every 20 ms (a page the forked children share with it counted once). The JSON gives the machine, its cores, the versions of Python and the libraries that draw, the load
 average before and after the runs (the wall time is meaningful on an idle machine only), and every
 repeat's wall time, CPU time and peak RSS.
 """
@@ -41,10 +45,14 @@ SOURCE = ROOT / "results" / "quickstart-h200"
 LIBRARIES = ("launchbench", "matplotlib", "numpy", "pandas", "scipy", "pydantic")
 
 
-def time_plot(run_dir: Path, out_dir: Path) -> dict[str, float]:
-    """Wall s, CPU s and peak RSS MB of one `launchbench plot` in a fresh process."""
-    command = [sys.executable, "-m", "launchbench", "plot", str(run_dir), "-d", str(out_dir), "-q"]
-    timing, child = timed_process(command, stderr=subprocess.PIPE)
+VARIANTS = {"jobs=1": ["-j", "1"], "jobs=auto": []}  # the command's options of each way measured
+
+
+def time_plot(run_dir: Path, out_dir: Path, options: list[str]) -> dict[str, float]:
+    """Wall s, CPU s, peak RSS MB and peak PSS MB of the process tree of one `launchbench plot` in a fresh
+    process."""
+    command = [sys.executable, "-m", "launchbench", "plot", str(run_dir), "-d", str(out_dir), "-q", *options]
+    timing, child = timed_process(command, stderr=subprocess.PIPE, tree=True)
     if timing.code != 0:
         raise SystemExit(f"launchbench plot failed: {child.stderr.read().decode() if child.stderr else ''}")
     cpu = timing.user_s + timing.system_s
@@ -52,6 +60,19 @@ def time_plot(run_dir: Path, out_dir: Path) -> dict[str, float]:
         "wall_s": round(timing.wall_s, 3),
         "cpu_s": round(cpu, 3),
         "peak_rss_mb": round(timing.peak_rss_kib / 1024, 1),
+        "peak_tree_pss_mb": round((timing.peak_tree_pss_kib or 0) / 1024, 1),
+    }
+
+
+def summary(repeats: list[dict[str, float]]) -> dict[str, object]:
+    """The wall seconds' best, median and worst, the best CPU seconds and the peaks of memory."""
+    walls = [r["wall_s"] for r in repeats]
+    return {
+        "wall_s": {"best": min(walls), "median": statistics.median(walls), "worst": max(walls)},
+        "cpu_s_best": min(r["cpu_s"] for r in repeats),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in repeats),
+        "peak_tree_pss_mb": max(r["peak_tree_pss_mb"] for r in repeats),
+        "repeats": repeats,
     }
 
 
@@ -67,19 +88,25 @@ def distinct(run: RunRecord, cases: int) -> RunRecord:
 
 
 def measure(run: RunRecord, repeat: int, tmp: Path) -> dict[str, object]:
-    """The run's size, its figures and every repeat's time and memory."""
+    """The run's size, its figures (the same bytes both ways) and every repeat's time and memory, the
+    ways of VARIANTS alternating."""
     run_dir = tmp / "run"
     run_dir.mkdir()
     write_run(run_dir, run)
-    repeats = [time_plot(run_dir, tmp / f"plots-{i}") for i in range(repeat)]
-    walls = [r["wall_s"] for r in repeats]
+    repeats: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
+    for i in range(repeat):
+        for name, options in VARIANTS.items():
+            repeats[name].append(time_plot(run_dir, tmp / f"{name}-{i}", options))
+    figures = {name: sorted(p.name for p in (tmp / f"{name}-0").iterdir()) for name in VARIANTS}
+    first, *others = (tmp / f"{name}-0" for name in VARIANTS)
+    same = all(
+        (first / f).read_bytes() == (other / f).read_bytes() for other in others for f in figures["jobs=1"]
+    )
     return {
         "results_json_mb": round((run_dir / "results.json").stat().st_size / 1e6, 1),
-        "wall_s": {"best": min(walls), "median": statistics.median(walls), "worst": max(walls)},
-        "cpu_s_best": min(r["cpu_s"] for r in repeats),
-        "peak_rss_mb": max(r["peak_rss_mb"] for r in repeats),
-        "figures": sorted(p.name for p in (tmp / "plots-0").iterdir()),
-        "repeats": repeats,
+        "figures": figures["jobs=1"],
+        "figures_identical_both_ways": same and len({tuple(f) for f in figures.values()}) == 1,
+        **{name: summary(one) for name, one in repeats.items()},
     }
 
 
@@ -107,8 +134,11 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    keys = ("wall_s", "cpu_s_best", "peak_rss_mb", "peak_tree_pss_mb")
     for name, one in measured.items():
-        print(name, json.dumps({k: one[k] for k in ("wall_s", "cpu_s_best", "peak_rss_mb")}))
+        for variant in VARIANTS:
+            print(name, variant, json.dumps({k: one[variant][k] for k in keys}))  # type: ignore[index]
+        print(name, "figures identical both ways:", one["figures_identical_both_ways"])
 
 
 if __name__ == "__main__":

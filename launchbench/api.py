@@ -422,9 +422,11 @@ def compare_pair(
     policy: GatePolicy | None,
     allow_different_gpu: bool,
     design: Evidence,
+    jobs: int = 1,
 ) -> tuple[Compared, GateReport | None]:
     """One BASELINE → CURRENT comparison (``launchbench compare``'s and the API's) with its warnings,
-    and its gate's report (analysis.gate.gate) where a gate was asked."""
+    and its gate's report (analysis.gate.gate) where a gate was asked; ``jobs`` as compare_runs takes it
+    (the command: one per CPU; the API: 1, no process forked)."""
     from launchbench.analysis.compare import compare_runs
     from launchbench.analysis.comparison import GpuMismatch
     from launchbench.analysis.gate import ComparedRuns, gate
@@ -443,6 +445,7 @@ def compare_pair(
         baseline_label=base_label,
         current_label=cur_label,
         design=design,
+        jobs=jobs,
     )
     comparison = replace(comparison, warnings=run_warnings(base_run, cur_run, comparison))
     if policy is None:

@@ -92,6 +92,7 @@ from launchbench.analysis.inference import (
     trimmed_rounds,
 )
 from launchbench.analysis.stats import sorted_median, usable_passes
+from launchbench.forked import chunks, forked_map, worth_forking
 from launchbench.measure.levels import Levels, fitted_together
 from launchbench.results.environment import summarize_environment
 from launchbench.results.schema import METRIC_BY_NAME, CaseResult, ModeResult, RunRecord
@@ -428,10 +429,13 @@ def compare_runs(
     baseline_label: str = "baseline",
     current_label: str = "current",
     design: Evidence = SEPARATE_RUNS,
+    jobs: int = 1,
 ) -> Comparison:
     """Align two runs and compare every metric of every row. Raises DifferentGpuError when the GPU
     models differ and ``gpu_mismatch`` is ``GpuMismatch.REFUSE``. ``design``: separate runs, or the paired rounds
-    of one interleaved invocation (see compare_paired)."""
+    of one interleaved invocation (see compare_paired). ``jobs``: the rows compared in up to that many
+    forked processes at once (launchbench.forked), one for each ROWS_PER_JOB rows at least, after the
+    evidence, priors and shifts every row shares: the same rows."""
     settings = settings or CompareSettings()
     b_env, c_env = summarize_environment(baseline.environment), summarize_environment(current.environment)
     if gpu_models_differ(b_env["gpu"], c_env["gpu"]) and gpu_mismatch is GpuMismatch.REFUSE:
@@ -451,25 +455,47 @@ def compare_runs(
     evidence = row_evidence(series, settings.metrics, design)
     priors = priors_of(series, evidence)
     shifts = design.host_shifts(series, settings.metrics)
+    compared = _RowsCompared(b_rows, c_rows, settings, priors, design, series, shifts, evidence)
+    keys = align(b_rows, c_rows)
+    workers = worth_forking(len(keys), ROWS_PER_JOB, jobs)
     with fitted_together(fits_wanted(series, settings.metrics)):  # the host levels' fits, at once
-        rows = adjust_across_rows(
-            [
-                compare_row(
-                    key,
-                    b_rows.get(key),
-                    c_rows.get(key),
-                    settings,
-                    priors,
-                    design,
-                    series.get(key),
-                    shifts,
-                    evidence.get(key),
-                )
-                for key in align(b_rows, c_rows)
-            ],
-            settings,
-        )
+        parts = forked_map(compared.of, chunks(keys, workers), workers)
+    rows = adjust_across_rows([row for part in parts for row in part], settings)
     return Comparison(baseline_label, current_label, b_env, c_env, settings, rows, design.paired, shifts)
+
+
+ROWS_PER_JOB = 500  # compare_runs forks a worker for at least this many rows (about 0.15 s of them)
+
+
+@dataclass(frozen=True)
+class _RowsCompared:
+    """What compare_row needs besides a row's key, made once for every row of two runs."""
+
+    b_rows: Mapping[RowKey, Side]
+    c_rows: Mapping[RowKey, Side]
+    settings: CompareSettings
+    priors: Priors
+    design: Evidence
+    series: Mapping[RowKey, tuple[RowSeries, RowSeries]]
+    shifts: Mapping[str, float]
+    evidence: Mapping[RowKey, RowEvidence]
+
+    def of(self, keys: Sequence[RowKey]) -> list[RowComparison]:
+        """The rows of ``keys`` compared, in their order."""
+        return [
+            compare_row(
+                key,
+                self.b_rows.get(key),
+                self.c_rows.get(key),
+                self.settings,
+                self.priors,
+                self.design,
+                self.series.get(key),
+                self.shifts,
+                self.evidence.get(key),
+            )
+            for key in keys
+        ]
 
 
 def sides_of_one_ab(a: RunRecord, b: RunRecord, a_path: str, b_path: str) -> bool:

@@ -20,6 +20,7 @@ from launchbench.analysis.columns import COLUMNS, DECLARED, Column
 from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors, is_host_bound, stratum
 from launchbench.analysis.host_levels import metric_levels
 from launchbench.analysis.stats import Summary, log_pass_medians, summarize
+from launchbench.forked import chunks, forked_map, worth_forking
 from launchbench.measure.levels import Levels
 from launchbench.results.schema import (
     METRIC_BY_NAME,
@@ -201,17 +202,39 @@ def _placement(run: RunRecord) -> dict[tuple[str | None, int | None], tuple[str,
     return out
 
 
+CASES_PER_JOB = 50  # run_table forks a worker for at least this many cases (about 0.1 s of rows)
+
+
+@dataclass(frozen=True)
+class _TableRows:
+    """What every row of one run's table needs besides its case: the run, the priors, the placements."""
+
+    run: RunRecord
+    priors: Mapping[tuple[str, bool], NoisePrior]
+    placement: Mapping[tuple[str | None, int | None], tuple[str, str | None, int | None]]
+    metrics: Sequence[Metric]
+    levels: HostLevels
+
+    def of(self, cases: Sequence[CaseResult]) -> list[dict[str, Any]]:
+        """The rows of ``cases``, in their order."""
+        rows = []
+        for case in cases:
+            found = self.placement.get((case.node, case.device), (self.run.gpu_name, case.node, case.device))
+            rows.extend(case_rows(case, Placement(*found), self.priors, self.metrics, self.levels))
+        return rows
+
+
 def run_table(
-    run: RunRecord, metrics: Sequence[Metric] = METRICS, levels: HostLevels = HostLevels.FIT
+    run: RunRecord, metrics: Sequence[Metric] = METRICS, levels: HostLevels = HostLevels.FIT, jobs: int = 1
 ) -> pd.DataFrame:
     """results.csv's table of ``run``. With ``metrics``, only their columns are summarised; with
     ``HostLevels.SKIP``, no host levels (a mixture fit per row, scikit-learn's import): the figures need three
-    metrics of seven and no levels, and those are most of the time and memory a large run's table takes."""
+    metrics of seven and no levels, and those are most of the time and memory a large run's table takes.
+    ``jobs``: the cases' rows made in up to that many forked processes at once (launchbench.forked; the
+    same rows), one for each CASES_PER_JOB cases at least, after the priors, which every row shares."""
     priors = noise_priors(run, metrics)
-    placement = _placement(run)
-    rows = []
-    for case in run.cases:
-        where = Placement(*placement.get((case.node, case.device), (run.gpu_name, case.node, case.device)))
-        rows.extend(case_rows(case, where, priors, metrics, levels))
-    frame = pd.DataFrame.from_records(rows, columns=list(COLUMNS))
+    made = _TableRows(run, priors, _placement(run), metrics, levels)
+    workers = worth_forking(len(run.cases), CASES_PER_JOB, jobs)
+    parts = forked_map(made.of, chunks(run.cases, workers), workers)
+    frame = pd.DataFrame.from_records([row for part in parts for row in part], columns=list(COLUMNS))
     return frame.replace([math.inf, -math.inf], math.nan)

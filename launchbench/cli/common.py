@@ -128,6 +128,19 @@ def quiet_option(help: str = "Print only errors and the one-line outcome.") -> C
     return click.option("-q", "--quiet", is_flag=True, help=help)
 
 
+def jobs_option(what: str) -> Callable[[F], F]:
+    """``-j/--jobs``: how many processes ``what`` is made in at once (0, the default: one per CPU)."""
+    return click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(0, 256),
+        default=0,
+        show_default=True,
+        help=f"{what} at most this many processes at once, each forked from this one; 0: one per CPU "
+        "this process may use, 1: all in this process.",
+    )
+
+
 def stack(*options: Callable[[F], F]) -> Callable[[F], F]:
     """Several options as one decorator, in --help in the order given."""
 

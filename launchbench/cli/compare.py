@@ -23,6 +23,7 @@ from launchbench.cli.common import (
     allow_options,
     check_outputs,
     handle_errors,
+    jobs_option,
     metric_option,
     parsed_option,
     short_help,
@@ -122,6 +123,7 @@ def comparison_options(unit: str) -> Callable[[F], F]:
 )
 @report_options("one testcase per row and metric")
 @history_baseline_options
+@jobs_option("Two runs of 1,000 rows or more: the rows compared in")
 @handle_errors
 def compare(**given: Any) -> None:
     """Compare runs (run directories or results files): BASELINE → CURRENT, or BASELINE → each CURRENT.
@@ -184,6 +186,7 @@ class CompareArgs:
     same_cupy: bool
     git_branch: str | None
     last: int
+    jobs: int
 
 
 def _compare(args: CompareArgs) -> int:
@@ -210,6 +213,7 @@ def _compare(args: CompareArgs) -> int:
     from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.analysis.gate import GatePolicy
     from launchbench.api import compare_pair
+    from launchbench.forked import usable_cpus
 
     coverage = CoveragePolicy(
         args.allow_empty, args.allow_missing, args.allow_interrupted, args.allow_disturbed
@@ -222,7 +226,11 @@ def _compare(args: CompareArgs) -> int:
     pairs = []
     for side in sides[1:]:  # each pair: launchbench.api.compare_pair, the API's comparison
         design = _design(sides[0], side, args.baseline_from)
-        pairs.append(compare_pair(sides[0], side, settings, policy, args.allow_different_gpu, design))
+        pairs.append(
+            compare_pair(
+                sides[0], side, settings, policy, args.allow_different_gpu, design, args.jobs or usable_cpus()
+            )
+        )
         if policy is None:
             _warn(pairs[-1][0])
     if len(pairs) == 1:

@@ -10,6 +10,7 @@ import click
 from launchbench.cli.common import (
     handle_errors,
     image_format_option,
+    jobs_option,
     out_dir_option,
     quiet_option,
     short_help,
@@ -36,9 +37,10 @@ DEFAULT_DPI = 200  # launchbench.report.plots.style.DPI, without loading matplot
     show_default=True,
     help="Pixels per inch of a PNG; figures are 8 inches wide (1600 px at the default, for a slide).",
 )
+@jobs_option("The table's rows (for 100 cases or more) and the figures made in")
 @quiet_option("Print only errors (not the path of every file written, nor the figures left out).")
 @handle_errors
-def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, quiet: bool) -> None:
+def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, jobs: int, quiet: bool) -> None:
     """Draw figures from result files (RUN: a run directory or its results.json); no GPU needed.
 
     One run: wall time and CPU time per launch, speedup, the graph's life cycle and the sample
@@ -52,6 +54,7 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, quiet:
     Exit 0 when the figures are written, 2 on a usage or input error.
     """
     from launchbench.files import check_output_dir
+    from launchbench.forked import usable_cpus
     from launchbench.report.plots import draw_plots  # matplotlib only when plotting
     from launchbench.results.document import kept_to_the_end
     from launchbench.results.store import load_run, resolve_results_file
@@ -62,7 +65,8 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, quiet:
         records = [load_run(run) for run in runs]
     labels = [resolve_results_file(run).parent.resolve().name or f"run{i + 1}" for i, run in enumerate(runs)]
     comparison = comparison_of(records, runs) if len(runs) == 2 else None
-    written = draw_plots(records, target, fmt, labels=labels, dpi=dpi, comparison=comparison)
+    processes = jobs or usable_cpus()
+    written = draw_plots(records, target, fmt, labels=labels, dpi=dpi, comparison=comparison, jobs=processes)
     if not quiet:
         for path in written.paths:
             click.echo(str(path))

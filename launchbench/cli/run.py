@@ -389,9 +389,10 @@ def _check_expectations(record: Any, console: Console, table: pd.DataFrame | Non
 
 
 def _write_plots(record: Any, run_dir: Path, console: Console) -> None:
+    from launchbench.forked import usable_cpus
     from launchbench.report.plots import draw_plots
 
-    written = draw_plots([record], run_dir / "plots")
+    written = draw_plots([record], run_dir / "plots", jobs=usable_cpus())
     for path in written.paths:
         console.print(f"plot: {path}")
     for skipped in written.skipped:

@@ -93,13 +93,11 @@ class Levels:
 
 
 def _level(values: Sequence[float], members: Sequence[int], total: int) -> Level:
-    chosen = [values[i] for i in members]
+    chosen = sorted([values[i] for i in members])  # sorted once: the median and both ends read off it
+    half = len(chosen) // 2  # the median as statistics.median takes it: the middle, or its two's mean
+    center = chosen[half] if len(chosen) % 2 else (chosen[half - 1] + chosen[half]) / 2
     return Level(
-        center=statistics.median(chosen),
-        low=min(chosen),
-        high=max(chosen),
-        share=len(members) / total,
-        passes=tuple(members),
+        center=center, low=chosen[0], high=chosen[-1], share=len(members) / total, passes=tuple(members)
     )
 
 

@@ -600,6 +600,25 @@ def test_cli_plot_writes_into_the_run_directory(synthetic: RunRecord, tmp_path: 
     assert all(p.parent == tmp_path / "run" / "plots" and p.exists() for p in printed)
 
 
+def test_figures_drawn_at_once_are_the_bytes_drawn_one_by_one(run: RunRecord, tmp_path: Path) -> None:
+    """``-j 3``: the table's rows and the figures made in forked processes (the tables equal, every
+    file the same bytes as ``-j 1`` draws, named in the same order); ``-j`` takes no negative count."""
+    pd.testing.assert_frame_equal(fig_panels.plot_table(run, jobs=3).rows, fig_panels.plot_table(run).rows)
+    write_run(tmp_path / "run", run)
+    printed = {}
+    for jobs in ("1", "3"):
+        out = tmp_path / f"j{jobs}"
+        result = CliRunner().invoke(cli, ["plot", str(tmp_path / "run"), "-d", str(out), "-j", jobs])
+        assert result.exit_code == 0, result.output
+        printed[jobs] = [Path(line).name for line in result.stdout.splitlines()]
+        assert {Path(name).stem for name in printed[jobs]} == SINGLE_RUN_FILES
+    assert printed["1"] == printed["3"]
+    for name in printed["1"]:
+        assert (tmp_path / "j3" / name).read_bytes() == (tmp_path / "j1" / name).read_bytes(), name
+    bad = CliRunner().invoke(cli, ["plot", str(tmp_path / "run"), "-j", "-1"])
+    assert bad.exit_code == 2 and "--jobs" in bad.output
+
+
 def test_dpi_sets_the_pixels(synthetic: RunRecord, tmp_path: Path) -> None:
     """8 inches wide: 1600 px at the default 200 dpi, 800 at 100; the height in proportion."""
     fig = fig_speedup.figure_speedup(small(synthetic))

@@ -41,11 +41,11 @@ class PlotTable:
         return pd.Series([self.params.get(key, {}) for key in keys], index=rows.index, dtype=object)
 
 
-def plot_table(run: RunRecord) -> PlotTable:
+def plot_table(run: RunRecord, jobs: int = 1) -> PlotTable:
     """results.csv's table of ``run`` with the metrics the figures draw (and the shape model fits), and
-    without the host levels, which no figure draws."""
+    without the host levels, which no figure draws; its rows made ``jobs`` processes at once (run_table)."""
     names = PLOT_METRICS + (SHAPE_METRICS if has_shape_changes(run) else ())
-    rows = run_table(run, [METRIC_BY_NAME[name] for name in names], levels=HostLevels.SKIP)
+    rows = run_table(run, [METRIC_BY_NAME[name] for name in names], levels=HostLevels.SKIP, jobs=jobs)
     return PlotTable(rows, {(case.scenario, case.case_id): case.params for case in run.cases})
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from launchbench.report.plots.panels import Panel, PlotTable, has_shape_changes,
 from launchbench.report.plots.shapes import figure_shape_changes, shape_panels
 from launchbench.report.plots.speedup import figure_speedup
 from launchbench.report.plots.style import DPI, FORMATS, save_figure
+from launchbench.report.plots.together import FigureJob, drawn_together
 from launchbench.results.schema import RunRecord
 
 if TYPE_CHECKING:
@@ -80,25 +80,28 @@ def empty_reason(stem: str, table: PlotTable) -> str | None:
     return None if _has_value(groups, mode, column) else reason
 
 
-def draw_run_plots(run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI) -> PlotsWritten:
+def draw_run_plots(
+    run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI, jobs: int = 1
+) -> PlotsWritten:
     """The single-run figures of ``run`` that have something to show, in ``out_dir``: the five of
     FIGURES, the shape-change figure when the run holds a chain whose sizes change, and the floor
-    figure (floor.fmt) when it holds floor cases."""
+    figure (floor.fmt) when it holds floor cases. ``jobs``: how many figures are drawn at once, each in
+    a process of its own (together.drawn_together; 1: one by one in this process)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
-    table = plot_table(run)
+    table = plot_table(run, jobs)
     builders: dict[str, Callable[..., Figure]] = dict(FIGURES)
     if has_shape_changes(run):
         builders[SHAPE_FIGURE] = figure_shape_changes
-    paths, skipped = [], []
-    for stem, build in builders.items():
-        reason = empty_reason(stem, table)
-        if reason is None:
-            paths.append(save_figure(build(run, table), out_dir, stem, fmt, dpi))
-            gc.collect()  # a figure is a web of reference cycles: free one before drawing the next
-        else:
-            skipped.append(SkippedFigure(out_dir / f"{stem}.{fmt}", reason))
+    reasons = {stem: empty_reason(stem, table) for stem in builders}
+    drawn = {stem: build for stem, build in builders.items() if reasons[stem] is None}
+    paths = drawn_together(FigureJob(run, table, out_dir, fmt, dpi), drawn, jobs)
+    skipped = [
+        SkippedFigure(out_dir / f"{stem}.{fmt}", reason)
+        for stem, reason in reasons.items()
+        if reason is not None
+    ]
     if any(case.kinds == "floor" for case in run.cases):  # a floor run, or a run with a floor: block
         _draw_floor(run, out_dir, fmt, dpi, paths, skipped)
     return PlotsWritten(tuple(paths), tuple(skipped))
@@ -161,14 +164,16 @@ def draw_plots(
     labels: Sequence[str] | None = None,
     dpi: int = DPI,
     comparison: Comparison | None = None,
+    jobs: int = 1,
 ) -> PlotsWritten:
     """Every figure with something to show: one run's in ``out_dir``; several runs' each in a subfolder
     (named by ``labels``, else run1, run2, ...), plus ``comparison_ratio`` in ``out_dir`` when there are
     two and their ``comparison`` (second run / first, as `launchbench compare` makes it) is given. The
-    figures left out are named with the reason."""
+    figures left out are named with the reason. ``jobs``: a run's figures drawn at most that many at
+    once, each in a forked process (1: one by one in this process)."""
     out_dir = Path(out_dir)
     try:  # an unknown fmt is refused before anything is written
-        return _draw_plots(runs, out_dir, fmt, labels, dpi, comparison)
+        return _draw_plots(runs, out_dir, fmt, labels, dpi, comparison, jobs)
     except (
         OSError
     ) as err:  # a full disk, a read-only folder: the user's to fix, for `plot` and `run --plot` alike
@@ -182,14 +187,17 @@ def _draw_plots(
     labels: Sequence[str] | None,
     dpi: int,
     comparison: Comparison | None,
+    jobs: int,
 ) -> PlotsWritten:
     if len(runs) == 1:
-        return draw_run_plots(runs[0], out_dir, fmt, dpi)
+        return draw_run_plots(runs[0], out_dir, fmt, dpi, jobs)
     names = [_safe_name(s) for s in labels] if labels else [f"run{i + 1}" for i in range(len(runs))]
     if len(names) != len(runs) or len(set(names)) != len(names):
         names = [f"run{i + 1}_{name}" for i, name in enumerate(names[: len(runs)])]
         names += [f"run{i + 1}" for i in range(len(names), len(runs))]
-    parts = [draw_run_plots(run, out_dir / name, fmt, dpi) for run, name in zip(runs, names, strict=True)]
+    parts = [
+        draw_run_plots(run, out_dir / name, fmt, dpi, jobs) for run, name in zip(runs, names, strict=True)
+    ]
     if len(runs) == 2 and comparison is not None:
         parts.append(draw_comparison(comparison, runs[0], runs[1], out_dir, fmt, dpi))
     return PlotsWritten(
