@@ -128,14 +128,22 @@ def quiet_option(help: str = "Print only errors and the one-line outcome.") -> C
     return click.option("-q", "--quiet", is_flag=True, help=help)
 
 
+def _jobs_or_cpus(ctx: click.Context, param: click.Parameter, value: int) -> int:
+    from launchbench.forked import usable_cpus
+
+    return value or usable_cpus()
+
+
 def jobs_option(what: str) -> Callable[[F], F]:
-    """``-j/--jobs``: how many processes ``what`` is made in at once (0, the default: one per CPU)."""
+    """``-j/--jobs``: how many processes ``what`` is made in at once; the command gets a count, 0 (the
+    default) turned into one per CPU this process may use (forked.usable_cpus)."""
     return click.option(
         "-j",
         "--jobs",
         type=click.IntRange(0, 256),
         default=0,
         show_default=True,
+        callback=_jobs_or_cpus,
         help=f"{what} at most this many processes at once, each forked from this one; 0: one per CPU "
         "this process may use, 1: all in this process.",
     )

@@ -213,7 +213,6 @@ def _compare(args: CompareArgs) -> int:
     from launchbench.analysis.coverage import CoveragePolicy
     from launchbench.analysis.gate import GatePolicy
     from launchbench.api import compare_pair
-    from launchbench.forked import usable_cpus
 
     coverage = CoveragePolicy(
         args.allow_empty, args.allow_missing, args.allow_interrupted, args.allow_disturbed
@@ -227,9 +226,7 @@ def _compare(args: CompareArgs) -> int:
     for side in sides[1:]:  # each pair: launchbench.api.compare_pair, the API's comparison
         design = _design(sides[0], side, args.baseline_from)
         pairs.append(
-            compare_pair(
-                sides[0], side, settings, policy, args.allow_different_gpu, design, args.jobs or usable_cpus()
-            )
+            compare_pair(sides[0], side, settings, policy, args.allow_different_gpu, design, args.jobs)
         )
         if policy is None:
             _warn(pairs[-1][0])

@@ -54,7 +54,6 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, jobs: 
     Exit 0 when the figures are written, 2 on a usage or input error.
     """
     from launchbench.files import check_output_dir
-    from launchbench.forked import usable_cpus
     from launchbench.report.plots import draw_plots  # matplotlib only when plotting
     from launchbench.results.document import kept_to_the_end
     from launchbench.results.store import load_run, resolve_results_file
@@ -65,8 +64,7 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, jobs: 
         records = [load_run(run) for run in runs]
     labels = [resolve_results_file(run).parent.resolve().name or f"run{i + 1}" for i, run in enumerate(runs)]
     comparison = comparison_of(records, runs) if len(runs) == 2 else None
-    processes = jobs or usable_cpus()
-    written = draw_plots(records, target, fmt, labels=labels, dpi=dpi, comparison=comparison, jobs=processes)
+    written = draw_plots(records, target, fmt, labels=labels, dpi=dpi, comparison=comparison, jobs=jobs)
     if not quiet:
         for path in written.paths:
             click.echo(str(path))

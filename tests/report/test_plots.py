@@ -18,6 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
+from launchbench.analysis import table as analysis_table
 from launchbench.analysis.compare import CompareSettings, Comparison, compare_runs
 from launchbench.analysis.defaults import DEFAULT_METRICS
 from launchbench.analysis.table import run_table
@@ -600,9 +601,13 @@ def test_cli_plot_writes_into_the_run_directory(synthetic: RunRecord, tmp_path: 
     assert all(p.parent == tmp_path / "run" / "plots" and p.exists() for p in printed)
 
 
-def test_figures_drawn_at_once_are_the_bytes_drawn_one_by_one(run: RunRecord, tmp_path: Path) -> None:
-    """``-j 3``: the table's rows and the figures made in forked processes (the tables equal, every
-    file the same bytes as ``-j 1`` draws, named in the same order); ``-j`` takes no negative count."""
+def test_figures_drawn_at_once_are_the_bytes_drawn_one_by_one(
+    run: RunRecord, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-j 3``: the table's rows (a worker for every 2 cases here) and the figures made in forked
+    processes (the tables equal, every file the same bytes as ``-j 1`` draws, named in the same order);
+    ``-j`` takes no negative count."""
+    monkeypatch.setattr(analysis_table, "CASES_PER_JOB", 2)
     pd.testing.assert_frame_equal(fig_panels.plot_table(run, jobs=3).rows, fig_panels.plot_table(run).rows)
     write_run(tmp_path / "run", run)
     printed = {}

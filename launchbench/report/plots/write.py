@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from launchbench.errors import LaunchbenchError
+from launchbench.forked import forked_map
 from launchbench.report.plots.distributions import figure_sample_distributions
 from launchbench.report.plots.lifecycle import figure_graph_lifecycle
 from launchbench.report.plots.modes import figure_cpu_per_launch, figure_wall_per_launch
@@ -18,7 +20,6 @@ from launchbench.report.plots.panels import Panel, PlotTable, has_shape_changes,
 from launchbench.report.plots.shapes import figure_shape_changes, shape_panels
 from launchbench.report.plots.speedup import figure_speedup
 from launchbench.report.plots.style import DPI, FORMATS, save_figure
-from launchbench.report.plots.together import FigureJob, drawn_together
 from launchbench.results.schema import RunRecord
 
 if TYPE_CHECKING:
@@ -80,13 +81,34 @@ def empty_reason(stem: str, table: PlotTable) -> str | None:
     return None if _has_value(groups, mode, column) else reason
 
 
+@dataclass(frozen=True)
+class FigureJob:
+    """What every figure of one run's drawing needs: the run, its table, where and how to save. Its
+    ``draw`` is what launchbench.forked.forked_map runs in each forked process (or here, with one job):
+    the child has the run and the table without copying them and sends back the path."""
+
+    run: RunRecord
+    table: PlotTable
+    out_dir: Path
+    fmt: str
+    dpi: int
+
+    def draw(self, figure: tuple[str, Callable[..., Figure]]) -> Path:
+        """One figure (stem, builder) built and saved; its reference cycles freed before the next."""
+        stem, build = figure
+        path = save_figure(build(self.run, self.table), self.out_dir, stem, self.fmt, self.dpi)
+        gc.collect()  # a figure is a web of reference cycles: free one before drawing the next
+        return path
+
+
 def draw_run_plots(
     run: RunRecord, out_dir: Path, fmt: str = "png", dpi: int = DPI, jobs: int = 1
 ) -> PlotsWritten:
     """The single-run figures of ``run`` that have something to show, in ``out_dir``: the five of
     FIGURES, the shape-change figure when the run holds a chain whose sizes change, and the floor
     figure (floor.fmt) when it holds floor cases. ``jobs``: how many figures are drawn at once, each in
-    a process of its own (together.drawn_together; 1: one by one in this process)."""
+    a process forked from this one (FigureJob.draw; 1: one by one in this process), and the table's
+    rows made so too (plot_table)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown plot format {fmt!r}; choose one of {', '.join(FORMATS)}")
     out_dir = Path(out_dir)
@@ -95,8 +117,8 @@ def draw_run_plots(
     if has_shape_changes(run):
         builders[SHAPE_FIGURE] = figure_shape_changes
     reasons = {stem: empty_reason(stem, table) for stem in builders}
-    drawn = {stem: build for stem, build in builders.items() if reasons[stem] is None}
-    paths = drawn_together(FigureJob(run, table, out_dir, fmt, dpi), drawn, jobs)
+    drawn = [(stem, build) for stem, build in builders.items() if reasons[stem] is None]
+    paths = forked_map(FigureJob(run, table, out_dir, fmt, dpi).draw, drawn, jobs)
     skipped = [
         SkippedFigure(out_dir / f"{stem}.{fmt}", reason)
         for stem, reason in reasons.items()
