@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from committed_runs import committed_record, committed_results
 
 from launchbench.measure import levels
 from launchbench.measure.levels import MIN_PASSES, MIN_SEPARATION, Levels, one_level, splits_stay_close
 from launchbench.measure.levels import fitted_levels as _fitted_levels
-from launchbench.results.store import load_run
 
 ROOT = Path(__file__).resolve().parents[2]
 Shortcut = Callable[[Sequence[float]], bool]
@@ -28,8 +28,8 @@ def committed_inputs() -> tuple[tuple[float, ...], ...]:
     """Every distinct series of pass medians in the committed runs that reaches the mixture fit without
     the shortcut (at least MIN_PASSES passes, spread over MIN_SEPARATION)."""
     found: set[tuple[float, ...]] = set()
-    for path in sorted(ROOT.glob("results/**/results.json")):
-        for case in load_run(path.parent).cases:
+    for path in committed_results():
+        for case in committed_record(path).cases:
             for mode in case.modes.values():
                 for key in sorted({k for p in mode.passes for k in p.samples}):
                     found.add(tuple(mode.pass_medians(key)))

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from builders import make_run
 from click.testing import CliRunner, Result
+from committed_runs import committed_results, results_bytes
 from jsonschema import Draft202012Validator, ValidationError, validators
 
 from launchbench.cli import cli
@@ -203,9 +204,9 @@ def test_results_files_of_this_version_are_valid(tmp_path: Path) -> None:
     """A results.json written now, and every committed one (results/ and the golden files) of the current
     SCHEMA_VERSION (older ones are migrated when read; the schema describes the current layout)."""
     write_run(tmp_path / "run", make_run(n=10))
-    committed = [*ROOT.glob("results/**/results.json"), *DATA.glob("golden/results-v*.json")]
+    committed = [*committed_results(), *DATA.glob("golden/results-v*.json")]
     files = [tmp_path / "run" / "results.json", *sorted(committed)]
-    current = [json.loads(f.read_text(encoding="utf-8")) for f in files]
+    current = [json.loads(results_bytes(f)) for f in files]
     current = [d for d in current if d["schema_version"] == SCHEMA_VERSION]
     assert len(current) >= 2
     for document in current:

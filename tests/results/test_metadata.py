@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from committed_runs import committed_record, committed_results, results_bytes
 from fakes import ScriptedBackend
 
 from launchbench.cli import cli
@@ -26,7 +27,7 @@ from launchbench.run.session import new_record
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = sorted(
     [
-        *(ROOT / "results").rglob("results.json"),
+        *committed_results(),
         *(p for p in (ROOT / "tests" / "data").rglob("results.json") if "bad" not in p.parts),
         *(ROOT / "tests" / "data" / "golden").glob("results-v*.json"),
     ]
@@ -45,7 +46,7 @@ WRITTEN = [
 
 
 def _raw(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads(results_bytes(path).decode("utf-8"))
     return data
 
 
@@ -56,7 +57,7 @@ def test_the_committed_files_are_found() -> None:
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT)))
 def test_a_committed_file_reads_into_the_models_and_writes_back_what_it_holds(path: Path) -> None:
-    raw, record = _raw(path), load_run(path)
+    raw, record = _raw(path), committed_record(path)
     assert isinstance(record.environment, Environment) and isinstance(record.settings, Settings)
     written = json.loads(record.model_dump_json())
     assert written["environment"] == raw["environment"]

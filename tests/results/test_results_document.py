@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from committed_runs import committed_record, committed_results, results_bytes
 
 from launchbench.errors import ResultsFileError
 from launchbench.results.document import kept_to_the_end, parsed_document, paused_collector
@@ -17,7 +18,7 @@ from launchbench.results.schema import RunRecord
 from launchbench.results.store import load_run, record_from_bytes, record_from_json
 
 ROOT = Path(__file__).parents[2]
-COMMITTED = sorted((ROOT / "results").rglob("results.json"))
+COMMITTED = committed_results()
 V5 = ROOT / "results" / "quickstart-h200-v5" / "results.json"
 
 
@@ -48,12 +49,12 @@ def test_the_committed_runs_are_there():
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.parent.relative_to(ROOT / "results")))
 def test_every_committed_results_file_reads_the_same_both_ways(path):
-    raw = path.read_bytes()
+    raw = results_bytes(path)
     version = json.loads(raw)["schema_version"]
     assert (parsed_document(raw) is not None) == (version >= 2)  # v1 files are migrated as JSON
     record = _assert_same(raw)
     assert isinstance(record, RunRecord) and record.cases
-    assert load_run(path) == record.model_copy(update={"journal_bytes": None})
+    assert committed_record(path) == record.model_copy(update={"journal_bytes": None})
 
 
 def _edited(edit: Callable[[dict[str, Any]], object]) -> bytes:
