@@ -210,17 +210,14 @@ class WorkerExecutor:
         host-level fits). Where a pass ``then`` may follow, its worker is spawned now, to import
         meanwhile; the pass's first case waits for the new worker's Ready and for that one's imports to
         be done, so no import loads the host while a case is measured; it then sits idle, holding no GPU
-        context. The old worker is asked to end before the new one is asked to start, and waited for
-        after: its exit and the new backend's start overlap, and neither overlaps a measured case."""
+        context."""
         ending, self._worker = self._worker, None
         if self._next is not None:
             self._next.stop()
         self._next, self._ahead = self._ahead or self._spawn(), None
         if ending is not None:
-            ending.ask_stop()
+            ending.stop()
         self._next.ask_start()
-        if ending is not None:
-            ending.stop()  # its exit (the CUDA context's teardown) overlaps the new backend's start
         self._ahead = self._spawn() if then is not None else None
         self._pass = pass_index
 
@@ -356,7 +353,6 @@ class WorkerProcess:
 
     start_times: WorkerStart | None = None
     _asked = False  # StartBackend sent
-    _stop_asked = False  # StopWorker sent
     _booted = False  # its Booted received (by ``booted``)
 
     def __init__(self, factory: Callable[[int], Any], device: int):
@@ -449,19 +445,10 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.process.is_alive()
 
-    def ask_stop(self) -> None:
-        """Ask the worker to end, without waiting for it (``stop`` waits)."""
-        if self._stop_asked:
-            return
-        self._stop_asked = True
-        with contextlib.suppress(OSError, ValueError):  # a worker that exited or a closed pipe: stop reaps it
-            if self.process.is_alive():
-                self.conn.send(StopWorker())
-
     def stop(self) -> None:
         try:
             if self.process.is_alive():
-                self.ask_stop()
+                self.conn.send(StopWorker())
                 self.process.join(5)
         except (OSError, ValueError):
             pass

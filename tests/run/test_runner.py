@@ -345,9 +345,6 @@ class _Spawned:
     def alive(self) -> bool:
         return True
 
-    def ask_stop(self) -> None:
-        self.log.append("ask_stop")
-
     def stop(self) -> None:
         self.log.append("stop")
 
@@ -360,24 +357,22 @@ def test_each_pass_worker_is_spawned_a_pass_ahead_and_started_between_the_passes
     executor.start()
     executor._worker_for(0)
     assert log == ["spawn", "start"]
-    # pass 1's spawned; pass 0's asked to end, pass 1's asked to start, pass 0's waited for (its exit
-    # overlaps pass 1's start); pass 2's spawned
-    executor.next_pass(1, then=2)
-    assert log[2:] == ["spawn", "ask_stop", "ask", "stop", "spawn"]
+    executor.next_pass(1, then=2)  # pass 1's spawned, pass 0's stopped, pass 1's asked; pass 2's spawned
+    assert log[2:] == ["spawn", "stop", "ask", "spawn"]
     executor._worker_for(1)  # the first case waits for pass 1's backend and pass 2's imports
-    assert log[7:] == ["start", "booted"]
+    assert log[6:] == ["start", "booted"]
     executor._worker_for(1)  # the same pass: the same worker
-    assert log[9:] == []
+    assert log[8:] == []
     executor.next_pass(2, then=3)  # pass 2's worker is the one spawned ahead
-    assert log[9:] == ["ask_stop", "ask", "stop", "spawn"]
+    assert log[8:] == ["stop", "ask", "spawn"]
     executor._worker_for(2)
     executor.next_pass(3)  # the last pass the schedule holds: nothing spawned beyond it
-    assert log[13:] == ["start", "booted", "ask_stop", "ask", "stop"]
+    assert log[11:] == ["start", "booted", "stop", "ask"]
     executor._worker_for(3)
     executor.next_pass(4)  # a pass added later: its worker spawned then
-    assert log[18:] == ["start", "spawn", "ask_stop", "ask", "stop"]
+    assert log[15:] == ["start", "spawn", "stop", "ask"]
     executor.close()  # the one never waited for is stopped too
-    assert log[23:] == ["stop"]
+    assert log[19:] == ["stop"]
 
 
 def test_a_worker_asked_to_start_ahead_reports_only_the_wait_for_it(tmp_path):
@@ -399,19 +394,6 @@ def test_a_worker_asked_to_start_ahead_reports_only_the_wait_for_it(tmp_path):
         assert worker.alive()
     finally:
         worker.stop()
-
-
-def test_a_worker_asked_to_end_ends_once_and_is_reaped_by_stop():
-    """``ask_stop`` sends StopWorker once and returns at once; ``stop`` then waits for the exit (code 0)
-    without sending it again."""
-    from launchbench.run.executor import WorkerProcess
-
-    worker = WorkerProcess(scripted_backend, 0)
-    worker.start()
-    worker.ask_stop()
-    worker.ask_stop()
-    worker.stop()
-    assert worker.process.exitcode == 0
 
 
 def test_a_worker_is_spawned_ahead_only_where_a_pass_may_follow():
