@@ -4,10 +4,11 @@ their READMEs (results.json.gz), found and read alike, so the tests over committ
 from __future__ import annotations
 
 import gzip
+import tempfile
 from pathlib import Path
 
 from launchbench.results.schema import RunRecord
-from launchbench.results.store import load_run, record_from_bytes
+from launchbench.results.store import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
@@ -26,8 +27,10 @@ def results_bytes(path: Path) -> bytes:
 
 
 def committed_record(path: Path) -> RunRecord:
-    """load_run of a committed results file; a gzipped one read from its bytes the way load_run reads a
-    finished run's results.json (store.record_from_bytes, no journal)."""
+    """load_run of a committed results file; a gzipped one decompressed into a run directory of its own
+    first, so that load_run reads it as it reads any run."""
     if path.suffix != GZIPPED:
         return load_run(path)
-    return record_from_bytes(results_bytes(path), str(path)).model_copy(update={"journal_bytes": None})
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "results.json").write_bytes(results_bytes(path))
+        return load_run(folder)
