@@ -3,9 +3,12 @@
 # order of what matters most, each step with what is left of the time:
 #   1. bytecode for both trees and PYTHONPATH, one short uncounted run (CuPy's kernel cache, the clocks);
 #   2. quickstart, old and new alternating, 3 runs each (benchmarks/speed_quickstart.py);
-#   3. the phase profile of the new quickstart (1 run, benchmarks/profile_phases.py);
-#   4. shape_changes, new then old (one run each: the old one took 187 s before), then new again.
-# STEPS picks among quickstart, profile and shape (default all three), e.g. STEPS=shape for a second call.
+#   3. with PREV set (a second older checkout, e.g. the last commit before a change), quickstart, PREV
+#      and new alternating, 3 runs each: what the change alone did, on the same machine start;
+#   4. the phase profile of the new quickstart (1 run, benchmarks/profile_phases.py);
+#   5. shape_changes, new then old (one run each: the old one took 187 s before), then new again.
+# STEPS picks among quickstart, prev, profile and shape (default all but prev, which PREV adds), e.g.
+# STEPS=shape for a second call.
 # Every step is logged with its time, runs under `timeout` within what is left of the 9 minutes, and a
 # failed step does not stop the next. The old code is the checkout at OLD (default .devrun/old, its
 # launchbench importable with PYTHONPATH); the new is this tree. Everything lands in one tarball
@@ -33,7 +36,8 @@ summary="$out/summary.txt"
 : >"$summary"
 say() { echo "$(date -u +%H:%M:%S) [+$(($(date +%s) - begin)) s] $*" | tee -a "$log"; }
 left() { echo $((budget - ($(date +%s) - begin))); }
-steps=" ${STEPS:-quickstart profile shape} "
+prev=${PREV:-}
+steps=" ${STEPS:-quickstart ${prev:+prev} profile shape} "
 wanted() { [[ $steps == *" $1 "* ]]; }  # wanted NAME: the step is in STEPS
 step() {  # step NAME CAP_SECONDS COMMAND...: under timeout, within what is left; never stops the script
   local name=$1 cap=$2 rest
@@ -63,11 +67,13 @@ dirs=()
 for dir in "${extra[@]}"; do [ -n "$dir" ] && [ -d "$dir" ] && dirs+=("$dir"); done
 numpy_dir=$("$py" -c "import numpy, os; print(os.path.dirname(numpy.__file__))" 2>/dev/null)
 [ -n "$numpy_dir" ] && [ -w "$numpy_dir" ] && dirs+=("$numpy_dir")
-step "compile bytecode" 90 "$py" -m compileall -q -j 0 launchbench "$old/launchbench" "${dirs[@]}"
+step "compile bytecode" 90 "$py" -m compileall -q -j 0 launchbench "$old/launchbench" ${prev:+"$prev/launchbench"} "${dirs[@]}"
 step "warm-up run (not counted): new quickstart, 1 short pass" 60 "$py" -m launchbench run \
   scenarios/quickstart.yaml --quiet --out-dir "$work/warm-up" --passes 1 --max-time 0.1
 wanted quickstart && step "quickstart: old x3, new x3" 360 "$py" benchmarks/speed_quickstart.py \
   --old "$old" --old-runs 3 --new-runs 3 --work "$work/quickstart" --out "$work/quickstart.json"
+wanted prev && step "quickstart: prev ($prev) x3, new x3" 300 "$py" benchmarks/speed_quickstart.py \
+  --old "$prev" --old-runs 3 --new-runs 3 --work "$work/quickstart-prev" --out "$work/quickstart-prev.json"
 wanted profile && step "profile: new quickstart" 90 "$py" benchmarks/speed_quickstart.py --profile \
   --work "$work/profile" --out "$work/quickstart-profile.json"
 wanted shape && step "shape_changes: new, old" 330 "$py" benchmarks/speed_quickstart.py --old "$old" \
@@ -76,7 +82,7 @@ wanted shape && step "shape_changes: new, old" 330 "$py" benchmarks/speed_quicks
 wanted shape && step "shape_changes: new again" 150 "$py" benchmarks/speed_quickstart.py --old "$old" \
   --scenario scenarios/shape_changes.yaml --old-runs 0 --new-runs 1 \
   --work "$work/shape_changes-2" --out "$work/shape_changes-2.json"
-for name in quickstart shape_changes shape_changes-2; do
+for name in quickstart quickstart-prev shape_changes shape_changes-2; do
   [ -f "$work/$name.json" ] && "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'])" \
     "$work/$name.json" >>"$summary" 2>>"$log"
 done

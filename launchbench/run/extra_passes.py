@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from launchbench.measure.levels import ENOUGH_PASSES, MIN_PASSES, find_levels
+from launchbench.measure.levels import ENOUGH_PASSES, MIN_PASSES, Levels, find_levels
 from launchbench.results.schema import MEASURED_STATUSES, WALL, CaseResult, RunRecord
 from launchbench.scenario.core import Case
 
 EXTRA_PASS_FACTOR = 2  # a case runs at most this many times its planned passes
+APART_PASSES = 2  # passes added for a single pass apart before the row takes it for a one-off
 
 
 def pass_cap(case: Case) -> int:
@@ -36,13 +37,23 @@ def may_follow(cases: Sequence[Case], pass_index: int) -> bool:
     return done >= MIN_PASSES and any(below_cap(case, done) for case in cases)
 
 
-def wanting_row(result: CaseResult) -> str | None:
-    """Why the case needs another pass (its first row whose levels ask for one), or None."""
+def row_asks(levels: Levels, added: int, apart_passes: int = APART_PASSES) -> bool:
+    """Whether a row at ``levels`` asks for another pass once ``added`` passes have been added to its
+    case: its levels want passes, unless all they want is to see whether a single pass apart from one
+    level recurs, and ``apart_passes`` added passes have not seen it again."""
+    if not levels.wants_passes:
+        return False
+    return levels.two or len(levels.apart) > 1 or added < apart_passes
+
+
+def wanting_row(result: CaseResult, planned: int) -> str | None:
+    """Why the case needs another pass (its first row whose levels ask for one), or None; ``planned``:
+    the case's planned passes."""
     for mode, one in result.modes.items():
         if one.status not in MEASURED_STATUSES:
             continue
         levels = find_levels(one.pass_medians(WALL))
-        if not levels.wants_passes:
+        if not row_asks(levels, result.passes_done - planned):
             continue
         if levels.two:
             fewest = min(level.count for level in levels.levels)
@@ -59,7 +70,7 @@ def extra_passes(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, i
         result = record.case(case.scenario, case.case_id)
         if result is None or result.error or not below_cap(case, result.passes_done):
             continue
-        why = wanting_row(result)
+        why = wanting_row(result, case.measure.passes)
         if why is not None:
             out.append((case, result.passes_done, why))
     return out

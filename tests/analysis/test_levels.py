@@ -15,7 +15,7 @@ from fakes import SLOW_FACTOR, SLOW_WORKERS_VARIABLE, STARTS_FILE_VARIABLE, leve
 from launchbench.analysis.compare import compare_runs
 from launchbench.analysis.host_levels import describe_levels, level_lines, metric_levels
 from launchbench.analysis.table import run_table
-from launchbench.measure.levels import ENOUGH_PASSES, find_levels
+from launchbench.measure.levels import ENOUGH_PASSES, Levels, find_levels, one_level
 from launchbench.report.compare_console import render_comparison
 from launchbench.report.comparison_table import records
 from launchbench.report.console import print_summary
@@ -29,7 +29,7 @@ from launchbench.results.store import load_run, write_run
 from launchbench.results.thread_place import cpu_mhz, current_cpu, pci_node, sysfs_pci_address, thread_place
 from launchbench.run import runner
 from launchbench.run.execute import host_data, pass_ended
-from launchbench.run.extra_passes import extra_passes, pass_cap
+from launchbench.run.extra_passes import APART_PASSES, extra_passes, pass_cap, row_asks
 
 H200_PASSES = [4.43, 6.10, 6.43, 5.80, 6.35]  # one row's five pass medians on the H200 (µs)
 
@@ -282,21 +282,53 @@ def test_compare_of_two_sides_at_the_same_levels_says_so_without_the_warning():
 # --- passes added ------------------------------------------------------------------------------------
 
 
-def test_extra_passes_stop_at_the_cap():
+def _planned_case():
     plan = runner.plan(
         [Path(__file__).parents[1] / "data" / "scripted" / "three.yaml"], overrides=Overrides(passes=5)
     )
     case = plan.cases[0]
     run = make_run(passes=5)
     result = run.cases[0].model_copy(update={"scenario": case.scenario, "case_id": case.case_id})
-    apart = leveled_case([6.1, 6.0, 6.2, 4.43, 6.15, 6.05, 6.12, 5.98, 6.2], result)
-    record = run.model_copy(update={"cases": [apart]})
-    [(asked, index, why)] = extra_passes([case], record)
-    assert asked is case and index == 9 and "sit apart" in why
-    full = leveled_case([6.1, 6.0, 6.2, 4.43, 6.15, 6.05, 6.12, 5.98, 6.2, 6.1], result)
+    return case, run, result
+
+
+def test_extra_passes_stop_at_the_cap():
+    """A row at two levels, one of them in 2 passes, asks round after round up to twice the planned passes."""
+    case, run, result = _planned_case()
+    short = leveled_case([6.1, 6.0, 4.4, 6.2, 4.45, 6.15, 6.05, 6.12, 5.98], result)
+    [(asked, index, why)] = extra_passes([case], run.model_copy(update={"cases": [short]}))
+    assert asked is case and index == 9 and "two levels, one in 2 of 9 passes" in why
+    full = leveled_case([6.1, 6.0, 4.4, 6.2, 4.45, 6.15, 6.05, 6.12, 5.98, 6.1], result)
     assert pass_cap(case) == 10 and extra_passes([case], run.model_copy(update={"cases": [full]})) == []
     settled = leveled_case([6.1, 6.0, 6.2, 6.15, 6.05], result)
     assert extra_passes([case], run.model_copy(update={"cases": [settled]})) == []
+
+
+def test_a_single_pass_apart_asks_for_apart_passes_more_and_then_stops():
+    """One pass apart asks for APART_PASSES added passes; when none of them joins it, the row stops
+    asking (it stays reported as a pass apart); a second pass joining it asks on, up to the cap."""
+    case, run, result = _planned_case()
+
+    def asked(values):
+        return extra_passes([case], run.model_copy(update={"cases": [leveled_case(values, result)]}))
+
+    assert APART_PASSES == 2
+    [(_, index, why)] = asked([6.1, 6.0, 6.2, 4.43, 6.15])
+    assert index == 5 and "1 of 5 passes sit apart" in why
+    [(_, index, _)] = asked([6.1, 6.0, 6.2, 4.43, 6.15, 6.05])
+    assert index == 6
+    assert asked([6.1, 6.0, 6.2, 4.43, 6.15, 6.05, 6.12]) == []  # two added, the pass apart still alone
+    [(_, index, why)] = asked([6.1, 6.0, 6.2, 4.43, 6.15, 6.05, 4.5])  # joined: two levels, one in 2
+    assert index == 7 and "one in 2 of 7 passes" in why
+
+
+def test_row_asks_follows_the_levels_and_the_added_passes():
+    one_apart = Levels(one_level([6.0, 6.1, 4.4]).levels, apart=(2,))
+    assert row_asks(one_apart, 0) and row_asks(one_apart, 1) and not row_asks(one_apart, 2)
+    assert row_asks(one_apart, 3, apart_passes=4)
+    two_apart = Levels(one_level([6.0, 6.1, 4.4, 4.5]).levels, apart=(2, 3))
+    assert row_asks(two_apart, 9)
+    assert not row_asks(one_level([6.0, 6.1, 6.05]), 0)
 
 
 ONE_CASE = """name: one
