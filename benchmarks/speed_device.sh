@@ -2,12 +2,15 @@
 # The run's own time, old code against new, on one GPU machine in one go (at most 9 minutes), in the
 # order of what matters most, each step with what is left of the time:
 #   1. bytecode for both trees and PYTHONPATH, one short uncounted run (CuPy's kernel cache, the clocks);
-#   2. quickstart, old and new alternating, 3 runs each (benchmarks/speed_quickstart.py);
+#   2. quickstart, old and new alternating, 3 runs each (RUNS for another count;
+#      benchmarks/speed_quickstart.py; the old code on OLD/scenarios/quickstart.yaml where OLD has one,
+#      e.g. from git archive OLD_COMMIT launchbench scenarios);
 #   3. with PREV set (a second older checkout, e.g. the last commit before a change), quickstart, PREV
 #      and new alternating, 3 runs each: what the change alone did, on the same machine start;
 #   4. the phase profile of the new quickstart (1 run, benchmarks/profile_phases.py);
 #   5. shape_changes, new then old (one run each: the old one took 187 s before), then new again.
-# STEPS picks among quickstart, prev, profile and shape (default all but prev, which PREV adds), e.g.
+# STEPS picks among quickstart, prev, lower (this tree at --max-time LOWER, default 1.6, 2 runs after
+# the quickstart step's), profile and shape (default all but prev, which PREV adds, and lower), e.g.
 # STEPS=shape for a second call.
 # Every step is logged with its time, runs under `timeout` within what is left of the 9 minutes, and a
 # failed step does not stop the next. The old code is the checkout at OLD (default .devrun/old, its
@@ -70,10 +73,18 @@ numpy_dir=$("$py" -c "import numpy, os; print(os.path.dirname(numpy.__file__))" 
 step "compile bytecode" 90 "$py" -m compileall -q -j 0 launchbench "$old/launchbench" ${prev:+"$prev/launchbench"} "${dirs[@]}"
 step "warm-up run (not counted): new quickstart, 1 short pass" 60 "$py" -m launchbench run \
   scenarios/quickstart.yaml --quiet --out-dir "$work/warm-up" --passes 1 --max-time 0.1
+# the old code runs its own quickstart.yaml where the checkout has one (this tree's may hold settings the
+# old code refuses, and the old file is what the old code's figures were made with)
+old_quickstart=()
+[ -f "$old/scenarios/quickstart.yaml" ] && old_quickstart=(--old-scenario "$old/scenarios/quickstart.yaml")
 wanted quickstart && step "quickstart: old x3, new x3" 360 "$py" benchmarks/speed_quickstart.py \
-  --old "$old" --old-runs 3 --new-runs 3 --work "$work/quickstart" --out "$work/quickstart.json"
+  --old "$old" "${old_quickstart[@]}" --old-runs "${RUNS:-3}" --new-runs "${RUNS:-3}" --work "$work/quickstart" \
+  --out "$work/quickstart.json"
 wanted prev && step "quickstart: prev ($prev) x3, new x3" 300 "$py" benchmarks/speed_quickstart.py \
   --old "$prev" --old-runs 3 --new-runs 3 --work "$work/quickstart-prev" --out "$work/quickstart-prev.json"
+wanted lower && step "quickstart: new at --max-time ${LOWER:-1.6}, x2" 120 "$py" benchmarks/speed_quickstart.py \
+  --old . --old-runs 0 --new-runs 2 --new-extra "--max-time ${LOWER:-1.6}" --work "$work/quickstart-lower" \
+  --out "$work/quickstart-lower.json"
 wanted profile && step "profile: new quickstart" 90 "$py" benchmarks/speed_quickstart.py --profile \
   --work "$work/profile" --out "$work/quickstart-profile.json"
 wanted shape && step "shape_changes: new, old" 330 "$py" benchmarks/speed_quickstart.py --old "$old" \
@@ -82,7 +93,7 @@ wanted shape && step "shape_changes: new, old" 330 "$py" benchmarks/speed_quicks
 wanted shape && step "shape_changes: new again" 150 "$py" benchmarks/speed_quickstart.py --old "$old" \
   --scenario scenarios/shape_changes.yaml --old-runs 0 --new-runs 1 \
   --work "$work/shape_changes-2" --out "$work/shape_changes-2.json"
-for name in quickstart quickstart-prev shape_changes shape_changes-2; do
+for name in quickstart quickstart-prev quickstart-lower shape_changes shape_changes-2; do
   [ -f "$work/$name.json" ] && "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'])" \
     "$work/$name.json" >>"$summary" 2>>"$log"
 done

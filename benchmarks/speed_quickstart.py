@@ -208,11 +208,12 @@ def measure(
     """Every run of the schedule; ``written`` is called after each (so a run cut short keeps the rest)."""
     sources = {"old": args.old.resolve(), "new": ROOT}
     extras = {"old": shlex.split(args.old_extra), "new": shlex.split(args.new_extra)}
+    scenarios = {"old": (args.old_scenario or scenario).resolve(), "new": scenario}
     runs: list[RunFigures] = []
     for side, index in schedule(args.old_runs, args.new_runs, args.first):
         run_dir = work / f"{side}-{index}"
         log = work / f"{side}-{index}.log"
-        figures = run_once(side, index, sources[side], scenario, run_dir, log, extras[side])
+        figures = run_once(side, index, sources[side], scenarios[side], run_dir, log, extras[side])
         print(f"{side} {index}: {figures.wall_s:.1f} s, exit {figures.returncode}", flush=True)
         runs.append(figures)
         written(runs)
@@ -273,6 +274,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--old", type=Path, help="the old checkout (its launchbench importable from here)")
     parser.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "quickstart.yaml")
+    parser.add_argument(
+        "--old-scenario",
+        type=Path,
+        help="the scenario file the old code runs (default: --scenario; give the old checkout's own where "
+        "this tree's file has settings the old code does not know)",
+    )
     parser.add_argument("--old-runs", type=int, default=3)
     parser.add_argument("--new-runs", type=int, default=3)
     parser.add_argument("--first", choices=("old", "new"), default="old", help="the side that runs first")
@@ -309,6 +316,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         info = {
             **machine(),
             "old": str(args.old),
+            "old_scenario": str(args.old_scenario or args.scenario),
             "old_extra": args.old_extra,
             "new_extra": args.new_extra,
             "load_before": load_average(),

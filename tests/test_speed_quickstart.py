@@ -120,21 +120,33 @@ def test_analyze_writes_the_json_and_the_precision_table(speed, tables, tmp_path
     }
 
 
-def test_each_side_runs_with_its_own_extra_arguments(speed, tmp_path, monkeypatch):
+def test_each_side_runs_with_its_own_extra_arguments_and_scenario(speed, tmp_path, monkeypatch):
     seen = []
 
     def run_once(side, index, source, scenario, run_dir, log, extra=()):
-        seen.append((side, index, source, tuple(extra)))
+        seen.append((side, index, source, scenario, tuple(extra)))
         return speed.RunFigures(side, index, 1.0, 1.0, 0, str(run_dir), None)
 
     monkeypatch.setattr(speed, "run_once", run_once)
     args = speed.argparse.Namespace(
-        old=tmp_path, old_runs=1, new_runs=2, first="old", old_extra="", new_extra="--max-time 2 --passes 5"
+        old=tmp_path,
+        old_runs=1,
+        new_runs=2,
+        first="old",
+        old_extra="",
+        new_extra="--max-time 2 --passes 5",
+        old_scenario=None,
     )
-    runs = speed.measure(args, tmp_path / "s.yaml", tmp_path, lambda done: None)
+    new_file = tmp_path / "s.yaml"
+    runs = speed.measure(args, new_file, tmp_path, lambda done: None)
     assert [r.side for r in runs] == ["old", "new", "new"]
     assert seen == [
-        ("old", 0, tmp_path.resolve(), ()),
-        ("new", 0, speed.ROOT, ("--max-time", "2", "--passes", "5")),
-        ("new", 1, speed.ROOT, ("--max-time", "2", "--passes", "5")),
+        ("old", 0, tmp_path.resolve(), new_file.resolve(), ()),
+        ("new", 0, speed.ROOT, new_file, ("--max-time", "2", "--passes", "5")),
+        ("new", 1, speed.ROOT, new_file, ("--max-time", "2", "--passes", "5")),
     ]
+    seen.clear()
+    old_file = tmp_path / "old" / "scenarios" / "quickstart.yaml"
+    args.old_scenario, args.new_runs = old_file, 0
+    speed.measure(args, new_file, tmp_path, lambda done: None)
+    assert seen == [("old", 0, tmp_path.resolve(), old_file.resolve(), ())]

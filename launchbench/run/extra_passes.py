@@ -4,7 +4,7 @@ After the planned passes, each case's rows are read for host levels (launchbench
 the pass medians of the wall time): a row with passes sitting apart from its one level, or with two
 levels one of which holds fewer than ENOUGH_PASSES passes, gets its case one more pass in a fresh
 worker process, round after round, until no row asks or the case has run EXTRA_PASS_FACTOR times its
-planned passes. Each added pass is marked (``CaseResult.extra_passes``), so the run records that it
+planned passes (or its scenario's ``measure.added_passes`` beyond them). Each added pass is marked (``CaseResult.extra_passes``), so the run records that it
 added them."""
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ APART_PASSES = 2  # passes added for a single pass apart before the row takes it
 
 
 def pass_cap(case: Case) -> int:
-    """The most passes a case runs, planned and added together."""
-    return EXTRA_PASS_FACTOR * case.measure.passes
+    """The most passes a case runs, planned and added together: its ``added_passes`` beyond the planned
+    ones where the scenario sets it, else EXTRA_PASS_FACTOR times the planned ones."""
+    planned, added = case.measure.passes, case.measure.added_passes
+    return EXTRA_PASS_FACTOR * planned if added is None else planned + added
 
 
 def below_cap(case: Case, passes_done: int) -> bool:

@@ -41,6 +41,12 @@ class MeasureSettings(Strict):
         le=100,
         description="passes over all cases, each in a fresh worker process; each case's budget is split among them so drift shows in its CI",
     )
+    added_passes: Int | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="most passes added beyond `passes` to a case whose host levels ask for them (docs/statistics.md, Host levels); default: as many as `passes`",
+    )
     max_in_flight: Int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")
 
     @field_validator("max_samples")

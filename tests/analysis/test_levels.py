@@ -2,6 +2,7 @@
 a fake /proc and /sys tree), their storage, the results.csv columns, the run summary, compare's note
 and the passes the runner adds when a level holds too few passes."""
 
+import dataclasses
 import io
 import os
 from pathlib import Path
@@ -302,6 +303,21 @@ def test_extra_passes_stop_at_the_cap():
     assert pass_cap(case) == 10 and extra_passes([case], run.model_copy(update={"cases": [full]})) == []
     settled = leveled_case([6.1, 6.0, 6.2, 6.15, 6.05], result)
     assert extra_passes([case], run.model_copy(update={"cases": [settled]})) == []
+
+
+def test_a_scenario_s_added_passes_caps_the_passes_added():
+    """``measure.added_passes`` bounds the passes added beyond the planned ones (0: none at all)."""
+    case, run, result = _planned_case()
+    two_short = leveled_case([6.1, 6.0, 4.4, 6.2, 4.45], result)
+    record = run.model_copy(update={"cases": [two_short]})
+    one = dataclasses.replace(case, measure=case.measure.model_copy(update={"added_passes": 1}))
+    none = dataclasses.replace(case, measure=case.measure.model_copy(update={"added_passes": 0}))
+    assert pass_cap(one) == 6 and pass_cap(none) == 5
+    [(asked, index, _)] = extra_passes([one], record)
+    assert asked is one and index == 5
+    assert extra_passes([none], record) == []
+    once = leveled_case([6.1, 6.0, 4.4, 6.2, 4.45, 6.15], result)  # still one level short, but at the cap
+    assert extra_passes([one], run.model_copy(update={"cases": [once]})) == []
 
 
 def test_a_single_pass_apart_asks_for_apart_passes_more_and_then_stops():

@@ -42,10 +42,10 @@ def test_a_function(launchbench):
 
 def test_the_fixture_measures_saves_and_compares_on_the_gpu(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_chains=TEST_FILE)
-    pytester.runpytest("--launchbench-save", "saved").assert_outcomes(passed=2)
+    pytester.runpytest_subprocess("--launchbench-save", "saved").assert_outcomes(passed=2)
     saved = sorted(p.name for p in (pytester.path / "saved").iterdir())
     assert saved == ["test_chains.py_test_a_function", "test_chains.py_test_empty_kernels"]
-    result = pytester.runpytest(
+    result = pytester.runpytest_subprocess(
         "--launchbench-compare",
         "saved",
         "--launchbench-fail-on",
