@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from levels_study import publish
 
 from launchbench.measure.levels import Levels, find_levels
 from launchbench.run.extra_passes import APART_PASSES, EXTRA_PASS_FACTOR, row_asks
@@ -166,11 +167,7 @@ def main() -> None:
         *run_table(args.run_trials, args.seed),
         "",
     ]
-    text = "\n".join(lines)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
-    print(text)
+    publish(lines, args.out)
 
 
 if __name__ == "__main__":

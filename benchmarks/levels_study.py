@@ -79,10 +79,15 @@ def main() -> None:
         *two_level_rows(args.trials, rng),
         "",
     ]
+    publish(lines, args.out)
+
+
+def publish(lines: list[str], out: Path | None) -> None:
+    """The study's markdown, printed and, with ``out``, written there."""
     text = "\n".join(lines)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text, encoding="utf-8")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
     print(text)
 
 
