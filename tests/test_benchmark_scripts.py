@@ -288,3 +288,26 @@ def test_compare_trees_alternates_the_trees_and_checks_their_csvs_agree(tmp_path
     assert [len(summary["timings"][side]) for side in ("old", "new")] == [1, 1]
     assert [line.split()[0] for line in done.stdout.splitlines()[:2]] == ["old", "new"]
     assert all(t["wall_s"] > 0 and t["peak_rss_kib"] > 0 for ts in summary["timings"].values() for t in ts)
+
+
+def test_added_passes_study_runs_the_runner_s_rule_on_the_same_draws_as_the_old_one():
+    """One level at 1% spread never asks; a row whose fifth pass sits alone far below the rest asks until
+    the cap under the old rule and stops after the runner's APART_PASSES under the new one."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import numpy as np
+    from added_passes_study import EXTRA_PASS_FACTOR, PLANNED, one_apart, one_level, one_row, until_cap
+
+    from launchbench.run.extra_passes import APART_PASSES
+
+    quiet = one_level(0.01, False)
+    for rule in (until_cap, one_apart(APART_PASSES)):
+        assert one_row(quiet, rule, np.random.default_rng(1))[0] == PLANNED
+
+    def outlier_then_one_level():  # the fifth pass alone far below, every later one with the rest
+        values = iter([6.0, 6.1, 6.05, 5.95, 4.4] + [6.0 + 0.02 * (i % 3) for i in range(20)])
+        return lambda rng: next(values)
+
+    passes, levels = one_row(outlier_then_one_level(), until_cap, np.random.default_rng(1))
+    assert passes == EXTRA_PASS_FACTOR * PLANNED and levels.apart == (4,)
+    passes, levels = one_row(outlier_then_one_level(), one_apart(APART_PASSES), np.random.default_rng(1))
+    assert passes == PLANNED + APART_PASSES and levels.apart == (4,)
