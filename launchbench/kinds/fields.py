@@ -82,7 +82,8 @@ def _not_bool(value: Any) -> Any:
 
 
 Bool = Annotated[bool, BeforeValidator(_boolean)]
-Int = Annotated[int, BeforeValidator(_number)]
+NUMBER_ONLY = BeforeValidator(_number)  # a number, never a boolean or text, checked before the type
+Int = Annotated[int, NUMBER_ONLY]
 Float = Annotated[float, BeforeValidator(_number)]
 Number = Annotated[float | int, BeforeValidator(_number)]
 ParamValue = Annotated[float | int | str, BeforeValidator(_not_bool)]

@@ -4,8 +4,11 @@ After the planned passes, each case's rows are read for host levels (launchbench
 the pass medians of the wall time): a row with passes sitting apart from its one level, or with two
 levels one of which holds fewer than ENOUGH_PASSES passes, gets its case one more pass in a fresh
 worker process, round after round, until no row asks or the case has run EXTRA_PASS_FACTOR times its
-planned passes (or its scenario's ``measure.added_passes`` beyond them). Each added pass is marked (``CaseResult.extra_passes``), so the run records that it
-added them."""
+planned passes (or its scenario's ``measure.added_passes`` beyond them). A row whose one level has a
+single pass apart stops asking once APART_PASSES passes have been added without another joining it
+(``row_asks``; benchmarks/added_passes_study.py gives what that costs in levels found and saves in
+passes). Each added pass is marked (``CaseResult.extra_passes``), so the run records that it added
+them."""
 
 from __future__ import annotations
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
-from launchbench.kinds.fields import Float, Int, Strict
+from launchbench.kinds.fields import NUMBER_ONLY, Float, Int, Strict
 from launchbench.scenario.messages import error_text
 
 
@@ -41,10 +41,9 @@ class MeasureSettings(Strict):
         le=100,
         description="passes over all cases, each in a fresh worker process; each case's budget is split among them so drift shows in its CI",
     )
-    added_passes: Int | None = Field(
+    # the bounds before NUMBER_ONLY, so the JSON Schema shows them as minimum and maximum
+    added_passes: Annotated[int, Field(ge=0, le=100), NUMBER_ONLY] | None = Field(
         None,
-        ge=0,
-        le=100,
         description="most passes added beyond `passes` to a case whose host levels ask for them (docs/statistics.md, Host levels); default: as many as `passes`",
     )
     max_in_flight: Int = Field(512, ge=2, le=100_000, description="most launches queued on the GPU at once")

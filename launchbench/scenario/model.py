@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from launchbench.kinds.base import KindSpec, StepBase
-from launchbench.kinds.fields import Bool, Float, Int, Number, ParamValue, Strict
+from launchbench.kinds.fields import NUMBER_ONLY, Bool, Float, Int, Number, ParamValue, Strict
 from launchbench.kinds.registry import KINDS
 from launchbench.scenario.core import MeasureSettings
 from launchbench.scenario.floor import Floor
@@ -79,8 +79,9 @@ class Shapes(Strict):
         ..., ge=1, le=MAX_PER_SHAPE, description="iterations at one shape before it changes"
     )
     order: Literal["cycle", "shuffle"] = "cycle"
-    cache_limit: Int | None = Field(
-        None, ge=1, le=MAX_SHAPES, description="graphs the cache strategy keeps (default: one per shape)"
+    # the bounds before NUMBER_ONLY, so the JSON Schema shows them as minimum and maximum
+    cache_limit: Annotated[int, Field(ge=1, le=MAX_SHAPES), NUMBER_ONLY] | None = Field(
+        None, description="graphs the cache strategy keeps (default: one per shape)"
     )
     strategies: Annotated[list[ShapeStrategy], Field(min_length=1)] = Field(
         default_factory=lambda: list(SHAPE_STRATEGIES)

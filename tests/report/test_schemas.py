@@ -241,3 +241,26 @@ def test_a_scenario_can_name_its_schema(tmp_path: Path) -> None:
     )
     plain = load_scenario_file(ROOT / "scenarios" / "quickstart.yaml")
     assert load_scenario_file(path).scenario == plain.scenario
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "valid"),
+    [
+        ("measure.added_passes", 1, True),
+        ("measure.added_passes", None, True),
+        ("measure.added_passes", -1, False),
+        ("measure.added_passes", 101, False),
+        ("shapes.cache_limit", 2, True),
+        ("shapes.cache_limit", 0, False),
+    ],
+)
+def test_the_scenario_schema_bounds_optional_counts(where: str, value: object, valid: bool) -> None:
+    """An optional count's bounds are JSON Schema's minimum and maximum, which an editor checks (pydantic
+    wrote them as keys no validator reads where the bounds came after the number check)."""
+    data, _ = parse_yaml((ROOT / "scenarios" / "quickstart.yaml").read_text(encoding="utf-8"), "quickstart")
+    section, key = where.split(".")
+    data = {**data, section: {**data.get(section, {}), key: value}}
+    if section == "shapes":
+        data["shapes"].update({"param": "length", "values": [1, 10], "per_shape": 4})
+        data.pop("sweep")
+    assert published("scenario").is_valid(data) is valid
