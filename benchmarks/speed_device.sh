@@ -73,15 +73,19 @@ numpy_dir=$("$py" -c "import numpy, os; print(os.path.dirname(numpy.__file__))" 
 step "compile bytecode" 90 "$py" -m compileall -q -j 0 launchbench "$old/launchbench" ${prev:+"$prev/launchbench"} "${dirs[@]}"
 step "warm-up run (not counted): new quickstart, 1 short pass" 60 "$py" -m launchbench run \
   scenarios/quickstart.yaml --quiet --out-dir "$work/warm-up" --passes 1 --max-time 0.1
-# the old code runs its own quickstart.yaml where the checkout has one (this tree's may hold settings the
-# old code refuses, and the old file is what the old code's figures were made with)
-old_quickstart=()
-[ -f "$old/scenarios/quickstart.yaml" ] && old_quickstart=(--old-scenario "$old/scenarios/quickstart.yaml")
+# the old code (and PREV's) runs its own quickstart.yaml where the checkout has one (this tree's may hold
+# settings the old code refuses, and the old file is what the old code's figures were made with)
+own_quickstart() {  # own_quickstart CHECKOUT: --old-scenario with its quickstart.yaml, where it has one
+  [ -f "$1/scenarios/quickstart.yaml" ] && echo "--old-scenario $1/scenarios/quickstart.yaml"
+}
+read -r -a old_quickstart <<<"$(own_quickstart "$old")"
+read -r -a prev_quickstart <<<"$(own_quickstart "${prev:-/nonexistent}")"
 wanted quickstart && step "quickstart: old x3, new x3" 360 "$py" benchmarks/speed_quickstart.py \
   --old "$old" "${old_quickstart[@]}" --old-runs "${RUNS:-3}" --new-runs "${RUNS:-3}" --work "$work/quickstart" \
   --out "$work/quickstart.json"
 wanted prev && step "quickstart: prev ($prev) x3, new x3" 300 "$py" benchmarks/speed_quickstart.py \
-  --old "$prev" --old-runs 3 --new-runs 3 --work "$work/quickstart-prev" --out "$work/quickstart-prev.json"
+  --old "$prev" "${prev_quickstart[@]}" --old-runs 3 --new-runs 3 --work "$work/quickstart-prev" \
+  --out "$work/quickstart-prev.json"
 wanted lower && step "quickstart: new at --max-time ${LOWER:-1.6}, x2" 120 "$py" benchmarks/speed_quickstart.py \
   --old . --old-runs 0 --new-runs 2 --new-extra "--max-time ${LOWER:-1.6}" --work "$work/quickstart-lower" \
   --out "$work/quickstart-lower.json"
