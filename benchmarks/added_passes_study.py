@@ -30,6 +30,7 @@ from launchbench.measure.levels import Levels, find_levels
 from launchbench.run.extra_passes import APART_PASSES, EXTRA_PASS_FACTOR, row_asks
 
 PLANNED = 5
+CAP = EXTRA_PASS_FACTOR * PLANNED  # the runner's cap on a case of PLANNED passes
 Draw = Callable[[np.random.Generator], float]  # one pass median
 Rule = Callable[[Levels, int], bool]  # (levels, passes done) -> asks for another pass
 
@@ -55,10 +56,9 @@ def one_apart(more: int) -> Rule:
 
 def one_row(draw: Draw, rule: Rule, rng: np.random.Generator) -> tuple[int, Levels]:
     """The passes one row's case ends with, and its levels then."""
-    cap = EXTRA_PASS_FACTOR * PLANNED
     values = [draw(rng) for _ in range(PLANNED)]
     levels = find_levels(values)
-    while len(values) < cap and rule(levels, len(values)):
+    while len(values) < CAP and rule(levels, len(values)):
         values.append(draw(rng))
         levels = find_levels(values)
     return len(values), levels
@@ -67,7 +67,7 @@ def one_row(draw: Draw, rule: Rule, rng: np.random.Generator) -> tuple[int, Leve
 def simulate(draw: Draw, rule: Rule, trials: int, rng: np.random.Generator) -> Outcome:
     ends = [one_row(draw, rule, rng) for _ in range(trials)]
     added = [n - PLANNED for n, _ in ends]
-    capped = [n == EXTRA_PASS_FACTOR * PLANNED for n, _ in ends]
+    capped = [n == CAP for n, _ in ends]
     two = [levels.two for _, levels in ends]
     apart = [bool(levels.apart) for _, levels in ends]
     return Outcome(*(float(np.mean(x)) for x in (added, two, apart, capped)))
@@ -76,9 +76,8 @@ def simulate(draw: Draw, rule: Rule, trials: int, rng: np.random.Generator) -> O
 def run_passes(draw: Draw, rule: Rule, trials: int, rng: np.random.Generator) -> tuple[float, float]:
     """A run of CASES cases, one such row each: the mean count of its passes (the planned ones and the
     most any case added: an added pass holds every case that asks) and the share run to the cap."""
-    cap = EXTRA_PASS_FACTOR * PLANNED
     runs = [max(one_row(draw, rule, rng)[0] for _ in range(CASES)) for _ in range(trials)]
-    return float(np.mean(runs)), float(np.mean([n == cap for n in runs]))
+    return float(np.mean(runs)), float(np.mean([n == CAP for n in runs]))
 
 
 def one_level(spread: float, heavy: bool) -> Draw:
@@ -133,7 +132,7 @@ def table(trials: int, seed: int) -> list[str]:
 
 def run_table(trials: int, seed: int) -> list[str]:
     rows = [
-        f"| model of each case's row | rule | the run's passes (mean) | runs to the cap ({EXTRA_PASS_FACTOR * PLANNED}) |",
+        f"| model of each case's row | rule | the run's passes (mean) | runs to the cap ({CAP}) |",
         "|---|---|---:|---:|",
     ]
     for name, draw in (MODELS[4], MODELS[5]):
@@ -154,7 +153,7 @@ def main() -> None:
         "# Passes added for host levels, simulated",
         "",
         f"`python benchmarks/added_passes_study.py --trials {args.trials} --seed {args.seed}`: one row, "
-        f"{PLANNED} planned passes, the cap at {EXTRA_PASS_FACTOR * PLANNED}; both rules see the same draws.",
+        f"{PLANNED} planned passes, the cap at {CAP}; both rules see the same draws.",
         "",
         "## One row",
         "",

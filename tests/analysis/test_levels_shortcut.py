@@ -9,7 +9,6 @@ import functools
 import itertools
 import statistics
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ from launchbench.measure import levels
 from launchbench.measure.levels import MIN_PASSES, MIN_SEPARATION, Levels, one_level, splits_stay_close
 from launchbench.measure.levels import fitted_levels as _fitted_levels
 
-ROOT = Path(__file__).resolve().parents[2]
 Shortcut = Callable[[Sequence[float]], bool]
 
 
