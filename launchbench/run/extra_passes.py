@@ -81,6 +81,20 @@ def extra_passes(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, i
     return out
 
 
+def capped_asks(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, str]]:
+    """The cases whose rows still ask for a pass but have reached their cap (``pass_cap``), with why: the
+    run says so once it has measured everything, so a capped ``measure.added_passes`` is not silent."""
+    out = []
+    for case in cases:
+        result = record.case(case.scenario, case.case_id)
+        if result is None or result.error or result.passes_done < pass_cap(case):
+            continue
+        why = wanting_row(result, case.measure.passes)
+        if why is not None:
+            out.append((case, why))
+    return out
+
+
 def marked(result: CaseResult, case: Case, pass_index: int) -> CaseResult:
     """A pass's result, marked as added when it lies beyond the case's planned passes."""
     return result.model_copy(update={"extra_passes": 1}) if pass_index >= case.measure.passes else result

@@ -24,7 +24,7 @@ from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.results.store import claim_new_dir, create_run_dir, refuse_used_run_dir
 from launchbench.run.early_imports import start_fit_library_import, wants_fit_library
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
-from launchbench.run.extra_passes import extra_passes, marked, may_follow, pass_cap
+from launchbench.run.extra_passes import capped_asks, extra_passes, marked, may_follow, pass_cap
 from launchbench.run.profile import PassTimes, append_profile, profile_line
 from launchbench.run.resume import RunSettings, refuse_incomplete
 from launchbench.run.session import (
@@ -193,6 +193,10 @@ def _measure_passes(
                 append_profile(profile, line)
             events.case_finished(shown)
         index += 1
+    for case, why in capped_asks(the_plan.cases, session.record):
+        events.note(
+            f"{case.scenario} {case.case_id}: {why}; no pass added: at its cap of {pass_cap(case)} passes (measure.added_passes)"
+        )
     refuse_incomplete(the_plan.cases, session.record, session.run_dir)  # complete only with every case-pass
 
 

@@ -30,7 +30,7 @@ from launchbench.results.store import load_run, write_run
 from launchbench.results.thread_place import cpu_mhz, current_cpu, pci_node, sysfs_pci_address, thread_place
 from launchbench.run import runner
 from launchbench.run.execute import host_data, pass_ended
-from launchbench.run.extra_passes import APART_PASSES, extra_passes, pass_cap, row_asks
+from launchbench.run.extra_passes import APART_PASSES, capped_asks, extra_passes, pass_cap, row_asks
 
 H200_PASSES = [4.43, 6.10, 6.43, 5.80, 6.35]  # one row's five pass medians on the H200 (µs)
 
@@ -316,8 +316,15 @@ def test_a_scenario_s_added_passes_caps_the_passes_added():
     [(asked, index, _)] = extra_passes([one], record)
     assert asked is one and index == 5
     assert extra_passes([none], record) == []
+    [(capped, why)] = capped_asks([none], record)  # the run says the row asked and got none
+    assert capped is none and "two levels, one in 2 of 5 passes" in why
+    assert capped_asks([one], record) == []  # below its cap: a pass is added instead
     once = leveled_case([6.1, 6.0, 4.4, 6.2, 4.45, 6.15], result)  # still one level short, but at the cap
     assert extra_passes([one], run.model_copy(update={"cases": [once]})) == []
+    [(capped, _)] = capped_asks([one], run.model_copy(update={"cases": [once]}))
+    assert capped is one
+    settled = leveled_case([6.1, 6.0, 6.2, 6.15, 6.05], result)
+    assert capped_asks([none], run.model_copy(update={"cases": [settled]})) == []
 
 
 def test_a_single_pass_apart_asks_for_apart_passes_more_and_then_stops():
@@ -384,6 +391,25 @@ def test_a_level_with_too_few_passes_gets_fresh_worker_passes(tmp_path, monkeypa
     assert load_run(tmp_path / "run").cases[0].extra_passes == 1
     table = pd.read_csv(tmp_path / "run" / "results.csv")
     assert table["extra_passes"].tolist() == [1, 1] and table["passes"].tolist() == [6, 6]
+
+
+def test_a_case_at_its_cap_is_noted_and_gets_no_pass(tmp_path, monkeypatch):
+    """With ``added_passes: 0`` the slow level in 2 of 5 passes gets no pass, and the run says so."""
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(tmp_path / "starts.txt"))
+    monkeypatch.delenv(SLOW_WORKERS_VARIABLE, raising=False)
+    scenario = tmp_path / "one.yaml"
+    scenario.write_text(ONE_CASE.replace("passes: 5}", "passes: 5, added_passes: 0}"))
+    notes = []
+
+    class Notes(runner.SilentEvents):
+        def note(self, message):
+            notes.append(message)
+
+    options = runner.RunOptions(isolate=True, backend_factory=levels_backend)
+    record = runner.run(runner.plan([scenario]), tmp_path / "run", options, Notes())
+    assert record.cases[0].passes_done == 5 and record.cases[0].extra_passes == 0
+    [note] = notes
+    assert "one in 2 of 5 passes (want 3); no pass added: at its cap of 5 passes" in note
 
 
 def test_one_level_gets_no_added_pass(tmp_path, monkeypatch):
