@@ -11,7 +11,9 @@
 #   5. shape_changes, new then old (one run each: the old one took 187 s before), then new again.
 # STEPS picks among quickstart, prev, lower (this tree at --max-time LOWER, default 1.6, 2 runs after
 # the quickstart step's), profile and shape (default all but prev, which PREV adds, and lower), e.g.
-# STEPS=shape for a second call.
+# STEPS=shape for a second call. RUNS sets the quickstart step's runs a side and QUICKSTART_CAP its
+# time (default 360 s); PROFILE_SCENARIO the profile step's scenario (default the quickstart) and
+# PROFILE_CAP its time (default 90 s).
 # Every step is logged with its time, runs under `timeout` within what is left of the 9 minutes, and a
 # failed step does not stop the next. The old code is the checkout at OLD (default .devrun/old, its
 # launchbench importable with PYTHONPATH); the new is this tree. Everything lands in one tarball
@@ -80,7 +82,7 @@ own_quickstart() {  # own_quickstart CHECKOUT: --old-scenario with its quickstar
 }
 read -r -a old_quickstart <<<"$(own_quickstart "$old")"
 read -r -a prev_quickstart <<<"$(own_quickstart "${prev:-/nonexistent}")"
-wanted quickstart && step "quickstart: old x3, new x3" 360 "$py" benchmarks/speed_quickstart.py \
+wanted quickstart && step "quickstart: old x${RUNS:-3}, new x${RUNS:-3}" "${QUICKSTART_CAP:-360}" "$py" benchmarks/speed_quickstart.py \
   --old "$old" "${old_quickstart[@]}" --old-runs "${RUNS:-3}" --new-runs "${RUNS:-3}" --work "$work/quickstart" \
   --out "$work/quickstart.json"
 wanted prev && step "quickstart: prev ($prev) x3, new x3" 300 "$py" benchmarks/speed_quickstart.py \
@@ -89,8 +91,10 @@ wanted prev && step "quickstart: prev ($prev) x3, new x3" 300 "$py" benchmarks/s
 wanted lower && step "quickstart: new at --max-time ${LOWER:-1.6}, x2" 120 "$py" benchmarks/speed_quickstart.py \
   --old . --old-runs 0 --new-runs 2 --new-extra "--max-time ${LOWER:-1.6}" --work "$work/quickstart-lower" \
   --out "$work/quickstart-lower.json"
-wanted profile && step "profile: new quickstart" 90 "$py" benchmarks/speed_quickstart.py --profile \
-  --work "$work/profile" --out "$work/quickstart-profile.json"
+profiled=${PROFILE_SCENARIO:-scenarios/quickstart.yaml}
+profile_name=$(basename "$profiled" .yaml)
+wanted profile && step "profile: new $profile_name" "${PROFILE_CAP:-90}" "$py" benchmarks/speed_quickstart.py \
+  --profile --scenario "$profiled" --work "$work/profile" --out "$work/$profile_name-profile.json"
 wanted shape && step "shape_changes: new, old" 330 "$py" benchmarks/speed_quickstart.py --old "$old" \
   --scenario scenarios/shape_changes.yaml --first new --old-runs 1 --new-runs 1 \
   --work "$work/shape_changes" --out "$work/shape_changes.json"
@@ -101,7 +105,7 @@ for name in quickstart quickstart-prev quickstart-lower shape_changes shape_chan
   [ -f "$work/$name.json" ] && "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'])" \
     "$work/$name.json" >>"$summary" 2>>"$log"
 done
-[ -f "$work/quickstart-profile.json" ] && cat "$work/quickstart-profile.json" >>"$summary"
+[ -f "$work/$profile_name-profile.json" ] && cat "$work/$profile_name-profile.json" >>"$summary"
 uptime >>"$log" 2>&1
 say "packing"
 cp "$log" "$summary" "$work/" 2>/dev/null

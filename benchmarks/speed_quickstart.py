@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import width_test
+
 ROOT = Path(__file__).resolve().parents[1]
 CI_LOW, CI_HIGH = "_ci_low", "_ci_high"
 RUN_TIMEOUT = 900.0
@@ -220,36 +222,58 @@ def measure(
     return runs
 
 
+def half_against_half(old: Sequence[Mapping[RowKey, float]]) -> str | None:
+    """The same per-row test between the first and the second half of the old side's runs (an A/A: what
+    the test reads where nothing changed); None with fewer than 4 old runs."""
+    if len(old) < 4:
+        return None
+    half = len(old) // 2
+    first, second = old[:half], old[half : 2 * half]
+    return width_test.summary(width_test.row_tests(first, second), width_test.overall(first, second))
+
+
 def analyze(
     scenario: str, runs: Sequence[RunFigures], info: Mapping[str, object], out: Path, table: Path
 ) -> str:
-    """Write the JSON and the precision CSV from the runs; the summary line."""
+    """Write the JSON and the precision CSV from the runs; the summary line (with the per-row test of
+    width_test.py where each side has 2 runs or more)."""
     widths = {side: [read_widths(Path(r.run_dir)) for r in runs if r.side == side] for side in ("old", "new")}
-    rows = compare_widths([w for w in widths["old"] if w], [w for w in widths["new"] if w])
+    old, new = [w for w in widths["old"] if w], [w for w in widths["new"] if w]
+    rows = compare_widths(old, new)
+    tests = width_test.row_tests(old, new)
+    together = width_test.overall(old, new)
     line = summary_line(scenario, runs, rows)
+    if tests:
+        line += "; " + width_test.summary(tests, together)
     out.parent.mkdir(parents=True, exist_ok=True)
     document = {**info, "scenario": scenario, "runs": [asdict(r) for r in runs], "summary": line}
+    document["old_halves"] = half_against_half(old)
+    document["all_rows"] = asdict(together) if together is not None else None
     document["rows"] = [asdict(r) for r in rows]
     out.write_text(json.dumps(document, indent=2) + "\n")
+    write_precision_table(table, rows, {t.key: t for t in tests})
+    return line
+
+
+TABLE_COLUMNS = ["case", "mode", "metric", "old_ci_width", "new_ci_width", "ratio", "old_runs", "new_runs"]
+TEST_COLUMNS = ["gm_ratio", "gm_ratio_low", "gm_ratio_high", "p_wider", "wider_bh5", "detectable_ratio"]
+
+
+def write_precision_table(
+    table: Path, rows: Sequence[RowComparison], tests: Mapping[RowKey, width_test.RowWidthTest]
+) -> None:
+    """One line per row: the median widths and their ratio, and the row's test where it was tested."""
     with table.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(
-            ["case", "mode", "metric", "old_ci_width", "new_ci_width", "ratio", "old_runs", "new_runs"]
-        )
+        writer.writerow(TABLE_COLUMNS + TEST_COLUMNS)
         for r in rows:
-            writer.writerow(
-                [
-                    r.case,
-                    r.mode,
-                    r.metric,
-                    f"{r.old_width:.6g}",
-                    f"{r.new_width:.6g}",
-                    f"{r.ratio:.4f}",
-                    r.old_runs,
-                    r.new_runs,
-                ]
-            )
-    return line
+            line = [r.case, r.mode, r.metric, f"{r.old_width:.6g}", f"{r.new_width:.6g}", f"{r.ratio:.4f}"]
+            line += [r.old_runs, r.new_runs]
+            test = tests.get((r.case, r.mode, r.metric))
+            if test is not None:
+                figures = (test.ratio, test.low, test.high, test.p_wider)
+                line += [f"{x:.4g}" for x in figures] + [int(test.wider), f"{test.detectable:.4g}"]
+            writer.writerow(line)
 
 
 def profile(scenario: Path, work: Path, out: Path) -> None:

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from launchbench.report.run_files import write_tables
@@ -108,16 +109,65 @@ def test_analyze_writes_the_json_and_the_precision_table(speed, tables, tmp_path
     with table.open(newline="") as handle:
         written = list(csv.DictReader(handle))
     assert len(written) == len(document["rows"]) > 16
-    assert set(written[0]) == {
-        "case",
-        "mode",
-        "metric",
-        "old_ci_width",
-        "new_ci_width",
-        "ratio",
-        "old_runs",
-        "new_runs",
-    }
+    assert list(written[0]) == speed.TABLE_COLUMNS + speed.TEST_COLUMNS
+    assert written[0]["p_wider"] is None  # one run a side: no per-row test
+    assert document["old_halves"] is None and document["all_rows"] is None
+
+
+def _width_runs(rng, runs, wide_factor=1.0):
+    """Runs of 16 rows (8 cases, eager, two metrics and their per_iter twins), log-normal widths; the
+    first case's eager wall widened ``wide_factor`` times."""
+    out = []
+    for _ in range(runs):
+        run = {}
+        for case in range(8):
+            for metric in ("wall_us_per_launch", "cpu_us_per_launch"):
+                width = float(np.exp(rng.normal(0.0, 0.3))) * (1 + case)
+                if case == 0 and metric == "wall_us_per_launch":
+                    width *= wide_factor
+                run[(f"c{case}", "eager", metric)] = width
+                run[(f"c{case}", "eager", metric.replace("launch", "iter"))] = width * 10
+        out.append(run)
+    return out
+
+
+def test_the_width_test_finds_a_row_wider_and_none_in_an_a_a(speed):
+    import width_test
+
+    rng = np.random.default_rng(7)
+    old, new = _width_runs(rng, 6), _width_runs(rng, 6, wide_factor=3.0)
+    tests = width_test.row_tests(old, new)
+    assert len(tests) == 16  # the per_iter twins left out
+    wider = [t.key for t in tests if t.wider]
+    assert wider == [("c0", "eager", "wall_us_per_launch")]
+    flagged = next(t for t in tests if t.wider)
+    assert flagged.low > 1 and 2 < flagged.ratio < 4.5 and 1 < flagged.detectable < 2
+    quiet = _width_runs(np.random.default_rng(11), 6)
+    same = width_test.row_tests(old, quiet)
+    assert not any(t.wider for t in same)  # flags any row in about 5% of such draws (simulated: 5.3%)
+    together = width_test.overall(old, new)
+    assert together is not None and together.low < together.ratio < together.high
+    assert "rows wider (BH 5%): 1 of 16" in width_test.summary(tests, together)
+    assert speed.half_against_half(quiet).startswith("rows wider (BH 5%): 0 of 16")
+    assert speed.half_against_half(old[:3]) is None
+    assert width_test.row_tests(old[:1], new) == [] and width_test.overall(old, new[:1]) is None
+
+
+def test_the_step_up_rejects_the_smallest_p_values_below_their_line(speed):
+    import width_test
+
+    assert width_test.step_up([0.001, 0.03, 0.035, 0.5], fdr=0.05) == [True, True, True, False]  # step up
+    assert width_test.step_up([0.001, 0.03, 0.04, 0.5], fdr=0.05) == [True, False, False, False]
+    assert width_test.step_up([0.04, 0.03, 0.02, 0.01], fdr=0.05) == [True, True, True, True]
+    assert width_test.step_up([0.2, 0.3]) == [False, False]
+
+
+def test_a_row_with_a_zero_width_in_some_run_is_not_tested(speed):
+    import width_test
+
+    old = [{("a", "graph", "wall_us_per_launch"): 1.0, ("b", "graph", "wall_us_per_launch"): 0.0}] * 2
+    new = [{("a", "graph", "wall_us_per_launch"): 1.1, ("b", "graph", "wall_us_per_launch"): 0.5}] * 2
+    assert width_test.tested_keys(old, new) == [("a", "graph", "wall_us_per_launch")]
 
 
 def test_each_side_runs_with_its_own_extra_arguments_and_scenario(speed, tmp_path, monkeypatch):
