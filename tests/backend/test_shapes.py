@@ -404,7 +404,7 @@ def test_the_shape_figure_draws_every_mode_its_fit_and_crossovers(shape_run: Run
 
 
 def test_shape_runs_get_a_sixth_figure_and_other_figures_leave_them_out(shape_run: RunRecord, tmp_path: Path):
-    paths = fig_write.write_run_plots(shape_run, tmp_path)
+    paths = fig_write.write_run_plots(shape_run, tmp_path, dpi=40)  # which files, not their pixels
     assert [p.stem for p in paths] == [*fig_write.FIGURES, fig_write.SHAPE_FIGURE]
     assert [p.title for p in fig_panels.panels(fig_panels.plot_table(shape_run))] == ["fixed (scale)"]
 
@@ -472,4 +472,4 @@ def test_compare_and_plot_work_on_the_committed_h200_run(tmp_path: Path):
     assert modes == {"eager", "recapture", "cache", "update"}
     run = load_run(run_dir)
     assert all(case.outputs_match for case in run.cases) and len(run.cases) == 9
-    assert [p.stem for p in fig_write.write_run_plots(run, tmp_path)][-1] == fig_write.SHAPE_FIGURE
+    assert [p.stem for p in fig_write.write_run_plots(run, tmp_path, dpi=40)][-1] == fig_write.SHAPE_FIGURE

@@ -606,14 +606,16 @@ def test_figures_drawn_at_once_are_the_bytes_drawn_one_by_one(
 ) -> None:
     """``-j 3``: the table's rows (a worker for every 2 cases here) and the figures made in forked
     processes (the tables equal, every file the same bytes as ``-j 1`` draws, named in the same order);
-    ``-j`` takes no negative count."""
+    ``-j`` takes no negative count. Both drawn at 50 dpi: the bytes are compared, not the pixels
+    (test_every_figure_renders_as_png checks the default dpi)."""
     monkeypatch.setattr(analysis_table, "CASES_PER_JOB", 2)
     pd.testing.assert_frame_equal(fig_panels.plot_table(run, jobs=3).rows, fig_panels.plot_table(run).rows)
     write_run(tmp_path / "run", run)
     printed = {}
     for jobs in ("1", "3"):
         out = tmp_path / f"j{jobs}"
-        result = CliRunner().invoke(cli, ["plot", str(tmp_path / "run"), "-d", str(out), "-j", jobs])
+        args = ["plot", str(tmp_path / "run"), "-d", str(out), "-j", jobs, "--dpi", "50"]
+        result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, result.output
         printed[jobs] = [Path(line).name for line in result.stdout.splitlines()]
         assert {Path(name).stem for name in printed[jobs]} == SINGLE_RUN_FILES

@@ -450,7 +450,7 @@ def test_plot_and_history_read_a_floor_run(tmp_path):
     run.mkdir()
     write_run(run, recorded_run())
     write_tables(run, recorded_run())
-    plotted = CliRunner().invoke(cli, ["plot", str(run), "-d", str(tmp_path / "plots")])
+    plotted = CliRunner().invoke(cli, ["plot", str(run), "-d", str(tmp_path / "plots"), "--dpi", "40"])
     assert plotted.exit_code == 0, plotted.output
     assert (tmp_path / "plots" / "wall_per_launch_vs_chain_length.png").is_file()
     assert (tmp_path / "plots" / "floor.png").is_file() and str(
