@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,20 @@ def stepped(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     from synth import STEPPED, series
 
     return series(tmp_path_factory.mktemp("stepped"), STEPPED)
+
+
+@pytest.fixture(scope="session")
+def series_of(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Any], list[Path]]:
+    """tests/history/synth.py's ``series`` of a SeriesSpec, written once a session: a test over both
+    databases reads the same runs for each (ingest only reads a run directory)."""
+    from synth import series
+
+    written: dict[str, list[Path]] = {}
+
+    def of(spec: Any) -> list[Path]:
+        key = repr(spec)  # a SeriesSpec holds a dict: not hashable, its repr is its value
+        if key not in written:
+            written[key] = series(tmp_path_factory.mktemp("series"), spec)
+        return written[key]
+
+    return of

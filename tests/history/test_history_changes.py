@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,8 @@ def test_step_at_run_7_found_on_graph_rows_and_named(db_url: str, stepped: list[
     assert all(c.after.name == "run-07" for c in changes)
 
 
-def test_no_change_without_a_step(db_url: str, tmp_path: Path) -> None:
-    with _ingest(db_url, series(tmp_path, SeriesSpec(seed=3))) as db:
+def test_no_change_without_a_step(db_url: str, series_of: Callable[[SeriesSpec], list[Path]]) -> None:
+    with _ingest(db_url, series_of(SeriesSpec(seed=3))) as db:
         assert detect_changes(db) == []
 
 

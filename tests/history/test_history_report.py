@@ -98,12 +98,14 @@ def browser(chromium_driven: Any) -> Any:
     return chromium_driven
 
 
-@pytest.fixture()
-def stepped_page(tmp_path: Path, stepped: list[Path]) -> Path:
-    with HistoryDB(f"sqlite:///{tmp_path / 'h.sqlite'}") as db:
+@pytest.fixture(scope="module")
+def stepped_page(tmp_path_factory: pytest.TempPathFactory, stepped: list[Path]) -> Path:
+    """The report of the stepped runs, written once for the tests that read it (none changes it)."""
+    folder = tmp_path_factory.mktemp("stepped_page")
+    with HistoryDB(f"sqlite:///{folder / 'h.sqlite'}") as db:
         for run in stepped:
             ingest_run_dir(db, run)
-        return write_report(db, tmp_path / "report")
+        return write_report(db, folder / "report")
 
 
 def test_console_errors_are_seen(tmp_path: Path) -> None:
