@@ -100,13 +100,26 @@ class ServedChild:
 
 
 def _exists(pid: int) -> bool:
+    """Whether process ``pid`` still runs: it exists and is not a zombie. An orphaned child that ended
+    stays a zombie until its new parent reaps it, which a container's init may do late or never."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's process under that pid: it exists
         pass
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has ended and waits to be reaped (read from /proc; False where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    state = stat.rfind(b")") + 2  # the state follows "pid (comm) "
+    return stat[state : state + 1] == b"Z"
 
 
 class ProgramServer:
