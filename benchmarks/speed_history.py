@@ -9,7 +9,8 @@ The runs are tests/history/synth.py's series (history_report_speed.build) built 
 driver changed from the middle run on), ingested into a SQLite file. Each command runs once uncounted
 (its bytecode compiled into the work folder), then --repeat times as a process: interpreter start,
 imports, queries, change points, the output. Each process gives its wall and CPU time, its peak resident
-memory and the 1-minute load average as it started. Writes --out (JSON: the figures, the machine, the
+memory and the 1-minute load average as it started; the report's figures also hold the page's size
+(``page_bytes``, the index.html the last process wrote). Writes --out (JSON: the figures, the machine, the
 versions of Python and the libraries, the load average before and after) and prints a summary; the runs,
 the database and the page live in a temporary directory unless --keep is given (--reuse DIR measures
 again on what --keep left).
@@ -130,6 +131,8 @@ def main() -> None:
         time_process(command, env)  # uncounted: compiles the bytecode
         timings = [time_process(command, env) for _ in range(args.repeat)]
         results[name] = summary(timings, TARGETS_S[name])
+        if name == "report":  # the page the last process wrote
+            results[name]["page_bytes"] = (work / "report" / "index.html").stat().st_size
         print(
             f"`launchbench history {name}` over {args.runs} runs: median {results[name]['median_wall_s']:.2f} s "
             f"wall (fastest {results[name]['fastest_wall_s']:.2f} s, target {TARGETS_S[name]:g} s), "
