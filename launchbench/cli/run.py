@@ -169,6 +169,10 @@ def _run(args: RunArgs) -> int:
     from launchbench.run.resume import RunSettings
 
     settings = RunSettings(args.overrides(), not args.no_isolate, args.device, args.max_cases)
+    if settings.isolate:  # the workers' fork server imports what they need while the scenarios load
+        from launchbench.run.worker_start import worker_context
+
+        worker_context()
     resume = None
     if args.resume_dir is not None:
         resume, settings, args = _resuming(args, settings)

@@ -146,3 +146,25 @@ def test_run_refuses_device_with_devices(tmp_path, device):
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("launchbench: error: "), result.stderr
     assert "--devices 0,1" in result.stderr and "leave --device out" in result.stderr
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_run_starts_the_workers_server_before_loading_the_scenarios(tmp_path, monkeypatch, isolate):
+    """With worker processes, ``run`` starts their fork server first, so its imports overlap the
+    scenarios' loading; in this process (--no-isolate) there is none to start."""
+    import launchbench.cli.run as run_module
+    import launchbench.run.worker_start as worker_start
+
+    calls = []
+    monkeypatch.setattr(worker_start, "worker_context", lambda: calls.append("server"))
+
+    def planned(*args):
+        calls.append("plan")
+        raise RuntimeError("stop after planning")
+
+    monkeypatch.setattr(run_module, "_planned", planned)
+    quickstart = str(ROOT / "scenarios" / "quickstart.yaml")
+    options = [] if isolate else ["--no-isolate"]
+    result = CliRunner().invoke(cli, ["run", quickstart, *options, "--out-dir", str(tmp_path / "r")])
+    assert isinstance(result.exception, RuntimeError)
+    assert calls == (["server", "plan"] if isolate else ["plan"])
