@@ -1,11 +1,12 @@
 """How the runner starts its worker processes.
 
 Where the platform has multiprocessing's fork server (Linux), every worker is forked from it: the
-server is a fresh interpreter, started once per launchbench process, that imported the worker's modules
-and CuPy (``launchbench.run.fork_prelude``; no CUDA call, so a fork of it is a clean start for the
-driver), and each worker then begins in 0.04–0.05 s instead of the 0.62–1.04 s a fresh interpreter took
-to import them in the quickstart on the H200 machine (results/speed/profile-h200-b). Elsewhere workers are spawned as
-fresh interpreters, as before.
+server is a fresh interpreter, started once per launchbench process (by ``launchbench run`` before it
+loads the scenarios, so its imports overlap the command's, else with the first worker), that imported
+the worker's modules and CuPy (``launchbench.run.fork_prelude``; no CUDA call, so a fork of it is a
+clean start for the driver), and each worker then begins in 0.04–0.05 s instead of the 0.62–1.04 s a
+fresh interpreter took to import them in the quickstart on the H200 machine
+(results/speed/profile-h200-b). Elsewhere workers are spawned as fresh interpreters, as before.
 
 A forked worker still starts as a process of its own: its CUDA context, its NVML handle and the host
 level it lands at are its own (results/speed/start-methods: forked processes' eager launch costs spread
