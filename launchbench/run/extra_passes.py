@@ -12,7 +12,7 @@ them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from launchbench.measure.levels import ENOUGH_PASSES, MIN_PASSES, Levels, find_levels
 from launchbench.results.schema import MEASURED_STATUSES, WALL, CaseResult, RunRecord
@@ -33,6 +33,11 @@ def below_cap(case: Case, passes_done: int) -> bool:
     """Whether a case that has run ``passes_done`` passes may get another: its planned ones are done and
     its cap is not reached."""
     return case.measure.passes <= passes_done < pass_cap(case)
+
+
+def at_cap(case: Case, passes_done: int) -> bool:
+    """Whether a case that has run ``passes_done`` passes has reached its cap (``pass_cap``)."""
+    return passes_done >= pass_cap(case)
 
 
 def may_follow(cases: Sequence[Case], pass_index: int) -> bool:
@@ -67,32 +72,30 @@ def wanting_row(result: CaseResult, planned: int) -> str | None:
     return None
 
 
-def extra_passes(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, int, str]]:
-    """The next round of added passes: (case, pass index, why) for every case whose planned passes are
-    done, that has not failed, is below its cap and has a row that asks for a pass."""
-    out = []
+def _asking(
+    cases: Sequence[Case], record: RunRecord, considered: Callable[[Case, int], bool]
+) -> Iterator[tuple[Case, int, str]]:
+    """(case, passes done, why) for every case that has not failed, is ``considered`` at the passes it
+    has run, and has a row that asks for a pass."""
     for case in cases:
         result = record.case(case.scenario, case.case_id)
-        if result is None or result.error or not below_cap(case, result.passes_done):
+        if result is None or result.error or not considered(case, result.passes_done):
             continue
         why = wanting_row(result, case.measure.passes)
         if why is not None:
-            out.append((case, result.passes_done, why))
-    return out
+            yield case, result.passes_done, why
+
+
+def extra_passes(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, int, str]]:
+    """The next round of added passes: (case, pass index, why) for every case whose planned passes are
+    done, that has not failed, is below its cap and has a row that asks for a pass."""
+    return list(_asking(cases, record, below_cap))
 
 
 def capped_asks(cases: Sequence[Case], record: RunRecord) -> list[tuple[Case, str]]:
     """The cases whose rows still ask for a pass but have reached their cap (``pass_cap``), with why: the
     run says so once it has measured everything, so a capped ``measure.added_passes`` is not silent."""
-    out = []
-    for case in cases:
-        result = record.case(case.scenario, case.case_id)
-        if result is None or result.error or result.passes_done < pass_cap(case):
-            continue
-        why = wanting_row(result, case.measure.passes)
-        if why is not None:
-            out.append((case, why))
-    return out
+    return [(case, why) for case, _, why in _asking(cases, record, at_cap)]
 
 
 def marked(result: CaseResult, case: Case, pass_index: int) -> CaseResult:
