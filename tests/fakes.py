@@ -60,12 +60,11 @@ class ScriptedWorkload:
         self.rng = np.random.default_rng(self.seed)
 
     def _one(self) -> float:
-        base = self.per_iter * (1 + self.drift * self.clock.now)
-        return max(base * (1 + self.noise * self.rng.standard_normal()), base * 0.1)
+        return self._many(1)[0]
 
     def _many(self, count: int) -> list[float]:
-        """``count`` draws of _one at once (the clock stands still between them): the same normals in
-        the same order, the same float operations element by element, so the same values."""
+        """``count`` per-iteration times drawn at once (the clock stands still between them): the same
+        normals in the same order, and the same values, as ``count`` draws of one."""
         base = self.per_iter * (1 + self.drift * self.clock.now)
         drawn = base * (1 + self.noise * self.rng.standard_normal(count))
         return np.maximum(drawn, base * 0.1).tolist()
