@@ -15,7 +15,7 @@ cases has 1,000 cases' worth of them).
 It prints one line per repeat and the summary, and writes the summary (wall and CPU time of every
 repeat, their best and median, the machine, the versions, the load average before and after) to
 ``--out``. Then one more fresh process runs the command with ``time.process_time`` around each step
-(the imports, reading, scikit-learn's import before the first fit, the comparison, its mixture fits, the
+(the imports, reading, the comparison, its mixture fits, the
 CSV), records which heavy modules the command imported (``imported``), counts the
 host-level mixture fits made in the command's process, those made together in worker processes
 (``fits_in_workers``: measure.levels.fitted_together, whose CPU the steps do not hold) and the series
@@ -101,17 +101,6 @@ def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
     timed_step(levels, "_two_components", "mixture fits", "mixture_fits")
     timed_step(levels, "splits_stay_close", "sorted-split checks", "ended_before_a_fit")
     timed_step(cli_compare, "publish", "the CSV")
-    fit = levels._two_components
-
-    def fit_after_import(*args: object) -> object:  # scikit-learn imported (and timed) before the first fit
-        if "sklearn.mixture" not in sys.modules:
-            begun = clock()
-            import sklearn.mixture  # noqa: F401
-
-            cpu["scikit-learn import"] = clock() - begun
-        return fit(*args)  # type: ignore[arg-type]
-
-    levels._two_components = fit_after_import  # type: ignore[assignment]
     together = analysis_compare.fitted_together
 
     @contextlib.contextmanager

@@ -155,8 +155,8 @@ class RowFactsOf:
 
 
 class HostLevels(Enum):
-    """Whether a table holds the host levels' columns: FIT them (a mixture fit per row, scikit-learn's
-    import), or SKIP them and leave those columns empty (the figures need none)."""
+    """Whether a table holds the host levels' columns: FIT them (a mixture fit per row), or SKIP them
+    and leave those columns empty (the figures need none)."""
 
     FIT = "fit"
     SKIP = "skip"
@@ -228,7 +228,7 @@ def run_table(
     run: RunRecord, metrics: Sequence[Metric] = METRICS, levels: HostLevels = HostLevels.FIT, jobs: int = 1
 ) -> pd.DataFrame:
     """results.csv's table of ``run``. With ``metrics``, only their columns are summarised; with
-    ``HostLevels.SKIP``, no host levels (a mixture fit per row, scikit-learn's import): the figures need three
+    ``HostLevels.SKIP``, no host levels (a mixture fit per row): the figures need three
     metrics of seven and no levels, and those are most of the time and memory a large run's table takes.
     ``jobs``: the cases' rows made in up to that many forked processes at once (launchbench.forked; the
     same rows), one for each CASES_PER_JOB cases at least, after the priors, which every row shares."""

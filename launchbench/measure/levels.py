@@ -5,10 +5,11 @@ its whole life, so a row's passes can form two clusters whose pooled median desc
 rule (docs/statistics.md, "Host levels"):
 
 1. Fewer than MIN_PASSES pass medians, or all of them within MIN_SEPARATION of each other: one level.
-2. On the logs of the pass medians, scikit-learn's GaussianMixture with one and with two components
-   (one variance shared by both, ``covariance_type="tied"``; seeded, the two started from the split at
-   the widest gap), compared by BIC: the gain is BIC(one) − BIC(two). The one-component fit is its
-   first M-step whatever the start, so its BIC is taken in closed form (``one_component_bic``).
+2. On the logs of the pass medians, a Gaussian mixture with one and with two components (one variance
+   shared by both; the two started from the split at the widest gap), fitted as scikit-learn's
+   GaussianMixture(covariance_type="tied") fits it (launchbench.measure.mixture), compared by BIC:
+   the gain is BIC(one) − BIC(two). The one-component fit is its first M-step whatever the start, so
+   its BIC is taken in closed form (``mixture.one_component_bic``).
 3. Each pass goes to its likelier component; the components' centers (the median of their passes'
    medians) must be at least MIN_SEPARATION apart, or it is one level.
 4. Two levels when the gain exceeds BIC_MARGIN (6: "strong" evidence on Kass & Raftery's scale) and
@@ -19,7 +20,7 @@ rule (docs/statistics.md, "Host levels"):
 Step 3 can end in one level before any fit: where even the split of the sorted pass medians that
 pulls the two groups' medians furthest apart, for every size of the lower group, leaves them under
 MIN_SEPARATION apart, no grouping the mixture could give passes step 3 (``splits_stay_close``), and
-the row is one level without the fit or scikit-learn's import.
+the row is one level without the fit.
 
 A row with passes apart, or with two levels one of which holds fewer than ENOUGH_PASSES passes, asks
 for more passes (``Levels.wants_passes``); the runner adds them up to its cap
@@ -32,11 +33,12 @@ import contextlib
 import functools
 import math
 import statistics
-import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from launchbench.measure.mixture import fit_two, one_component_bic
 
 MIN_PASSES = 4  # fewer pass medians: one level, no test
 MIN_SEPARATION = 0.05  # two levels' centers at least 5% apart
@@ -44,9 +46,10 @@ BIC_MARGIN = 6.0  # two levels are reported when two components lower the BIC by
 SAMPLE_MARGIN = 2.0  # more passes are asked for when they lower it by more than this
 MIN_LEVEL_PASSES = 2  # a cluster of fewer passes is an outlying pass, not a level
 ENOUGH_PASSES = 3  # K: a level (or an outlying pass) seen in fewer passes asks for more
-SEED = 0
 REG_COVAR = 1e-6  # added to the variance (log units: a 0.1% spread), so identical passes fit
-PARALLEL_FITS = 256  # fewer fits than this are made in the caller's process (a pool's start costs more)
+# fewer fits than this are made in the caller's process: a fit takes about 0.2 ms, a pool's start about
+# 0.3 s (on the 2-core CPU machine, 256 fits: 0.055 s here, 0.35 s in a fresh pool; 4,096: 0.93 s here)
+PARALLEL_FITS = 2048
 
 
 @dataclass(frozen=True)
@@ -114,61 +117,34 @@ def one_level(values: Sequence[float], apart: Sequence[int] = ()) -> Levels:
     return Levels((_level(values, range(len(values)), len(values)),), tuple(apart))
 
 
-def import_fit_library() -> None:
-    """Import what a mixture fit needs (scikit-learn's GaussianMixture), for a caller that would rather
-    pay it now than at its first fit."""
-    import sklearn.mixture  # noqa: F401
-
-
 def _two_components(logs: np.ndarray) -> tuple[np.ndarray, float]:
     """Each value's likelier component under the two-component mixture, and by how much two components
     lower the BIC below one."""
-    import sklearn
-    from sklearn.mixture import GaussianMixture
-
-    data = logs.reshape(-1, 1)
-    # the values are finite and the parameters fixed (find_levels checks both): scikit-learn's own
-    # checks of them cost more than the fit on a handful of points
-    with (
-        warnings.catch_warnings(),
-        sklearn.config_context(assume_finite=True, skip_parameter_validation=True),
-    ):
-        warnings.simplefilter("ignore")  # convergence notes on a handful of points
-        two = GaussianMixture(
-            2,
-            covariance_type="tied",
-            reg_covar=REG_COVAR,
-            random_state=SEED,
-            init_params="random_from_data",
-            **widest_gap_start(logs),
-        ).fit(data)
-        labels, two_bic = np.asarray(two.predict(data)), float(two.bic(data))
-    return labels, one_component_bic(logs) - two_bic
+    start = widest_gap_start(logs)
+    two = fit_two(logs, start.weights, start.means, start.precision, REG_COVAR)
+    return two.labels, one_component_bic(logs, REG_COVAR) - two.bic
 
 
-def widest_gap_start(logs: np.ndarray) -> dict[str, list[float] | list[list[float]]]:
-    """GaussianMixture's starting weights, means and shared precision for two components: the split
-    of the sorted values at their widest gap."""
+@dataclass(frozen=True)
+class MixtureStart:
+    """Where the two-component fit starts: each component's weight and mean, and the shared precision."""
+
+    weights: np.ndarray
+    means: np.ndarray
+    precision: float
+
+
+def widest_gap_start(logs: np.ndarray) -> MixtureStart:
+    """The two components' start: the split of the sorted values at their widest gap."""
     ordered = np.sort(logs)
     cut = int(np.argmax(np.diff(ordered))) + 1
     parts = (ordered[:cut], ordered[cut:])
     within = sum(float(np.sum((part - part.mean()) ** 2)) for part in parts) / len(logs) + REG_COVAR
-    return {
-        "weights_init": [len(part) / len(logs) for part in parts],
-        "means_init": [[float(part.mean())] for part in parts],
-        "precisions_init": [[1 / within]],
-    }
-
-
-def one_component_bic(logs: np.ndarray) -> float:
-    """The BIC of one Gaussian component fitted to ``logs`` as GaussianMixture(1, covariance_type="tied",
-    reg_covar=REG_COVAR) fits it: its first M-step is the maximum-likelihood mean and variance (plus
-    REG_COVAR) whatever the start, so the fit is that step; two parameters (mean, variance)."""
-    from scipy import stats
-
-    variance = float(np.var(logs)) + REG_COVAR
-    log_likelihood = float(np.sum(stats.norm.logpdf(logs, float(np.mean(logs)), math.sqrt(variance))))
-    return -2 * log_likelihood + 2 * math.log(len(logs))
+    return MixtureStart(
+        weights=np.array([len(part) / len(logs) for part in parts]),
+        means=np.array([float(part.mean()) for part in parts]),
+        precision=1 / within,
+    )
 
 
 def splits_stay_close(values: Sequence[float]) -> bool:

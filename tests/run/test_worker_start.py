@@ -11,13 +11,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from fakes import STATE_VARIABLE, scripted_backend, state_reporting_backend
+from fakes import STATE_VARIABLE, state_reporting_backend
 
-from launchbench.run import early_imports
 from launchbench.run.executor import WorkerProcess
-from launchbench.run.worker import cupy_backend
 from launchbench.run.worker_start import ProcessState, worker_context
-from launchbench.scenario.expand import expand_scenario
 
 FORKSERVER = pytest.mark.skipif(
     "forkserver" not in multiprocessing.get_all_start_methods(), reason="this platform has no fork server"
@@ -98,41 +95,6 @@ def test_a_gone_folder_leaves_the_worker_where_it_is(tmp_path: Path) -> None:
         assert os.getcwd() == saved.cwd
     finally:
         saved.adopt()
-
-
-def _cases(tmp_path: Path, passes: int) -> list:
-    scenario = tmp_path / f"p{passes}.yaml"
-    scenario.write_text(
-        f"name: s\ndescription: d\nmeasure:\n  passes: {passes}\nchains:\n  c:\n    - kind: empty\n"
-    )
-    return expand_scenario(scenario)
-
-
-def test_the_fit_library_is_imported_early_only_for_gpu_runs_that_will_fit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    many, few = _cases(tmp_path, 5), _cases(tmp_path, 3)
-    installed = early_imports.importlib.util.find_spec("cupy") is not None
-    assert early_imports.wants_fit_library(many, cupy_backend) == installed  # no CuPy: refused, no fit
-    monkeypatch.setattr(early_imports.importlib.util, "find_spec", lambda name: object())  # as if installed
-    assert early_imports.wants_fit_library(many, cupy_backend)
-    assert not early_imports.wants_fit_library(few, cupy_backend)  # fewer than MIN_PASSES: no fit
-    assert not early_imports.wants_fit_library(many, scripted_backend)  # no GPU: left to the first fit
-
-
-def test_the_early_import_runs_in_a_thread_and_keeps_a_failure_for_the_first_fit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    calls: list[str] = []
-
-    def failing() -> None:
-        calls.append(threading.current_thread().name)
-        raise ImportError("no scikit-learn")
-
-    monkeypatch.setattr(early_imports, "import_fit_library", failing)
-    thread = early_imports.start_fit_library_import()
-    thread.join(10)
-    assert calls == ["launchbench-fit-import"] and not thread.is_alive()
 
 
 def test_without_cpu_affinity_the_state_names_no_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
