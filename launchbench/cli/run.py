@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from launchbench.results.metadata import Overrides
     from launchbench.results.schema import RunRecord
+    from launchbench.run.executor import Executor
     from launchbench.run.resume import RunSettings
     from launchbench.run.runner import Plan, RunOptions
 
@@ -165,14 +166,14 @@ def _refuse_device_with_devices(args: RunArgs) -> None:
 
 def _run(args: RunArgs) -> int:
     """Plan, measure, report; the exit code."""
+    if not args.no_isolate:  # the workers' fork server imports what they need while the command does
+        from launchbench.run.worker_start import worker_context
+
+        worker_context()
     from launchbench.run import runner
     from launchbench.run.resume import RunSettings
 
     settings = RunSettings(args.overrides(), not args.no_isolate, args.device, args.max_cases)
-    if settings.isolate:  # the workers' fork server imports what they need while the scenarios load
-        from launchbench.run.worker_start import worker_context
-
-        worker_context()
     resume = None
     if args.resume_dir is not None:
         resume, settings, args = _resuming(args, settings)
@@ -184,11 +185,20 @@ def _run(args: RunArgs) -> int:
     )
     claimed = args.out_dir is None  # a default directory: claimed now, given back if nothing went in
     run_dir = args.out_dir or runner.default_run_dir(args.results_root, the_plan.scenarios)
-    # the tables and the console (pandas, SciPy, rich) only once the scenarios are known to be good
-    from launchbench.report.terminal import make_console
+    options = _options(args, settings)
+    # the first worker starts its backend while the tables and the console (pandas, SciPy, rich) are
+    # imported, only once the scenarios are known to be good
+    executor = runner.early_executor(options) if args.devices_spec is None else None
+    try:
+        from launchbench.report.run_files import write_tables
+        from launchbench.report.terminal import make_console
 
-    console = make_console()
-    record = _measured(args, the_plan, run_dir, _options(args, settings), console, resume, claimed)
+        console = make_console()
+        options = replace(options, write_tables=write_tables)
+        record = _measured(args, the_plan, run_dir, options, console, resume, claimed, executor)
+    finally:
+        if executor is not None:
+            executor.close()  # the run closes it; here for an interruption before the run began
     return _outcome(args, record, run_dir, console)
 
 
@@ -211,7 +221,7 @@ def _resuming(args: RunArgs, settings: RunSettings) -> tuple[RunRecord, RunSetti
 
 
 def _options(args: RunArgs, settings: RunSettings) -> RunOptions:
-    from launchbench.report.run_files import write_tables
+    """The run's options, the tables' writer left out (``_run`` adds it once it has imported it)."""
     from launchbench.run import runner
     from launchbench.run.worker import load_factory
 
@@ -219,7 +229,6 @@ def _options(args: RunArgs, settings: RunSettings) -> RunOptions:
         device=settings.device,
         overrides=settings.overrides,
         isolate=settings.isolate,
-        write_tables=write_tables,
         shard=args.shard_spec,
     )
     if args.backend:  # else RunOptions' default, the CuPy backend
@@ -235,9 +244,11 @@ def _measured(
     console: Console,
     resume: RunRecord | None,
     claimed: bool,
+    executor: Executor | None = None,
 ) -> RunRecord:
-    """The plan measured (on one device, or on each of --devices); interrupted: one line saying how to
-    finish, exit 130. A claimed folder that holds nothing is given back."""
+    """The plan measured (on one device, or on each of --devices; ``executor``: runner.early_executor's,
+    for one device); interrupted: one line saying how to finish, exit 130. A claimed folder that holds
+    nothing is given back."""
     from launchbench.report.console import ConsoleEvents, Verbosity
     from launchbench.results.store import release_if_empty
     from launchbench.run import runner
@@ -247,7 +258,7 @@ def _measured(
     try:
         if args.devices_spec is not None:
             return _run_devices(the_plan, run_dir, options, args.devices_spec, console, args.quiet)
-        return runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv)
+        return runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv, executor=executor)
     except KeyboardInterrupt:
         events.close()
         from rich.markup import escape

@@ -9,6 +9,7 @@ which fails only the case in flight."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -31,6 +32,7 @@ from launchbench.run.protocol import (
     MeasureFloor,
     NextRound,
     Prepared,
+    PreviousEnded,
     ProgressReport,
     Ready,
     Request,
@@ -76,6 +78,11 @@ class Executor(Protocol):
     def next_pass(self, pass_index: int, then: int | None = None) -> None:
         """The current pass is over and pass ``pass_index`` follows (and pass ``then`` after it, where
         the schedule holds one): prepare what it runs in."""
+        ...
+
+    def release(self) -> None:
+        """Ask every worker to end, without waiting for them (``close`` waits): the run's last record
+        is written while they let go of their CUDA contexts."""
         ...
 
     def close(self) -> None: ...
@@ -160,6 +167,9 @@ class InProcessExecutor:
     def next_pass(self, pass_index: int, then: int | None = None) -> None:
         return None  # every pass runs in this process
 
+    def release(self) -> None:
+        return None
+
     def close(self) -> None:
         return None
 
@@ -183,16 +193,43 @@ class WorkerExecutor:
         self._spawn = spawn or (lambda: WorkerProcess(backend_factory, device))
         self._ranks = RankGroup(lambda rank_device: WorkerProcess(backend_factory, rank_device), device)
         self._worker: WorkerProcess | None = None
+        self._first: WorkerProcess | None = None  # spawned and asked to start by spawn_first
+        self._spawning: threading.Thread | None = None  # spawn_first's, until start or close joins it
         self._pass: int | None = None
         self._started: WorkerStart | None = None  # the start of the worker the next case-pass runs in
         self._next: WorkerProcess | None = None  # spawned for the next pass, its backend not started
         self._ahead: WorkerProcess | None = None  # spawned for the pass after it: imported, then idle
         self._times: PassTimes | None = None
 
+    def spawn_first(self) -> None:
+        """Spawn the run's first worker and ask it to start its backend, in a thread of this process
+        (the spawn waits for the fork server's imports), so what the parent does before its first case
+        overlaps the worker's imports and CUDA context; ``start`` waits for it (and spawns one itself
+        where this one could not be)."""
+        if self._spawning is None:
+            self._spawning = threading.Thread(target=self._spawn_first, name="launchbench-first-worker")
+            self._spawning.start()
+
+    def _spawn_first(self) -> None:
+        with contextlib.suppress(Exception):  # start spawns its own, which says what is wrong
+            worker = self._spawn()
+            worker.ask_start()
+            self._first = worker
+
+    def _first_spawned(self) -> WorkerProcess | None:
+        """The worker ``spawn_first`` began (None where it did not), once its spawn is over."""
+        if self._spawning is not None:
+            self._spawning.join()
+            self._spawning = None
+        first, self._first = self._first, None
+        return first
+
     def start(self) -> dict[str, Any]:
-        """Start a fresh worker (stopping the one running); the environment it runs on."""
+        """Start a fresh worker (stopping the one running; the one ``spawn_first`` began, if any, is
+        kept); the environment it runs on."""
+        first = self._first_spawned()
         self.close()
-        self._worker = self._spawn()
+        self._worker = first or self._spawn()
         return self._ready(self._worker)
 
     def _ready(self, worker: WorkerProcess) -> dict[str, Any]:
@@ -205,9 +242,9 @@ class WorkerExecutor:
     def next_pass(self, pass_index: int, then: int | None = None) -> None:
         """Stop this pass's worker and ready the one pass ``pass_index`` runs in, between the passes,
         while nothing is measured: that one was spawned a pass ahead and has imported launchbench (or is
-        spawned now), and starts its backend (the CUDA context, NVML, the first canary reading) once the
-        old one has ended, while the parent does what it does between passes (the tables, the
-        host-level fits). Where a pass ``then`` may follow, its worker is spawned now, to import
+        spawned now), and starts its backend (the CUDA context, NVML) while the old one ends, taking its
+        first canary reading once the old one has ended; the parent meanwhile does what it does
+        between passes (the tables, the host-level fits). Where a pass ``then`` may follow, its worker is spawned now, to import
         meanwhile; the pass's first case waits for the new worker's Ready and for that one's imports to
         be done, so no import loads the host while a case is measured; it then sits idle, holding no GPU
         context."""
@@ -215,9 +252,10 @@ class WorkerExecutor:
         if self._next is not None:
             self._next.stop()
         self._next, self._ahead = self._ahead or self._spawn(), None
-        if ending is not None:
-            ending.stop()
-        self._next.ask_start()
+        if ending is None:
+            self._next.ask_start()
+        else:
+            self._next.start_after(ending)
         self._ahead = self._spawn() if then is not None else None
         self._pass = pass_index
 
@@ -306,8 +344,14 @@ class WorkerExecutor:
     def last_times(self) -> PassTimes | None:
         return self._times
 
-    def close(self) -> None:
+    def release(self) -> None:
         for worker in (self._worker, self._next, self._ahead):
+            if worker is not None:
+                worker.ask_stop()
+
+    def close(self) -> None:
+        first = self._first_spawned()
+        for worker in (self._worker, self._next, self._ahead, first):
             if worker is not None:
                 worker.stop()
         self._worker = self._next = self._ahead = None
@@ -353,6 +397,7 @@ class WorkerProcess:
 
     start_times: WorkerStart | None = None
     _asked = False  # StartBackend sent
+    _stop_asked = False  # StopWorker sent
     _booted = False  # its Booted received (by ``booted``)
 
     def __init__(self, factory: Callable[[int], Any], device: int):
@@ -368,11 +413,24 @@ class WorkerProcess:
 
     def ask_start(self) -> None:
         """Ask the worker to start its backend once its imports are done (``start`` waits for it)."""
+        self._send_start(StartBackend())
+
+    def start_after(self, ending: WorkerProcess) -> None:
+        """Ask the worker to start its backend while ``ending`` ends (asked to here, then waited for):
+        the old one's CUDA context is let go while the new one's is made, and the new one takes its
+        first canary reading only once the old one has ended (``start`` waits for it)."""
+        ending.ask_stop()
+        self._send_start(StartBackend(hold=True))
+        ending.stop()
+        with contextlib.suppress(OSError, ValueError):
+            self.conn.send(PreviousEnded())
+
+    def _send_start(self, message: StartBackend) -> None:
         if self._asked:
             return
         self._asked = True
         with contextlib.suppress(OSError, ValueError):  # a worker that exited: its code is read in start
-            self.conn.send(StartBackend())
+            self.conn.send(message)
 
     def start(self) -> dict[str, Any]:
         """Wait for the worker's backend (asking for it, unless ``ask_start`` did; the worker has been
@@ -445,10 +503,19 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self.process.is_alive()
 
+    def ask_stop(self) -> None:
+        """Ask the worker to end, without waiting for it (``stop`` waits)."""
+        if self._stop_asked:
+            return
+        self._stop_asked = True
+        with contextlib.suppress(OSError, ValueError):
+            if self.process.is_alive():
+                self.conn.send(StopWorker())
+
     def stop(self) -> None:
         try:
             if self.process.is_alive():
-                self.conn.send(StopWorker())
+                self.ask_stop()
                 self.process.join(5)
         except (OSError, ValueError):
             pass

@@ -3,7 +3,8 @@ round), the messages between the parent and a worker process (frozen dataclasses
 commands rank 0 sends the other ranks of a case on several GPUs (``RankCommand``).
 
 Parent to worker: ``StartBackend`` first (a worker imports launchbench, then waits for it before it
-touches the GPU, so the parent can start a worker while it finishes other work), ``MeasureCase`` (one pass of a case, whole), ``BeginCase`` / ``NextRound`` /
+touches the GPU, so the parent can start a worker while it finishes other work; with ``hold``, then
+``PreviousEnded`` before its first canary reading), ``MeasureCase`` (one pass of a case, whole), ``BeginCase`` / ``NextRound`` /
 ``FinishCase`` (a case sampled round by round), ``RankTask`` (one rank of a case on several GPUs; the
 worker ends after it), ``MeasureFloor`` (a scenario's floor: block, measured from this worker; it ends
 after it) and ``StopWorker``.
@@ -69,7 +70,18 @@ def run_through(case_pass: CasePass) -> CaseResult:
 
 @dataclass(frozen=True)
 class StartBackend:
-    """Start the backend (the CUDA context, the first canary reading) and answer Ready."""
+    """Start the backend (the CUDA context, the first canary reading) and answer Ready. With ``hold``,
+    the worker starts its backend and waits for ``PreviousEnded`` before its first canary reading: the
+    parent asks the next pass's worker to start while the last one is still ending (letting go of its
+    CUDA context), and lets it read its reference once that one has ended."""
+
+    hold: bool = False
+
+
+@dataclass(frozen=True)
+class PreviousEnded:
+    """The worker before this one has ended: take the first canary reading and answer Ready (after a
+    ``StartBackend`` with ``hold``)."""
 
 
 @dataclass(frozen=True)

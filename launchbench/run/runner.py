@@ -22,7 +22,6 @@ from launchbench.errors import LaunchbenchError
 from launchbench.results.metadata import Environment, Overrides, Settings
 from launchbench.results.schema import RunRecord, ScenarioInfo
 from launchbench.results.store import claim_new_dir, create_run_dir, refuse_used_run_dir
-from launchbench.run.early_imports import start_fit_library_import, wants_fit_library
 from launchbench.run.executor import Executor, InProcessExecutor, WorkerExecutor
 from launchbench.run.extra_passes import capped_asks, extra_passes, marked, may_follow, pass_cap
 from launchbench.run.profile import PassTimes, append_profile, profile_line
@@ -40,7 +39,16 @@ from launchbench.scenario.core import Case, measure_overrides_error, with_overri
 from launchbench.scenario.expand import expand_loaded, load_bounded
 from launchbench.scenario.load import ScenarioFile
 
-__all__ = ["Plan", "RunEvents", "RunOptions", "SilentEvents", "pass_settings", "plan", "run"]
+__all__ = [
+    "Plan",
+    "RunEvents",
+    "RunOptions",
+    "SilentEvents",
+    "early_executor",
+    "pass_settings",
+    "plan",
+    "run",
+]
 
 
 @dataclass(frozen=True)
@@ -117,21 +125,19 @@ def run(
     events: RunEvents | None = None,
     resume: RunRecord | None = None,
     argv: Sequence[str] | None = None,
+    executor: Executor | None = None,
 ) -> RunRecord:
     """Measure every case of the plan that the resumed record lacks; journal every case-pass, write the
-    tables after every pass, and compact results.json at the end (and on interruption)."""
+    tables after every pass, and compact results.json at the end (and on interruption). ``executor``:
+    one ``early_executor`` made for these options (its first worker already starting), else one made
+    here; closed at the end either way."""
     events = events or SilentEvents()
-    if resume is None:
-        refuse_used_run_dir(run_dir)  # before a worker starts; nothing is created until it is ready
-    refuse_in_process_ranks(the_plan, options)
-    executor = make_executor(options)
-    importing = (
-        start_fit_library_import() if wants_fit_library(the_plan.cases, options.backend_factory) else None
-    )
-    environment = executor.start()
-    if importing is not None:
-        importing.join()  # before any case is measured
+    executor = executor or make_executor(options)
     try:
+        if resume is None:
+            refuse_used_run_dir(run_dir)  # nothing is created until the first worker is ready
+        refuse_in_process_ranks(the_plan, options)
+        environment = executor.start()
         refuse_too_few_devices(the_plan, options, environment)  # before the run directory exists
         if resume is None:
             create_run_dir(run_dir)
@@ -145,9 +151,20 @@ def run(
         except BaseException:
             session.finish("interrupted")
             raise
+        executor.release()  # the workers end while results.json and the tables are written
+        return session.finish("complete")
     finally:
         executor.close()
-    return session.finish("complete")
+
+
+def early_executor(options: RunOptions) -> Executor:
+    """The executor a run with ``options`` measures with (pass it to ``run``), its first worker already
+    spawned and starting its backend where the run isolates its cases: what the caller does before the
+    run (its remaining imports) overlaps the worker's start. Close it where the run does not follow."""
+    executor = make_executor(options)
+    if isinstance(executor, WorkerExecutor):
+        executor.spawn_first()
+    return executor
 
 
 def _measure_passes(
@@ -180,10 +197,9 @@ def _measure_passes(
             shown = session.add(case, pass_index, marked(result, case, pass_index))
         if index + 1 == len(schedule):
             schedule += more()  # the passes added for host levels, known once this pass is in
-        if index + 1 == len(schedule) or schedule[index + 1][1] != pass_index:
-            if index + 1 < len(schedule):
-                executor.next_pass(schedule[index + 1][1], _pass_after(the_plan.cases, schedule, index + 1))
-            session.pass_ended()
+        if index + 1 < len(schedule) and schedule[index + 1][1] != pass_index:
+            executor.next_pass(schedule[index + 1][1], _pass_after(the_plan.cases, schedule, index + 1))
+            session.pass_ended()  # the last pass's tables: the run's finish writes them
         if not skipped:
             if profile is not None:
                 times = executor.last_times or PassTimes()

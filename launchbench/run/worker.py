@@ -38,6 +38,7 @@ from launchbench.run.protocol import (
     NcclId,
     NextRound,
     Prepared,
+    PreviousEnded,
     ProgressReport,
     RankTask,
     Ready,
@@ -91,23 +92,40 @@ class _ProgressSender:
 
 
 def _start_backend(
-    conn: Connection, backend_factory: Callable[[int], Any], device: int, entered_at: float
+    conn: Connection,
+    backend_factory: Callable[[int], Any],
+    device: int,
+    entered_at: float,
+    asked: StartBackend,
 ) -> tuple[Any, CanaryWatch] | None:
     """The backend and its first canary reading, once the parent has its environment (``Ready``);
-    None after ``StartFailed``. ``entered_at``: when the main loop began (``time.time()``)."""
+    None after ``StartFailed``, or when the parent ends the worker instead of sending ``PreviousEnded``
+    (``asked.hold``: the reading waits for it). ``entered_at``: when the main loop began
+    (``time.time()``)."""
     begin = time.perf_counter()
     try:
         backend = backend_factory(device)
         made = time.perf_counter()
+        if asked.hold and not isinstance(_received(conn), PreviousEnded):
+            return None
+        released = time.perf_counter()
         watch = CanaryWatch(backend.canary())
         read = time.perf_counter()
-        conn.send(Ready(backend.environment(), entered_at, made - begin, read - made))
+        conn.send(Ready(backend.environment(), entered_at, made - begin, read - released))
         return backend, watch
     except LaunchbenchError as err:
         conn.send(StartFailed(str(err)))
     except Exception as err:  # noqa: BLE001 - report, never a traceback at the user
         conn.send(StartFailed(f"the GPU backend failed to start: {type(err).__name__}: {err}"))
     return None
+
+
+def _received(conn: Connection) -> object:
+    """The parent's next message; None when it went away."""
+    try:
+        return conn.recv()
+    except (EOFError, ConnectionError):
+        return None
 
 
 def serve(
@@ -134,7 +152,7 @@ def _serve_requests(conn: Connection, backend_factory: Callable[[int], Any], dev
         return
     if not isinstance(asked, StartBackend):
         return
-    started = _start_backend(conn, backend_factory, device, entered_at)
+    started = _start_backend(conn, backend_factory, device, entered_at, asked)
     if started is None:
         return
     backend, watch = started

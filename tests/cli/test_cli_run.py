@@ -168,3 +168,40 @@ def test_run_starts_the_workers_server_before_loading_the_scenarios(tmp_path, mo
     result = CliRunner().invoke(cli, ["run", quickstart, *options, "--out-dir", str(tmp_path / "r")])
     assert isinstance(result.exception, RuntimeError)
     assert calls == (["server", "plan"] if isolate else ["plan"])
+
+
+def test_run_starts_its_first_worker_before_importing_the_tables_and_the_console(tmp_path, monkeypatch):
+    """The first worker is spawned and asked to start its backend before the tables' and the console's
+    imports, and the run measures with that executor; one the run never got is closed."""
+    import launchbench.cli.run as run_module
+    import launchbench.report.terminal as terminal
+    import launchbench.run.runner as runner
+
+    calls, executors, processes = [], [], []
+    real_early, real_console = runner.early_executor, terminal.make_console
+
+    def early(options):
+        calls.append("first worker")
+        executors.append(real_early(options))
+        executors[-1]._spawning.join()
+        processes.append(executors[-1]._first.process)  # spawned, asked to start its backend
+        return executors[-1]
+
+    def console(*args, **kwargs):
+        calls.append("console")
+        return real_console(*args, **kwargs)
+
+    def measured(*args):
+        calls.append("run")
+        assert args[-1] is executors[0]
+        raise RuntimeError("stop before measuring")
+
+    monkeypatch.setattr(runner, "early_executor", early)
+    monkeypatch.setattr(terminal, "make_console", console)
+    monkeypatch.setattr(run_module, "_measured", measured)
+    quickstart = str(ROOT / "scenarios" / "quickstart.yaml")
+    backend = ["--backend", "tests.fakes:scripted_backend"]
+    result = CliRunner().invoke(cli, ["run", quickstart, *backend, "--out-dir", str(tmp_path / "r")])
+    assert isinstance(result.exception, RuntimeError), result.output
+    assert calls == ["first worker", "console", "run"]
+    assert executors[0]._first is None and not processes[0].is_alive()  # closed: its worker stopped

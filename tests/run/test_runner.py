@@ -1,6 +1,7 @@
 """The runner end to end on a scripted backend: the run readable after every case (from its journal), worker
 isolation, interruption, crash and resume."""
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -322,6 +323,37 @@ def test_a_worker_touches_no_backend_before_the_parent_asks(tmp_path, monkeypatc
         worker.stop()
 
 
+def test_a_worker_started_after_another_reads_its_reference_only_once_that_one_has_ended(
+    tmp_path, monkeypatch
+):
+    """``start_after``: the new worker starts its backend while the old one is asked to end; its first
+    canary reading and Ready wait until the old one has ended. A worker asked to start so (a held one)
+    but stopped instead ends without a reading."""
+    from launchbench.run.executor import WorkerProcess
+    from launchbench.run.protocol import StartBackend
+
+    starts = tmp_path / "starts.txt"
+    monkeypatch.setenv(STARTS_FILE_VARIABLE, str(starts))
+    old, new, held = (WorkerProcess(counting_backend, 0) for _ in range(3))
+    try:
+        old.start()
+        assert new.booted() and held.booted()
+        held._send_start(StartBackend(hold=True))
+        deadline = time.monotonic() + 60
+        while len(starts.read_text().split()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        wait_until_idle(held.process.pid)  # its backend made, waiting for the parent
+        assert not held.conn.poll(0)  # no reading, no Ready
+        new.start_after(old)
+        assert not old.alive() and old.process.exitcode == 0  # ended before the new one reads
+        assert new.start() is not None and new.start_times is not None
+        held.stop()
+        assert held.process.exitcode == 0
+    finally:
+        for worker in (old, new, held):
+            worker.stop()
+
+
 class _Spawned:
     """A worker as the executor sees it, recording what is done to it."""
 
@@ -333,6 +365,12 @@ class _Spawned:
 
     def ask_start(self) -> None:
         self.log.append("ask")
+
+    def start_after(self, ending: "_Spawned") -> None:
+        self.log.append("ask after the last ends")
+
+    def ask_stop(self) -> None:
+        self.log.append("ask stop")
 
     def booted(self) -> bool:
         self.log.append("booted")
@@ -350,6 +388,8 @@ class _Spawned:
 
 
 def test_each_pass_worker_is_spawned_a_pass_ahead_and_started_between_the_passes():
+    """The next pass's worker starts its backend while the last one ends; its first canary reading
+    waits until that one has ended."""
     from launchbench.run.executor import WorkerExecutor
 
     log: list[str] = []
@@ -357,22 +397,23 @@ def test_each_pass_worker_is_spawned_a_pass_ahead_and_started_between_the_passes
     executor.start()
     executor._worker_for(0)
     assert log == ["spawn", "start"]
-    executor.next_pass(1, then=2)  # pass 1's spawned, pass 0's stopped, pass 1's asked; pass 2's spawned
-    assert log[2:] == ["spawn", "stop", "ask", "spawn"]
+    executor.next_pass(1, then=2)  # pass 1's spawned, pass 0's asked to end, pass 1's asked; pass 2's spawned
+    handover = ["ask after the last ends"]
+    assert log[2:] == ["spawn", *handover, "spawn"]
     executor._worker_for(1)  # the first case waits for pass 1's backend and pass 2's imports
-    assert log[6:] == ["start", "booted"]
+    assert log[5:] == ["start", "booted"]
     executor._worker_for(1)  # the same pass: the same worker
-    assert log[8:] == []
+    assert log[7:] == []
     executor.next_pass(2, then=3)  # pass 2's worker is the one spawned ahead
-    assert log[8:] == ["stop", "ask", "spawn"]
+    assert log[7:] == [*handover, "spawn"]
     executor._worker_for(2)
     executor.next_pass(3)  # the last pass the schedule holds: nothing spawned beyond it
-    assert log[11:] == ["start", "booted", "stop", "ask"]
+    assert log[9:] == ["start", "booted", *handover]
     executor._worker_for(3)
     executor.next_pass(4)  # a pass added later: its worker spawned then
-    assert log[15:] == ["start", "spawn", "stop", "ask"]
+    assert log[12:] == ["start", "spawn", *handover]
     executor.close()  # the one never waited for is stopped too
-    assert log[19:] == ["stop"]
+    assert log[15:] == ["stop"]
 
 
 def test_a_worker_asked_to_start_ahead_reports_only_the_wait_for_it(tmp_path):
@@ -419,7 +460,7 @@ def test_a_worker_is_spawned_ahead_only_where_a_pass_may_follow():
 
 def test_a_pass_whose_last_case_failed_before_still_ends_with_its_tables(tmp_path):
     """A case that failed in an earlier pass is not measured again, and the pass it is last in still
-    ends as every pass does: its tables written (then the run's own at the end)."""
+    ends as every pass does: its tables written (the last pass's by the run's end, once)."""
     from fakes import ScriptedBackend
 
     plan = runner.plan([DATA / "faults.yaml"], overrides=Overrides(passes=3))
@@ -434,4 +475,36 @@ def test_a_pass_whose_last_case_failed_before_still_ends_with_its_tables(tmp_pat
     )
     record = runner.run(plan, tmp_path / "run", options)
     assert record.case("faults", "e_huge").error and record.case("faults", "e_huge").passes_done == 1
-    assert written == [1, 2, 3, 3]  # after each of the 3 passes, then the run's end
+    assert written == [1, 2, 3]  # after each of the first 2 passes, then the run's end
+
+
+def test_the_run_asks_its_workers_to_end_before_writing_its_record_and_waits_for_them_after(
+    tmp_path, monkeypatch
+):
+    """The last worker lets go of its CUDA context while results.json and the tables are written; the
+    run waits for it before it returns."""
+    from launchbench.run import session as session_module
+    from launchbench.run.executor import WorkerExecutor
+
+    executor = WorkerExecutor(scripted_backend, 0)
+    seen: list[tuple[bool, bool]] = []
+    finish = session_module.RunSession.finish
+
+    def finishing(self, status):
+        worker = executor._worker
+        seen.append((worker is not None and worker._stop_asked, worker is not None and worker.alive()))
+        return finish(self, status)
+
+    monkeypatch.setattr(session_module.RunSession, "finish", finishing)
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2, max_time=0.2))
+    last = []
+    original_close = executor.close
+
+    def closing():
+        last.extend(w.process for w in (executor._worker,) if w is not None)
+        original_close()
+
+    monkeypatch.setattr(executor, "close", closing)
+    runner.run(plan, tmp_path / "run", runner.RunOptions(backend_factory=scripted_backend), executor=executor)
+    assert seen == [(True, seen[0][1])]  # asked to end before the finish (it may already be gone)
+    assert last and not any(process.is_alive() for process in last)  # ended once the run returned
