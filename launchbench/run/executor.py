@@ -244,8 +244,8 @@ class WorkerExecutor:
         while nothing is measured: that one was spawned a pass ahead and has imported launchbench (or is
         spawned now), and starts its backend (the CUDA context, NVML) while the old one ends, taking its
         first canary reading once the old one has ended; the parent meanwhile does what it does
-        between passes (the tables, the host-level fits). Where a pass ``then`` may follow, its worker is spawned now, to import
-        meanwhile; the pass's first case waits for the new worker's Ready and for that one's imports to
+        between passes (the tables, the host-level fits). Where a pass ``then`` may follow, its worker
+        is spawned now, to import meanwhile; the pass's first case waits for the new worker's Ready and for that one's imports to
         be done, so no import loads the host while a case is measured; it then sits idle, holding no GPU
         context."""
         ending, self._worker = self._worker, None
@@ -420,17 +420,20 @@ class WorkerProcess:
         the old one's CUDA context is let go while the new one's is made, and the new one takes its
         first canary reading only once the old one has ended (``start`` waits for it)."""
         ending.ask_stop()
-        self._send_start(StartBackend(hold=True))
+        held = self._send_start(StartBackend(hold=True))
         ending.stop()
-        with contextlib.suppress(OSError, ValueError):
-            self.conn.send(PreviousEnded())
+        if held:  # one asked before without hold reads its reference by itself
+            with contextlib.suppress(OSError, ValueError):
+                self.conn.send(PreviousEnded())
 
-    def _send_start(self, message: StartBackend) -> None:
+    def _send_start(self, message: StartBackend) -> bool:
+        """Send ``message`` unless a StartBackend was sent before; whether it was sent now."""
         if self._asked:
-            return
+            return False
         self._asked = True
         with contextlib.suppress(OSError, ValueError):  # a worker that exited: its code is read in start
             self.conn.send(message)
+        return True
 
     def start(self) -> dict[str, Any]:
         """Wait for the worker's backend (asking for it, unless ``ask_start`` did; the worker has been
