@@ -1,20 +1,24 @@
 """scikit-learn's GaussianMixture, the reference launchbench.measure.mixture is held to: the same fits
-(one variance shared by the components, the start at the widest gap) made by scikit-learn itself."""
+(one variance shared by the components, the start at the widest gap) made by scikit-learn itself.
+scikit-learn is imported at the first fit, not when a test module imports this one (about 0.5 s of an
+xdist worker's collection otherwise)."""
 
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
-import sklearn
-from sklearn.mixture import GaussianMixture
 
 from launchbench.measure.levels import REG_COVAR, widest_gap_start
 
 
-def sklearn_fit(logs: np.ndarray, components: int, **start: object) -> GaussianMixture:
-    """scikit-learn's fit of ``components`` components (its own checks of finite values and fixed
-    parameters skipped: they cost more than a fit of ten points and test nothing here)."""
+def sklearn_fit(logs: np.ndarray, components: int, **start: object) -> Any:
+    """scikit-learn's fitted GaussianMixture of ``components`` components (its own checks of finite
+    values and fixed parameters skipped: they cost more than a fit of ten points and test nothing here)."""
+    import sklearn
+    from sklearn.mixture import GaussianMixture
+
     with (
         warnings.catch_warnings(),
         sklearn.config_context(assume_finite=True, skip_parameter_validation=True),

@@ -19,6 +19,7 @@ import numpy as np
 TOL = 1e-3  # GaussianMixture's default: stop once the mean log-likelihood moves less than this
 MAX_ITER = 100  # GaussianMixture's default
 _LOG_2PI = math.log(2 * math.pi)
+_LOG_ROOT_TWO_PI = float(np.log(np.sqrt(2 * np.pi)))  # scipy.stats' _norm_pdf_logC
 _EPS = 10 * np.finfo(np.float64).eps  # added to each component's weight sum, as scikit-learn does
 
 
@@ -33,13 +34,13 @@ class TwoComponents:
 
 def one_component_bic(values: np.ndarray, reg_covar: float) -> float:
     """The BIC of one Gaussian fitted to ``values`` (mean and variance, plus ``reg_covar``): the first
-    M-step of any start, so the fit itself; two parameters."""
+    M-step of any start, so the fit itself; two parameters. The log density is
+    ``scipy.stats.norm.logpdf``'s expression, term for term (the same value to the last bit)."""
     variance = float(np.var(values)) + reg_covar
-    mean = float(np.mean(values))
-    log_likelihood = float(
-        np.sum(-0.5 * (_LOG_2PI + math.log(variance)) - (values - mean) ** 2 / (2 * variance))
-    )
-    return -2 * log_likelihood + 2 * math.log(len(values))
+    loc, scale = float(np.mean(values)), np.asarray(math.sqrt(variance))
+    standard = np.asarray((values - loc) / scale, dtype=np.float64)
+    log_density = (-(standard**2) / 2.0 - _LOG_ROOT_TWO_PI) - np.log(scale)
+    return -2 * float(np.sum(log_density)) + 2 * math.log(len(values))
 
 
 def fit_two(
