@@ -2,8 +2,9 @@
 row's pass medians (a handful of values), fitted as scikit-learn's ``GaussianMixture`` fits them with
 ``covariance_type="tied"``, a given start and its defaults (``tol=1e-3``, ``max_iter=100``,
 ``n_init=1``), in NumPy: the same EM steps in the same order, stopped by the same test, so each value
-gets the same component and the BIC the same value. With scikit-learn 1.9.1 that holds to the last bit
-on 1,200 random draws and on 3,458 of the 3,460 committed rows that reach the fit;
+gets the same component and the BIC the same value. With scikit-learn 1.9.1 and the one-component BIC
+in SciPy's expression, the gain BIC(one) − BIC(two) and the components are the old scikit-learn code's
+to the last bit on 1,200 random draws and on 3,458 of the 3,460 committed rows that reach the fit;
 tests/analysis/test_levels_fit.py and test_levels_shortcut.py check both against scikit-learn's fit,
 within 1e-7 of the BIC. Written here rather than called because importing scikit-learn took 0.8–1.8 s
 on the H100 host, and the quickstart's first case waited for it; a fit of ten values takes about
