@@ -84,8 +84,8 @@ def _not_bool(value: Any) -> Any:
 Bool = Annotated[bool, BeforeValidator(_boolean)]
 NUMBER_ONLY = BeforeValidator(_number)  # a number, never a boolean or text, checked before the type
 Int = Annotated[int, NUMBER_ONLY]
-Float = Annotated[float, BeforeValidator(_number)]
-Number = Annotated[float | int, BeforeValidator(_number)]
+Float = Annotated[float, NUMBER_ONLY]
+Number = Annotated[float | int, NUMBER_ONLY]
 ParamValue = Annotated[float | int | str, BeforeValidator(_not_bool)]
 
 
