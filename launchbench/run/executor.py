@@ -245,9 +245,9 @@ class WorkerExecutor:
         spawned now), and starts its backend (the CUDA context, NVML) while the old one ends, taking its
         first canary reading once the old one has ended; the parent meanwhile does what it does
         between passes (the tables, the host-level fits). Where a pass ``then`` may follow, its worker
-        is spawned now, to import meanwhile; the pass's first case waits for the new worker's Ready and for that one's imports to
-        be done, so no import loads the host while a case is measured; it then sits idle, holding no GPU
-        context."""
+        is spawned now, to import meanwhile; the pass's first case waits for the new worker's Ready and
+        for that one's imports to be done, so no import loads the host while a case is measured; it then
+        sits idle, holding no GPU context."""
         ending, self._worker = self._worker, None
         if self._next is not None:
             self._next.stop()
