@@ -26,6 +26,7 @@ import numpy as np
 from scipy import stats
 
 from launchbench.analysis.drift import NoisePrior, RowVariance, fit_priors
+from launchbench.analysis.inference import benjamini_hochberg
 
 RowKey = tuple[str, str, str]  # (case, mode, metric)
 FDR = 0.05
@@ -105,15 +106,10 @@ def _row_test(
 
 
 def step_up(p_values: Sequence[float], fdr: float = FDR) -> list[bool]:
-    """Benjamini–Hochberg: reject the k smallest p values, k the largest with p_(k) ≤ k·fdr/m."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    passing = [rank for rank, i in enumerate(order, 1) if p_values[i] <= rank * fdr / m]
-    cut = max(passing, default=0)
-    rejected = [False] * m
-    for i in order[:cut]:
-        rejected[i] = True
-    return rejected
+    """Benjamini–Hochberg's step-up: the p values whose adjusted value (compare's own,
+    launchbench.analysis.inference.benjamini_hochberg) is at most ``fdr``."""
+    adjusted = benjamini_hochberg(np.asarray(p_values, dtype=float))
+    return [bool(p <= fdr) for p in adjusted]
 
 
 def row_tests(
