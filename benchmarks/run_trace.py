@@ -1,7 +1,8 @@
 """When each step of a ``launchbench run`` happens, from the interpreter's start to its exit: runs the
 command in this process with its steps wrapped to note the seconds since the start (the fork server's
-start, the planning, the console's imports, the first worker's start, the fit library's import, the run
-directory, each case-pass and pass end, the finish, the summary, the interpreter's exit handlers).
+start, the planning, the console's imports, the first worker's start, the run directory, each case-pass
+and pass end, the finish, the summary, the interpreter's exit handlers; on older trees that had it, the
+fit library's early import). A step the traced tree lacks is left out.
 
     python benchmarks/run_trace.py OUT.tsv run scenarios/quickstart.yaml [options...]
 

@@ -5,6 +5,7 @@ import ast
 import importlib
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -311,3 +312,26 @@ def test_added_passes_study_runs_the_runner_s_rule_on_the_same_draws_as_the_old_
     assert passes == EXTRA_PASS_FACTOR * PLANNED and levels.apart == (4,)
     passes, levels = one_row(outlier_then_one_level(), one_apart(APART_PASSES), np.random.default_rng(1))
     assert passes == PLANNED + APART_PASSES and levels.apart == (4,)
+
+
+def test_run_trace_notes_a_runs_steps_in_order_from_the_interpreters_start(tmp_path):
+    """benchmarks/run_trace.py on this tree: every traced step is noted, in the order the run takes them,
+    and the last line names what the process imported."""
+    trace = tmp_path / "trace.tsv"
+    command = [sys.executable, str(ROOT / "benchmarks" / "run_trace.py"), str(trace), "run"]
+    command += [
+        str(ROOT / "tests" / "data" / "scripted" / "three.yaml"),
+        "--backend",
+        "tests.fakes:scripted_backend",
+    ]
+    command += ["--passes", "2", "--max-time", "0.1", "--out-dir", str(tmp_path / "run"), "-q"]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests'}"}
+    subprocess.run(command, check=True, capture_output=True, env=env, cwd=ROOT, timeout=120)
+    events = [line.split("\t", 1) for line in trace.read_text().splitlines()]
+    seconds, names = [float(t) for t, _ in events], [name for _, name in events]
+    assert seconds == sorted(seconds)
+    order = ["worker_context >", "spawn_first >", "make_console >", "runner.run >", "executor.start >"]
+    order += ["next_pass >", "finish >", "main returned"]
+    assert [names.index(step) for step in order] == sorted(names.index(step) for step in order)
+    assert names.count("execute >") == names.count("execute <") > 0
+    assert names[-1].startswith("atexit; imported:") and "sklearn" not in names[-1]
