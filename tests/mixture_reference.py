@@ -12,6 +12,11 @@ import numpy as np
 
 from launchbench.measure.levels import REG_COVAR, widest_gap_start
 
+# scikit-learn's covariance step (the mean square less the squared mean) loses about eight digits to
+# cancellation on logs near -12 spread by 0.1%, so two fits that differ only in rounding (its log-sum-exp
+# is not NumPy's) agree to about 1e-8 of the BIC: the tolerance of every comparison with these fits
+CLOSE = {"rel": 1e-7, "abs": 1e-6}
+
 
 def sklearn_fit(logs: np.ndarray, components: int, **start: object) -> Any:
     """scikit-learn's fitted GaussianMixture of ``components`` components (its own checks of finite

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from mixture_reference import sklearn_fit, sklearn_labels_and_gain
+from mixture_reference import CLOSE, sklearn_fit, sklearn_labels_and_gain
 
 from launchbench.analysis.compare import compare_runs
 from launchbench.measure import levels
@@ -32,12 +32,6 @@ def _samples(seed: int) -> list[np.ndarray]:
     return drawn
 
 
-# scikit-learn's covariance step (the mean square less the squared mean) loses about eight digits to
-# cancellation on logs near -12 spread by 0.1%, so two fits that differ only in rounding (its log-sum-exp
-# is not NumPy's) agree to about 1e-8 of the BIC: the tolerance of every comparison here
-CLOSE = {"rel": 1e-7, "abs": 1e-6}
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_closed_form_bic_is_scikit_learns_one_component_bic(seed):
     for logs in _samples(seed):
@@ -55,7 +49,7 @@ def test_the_numpy_fit_gives_scikit_learns_components_and_gain(seed):
 
 
 def test_the_comparison_with_scikit_learn_catches_a_fit_that_differs():
-    """A fit stopped after its first EM step gives a gain beyond the tolerance above on many draws: the
+    """A fit stopped after its first EM step gives a gain beyond mixture_reference.CLOSE on many draws: the
     comparison with scikit-learn can fail."""
     from launchbench.measure import mixture
 

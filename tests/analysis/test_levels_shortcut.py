@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 from committed_runs import committed_record, committed_results
-from mixture_reference import sklearn_two
+from mixture_reference import CLOSE, sklearn_two
 
 from launchbench.measure import levels, mixture
 from launchbench.measure.levels import MIN_PASSES, MIN_SEPARATION, Levels, one_level, splits_stay_close
@@ -75,8 +75,7 @@ def test_the_shortcut_agrees_with_the_fit_on_every_committed_run():
 def test_the_fit_is_scikit_learns_on_the_committed_rows_that_reach_it():
     """Each pass's component and the two-component fit's BIC, NumPy's fit against scikit-learn's from
     the same start, on every fifth committed row that reaches the fit (sorted; 692 of 3,460, at 1.4 ms
-    a scikit-learn fit); the tolerance of tests/analysis/test_levels_fit.py, which checks the
-    one-component BIC: scikit-learn's covariance step loses about eight digits to cancellation."""
+    a scikit-learn fit), within mixture_reference.CLOSE."""
     fitted = [v for v in committed_inputs() if not splits_stay_close(v)][::5]
     assert len(fitted) > 500
     differ = []
@@ -85,9 +84,7 @@ def test_the_fit_is_scikit_learns_on_the_committed_rows_that_reach_it():
         start = levels.widest_gap_start(logs)
         two = mixture.fit_two(logs, start.weights, start.means, start.precision, levels.REG_COVAR)
         expected_labels, expected_bic = sklearn_two(logs)
-        if two.labels.tolist() != expected_labels or two.bic != pytest.approx(
-            expected_bic, rel=1e-7, abs=1e-6
-        ):
+        if two.labels.tolist() != expected_labels or two.bic != pytest.approx(expected_bic, **CLOSE):
             differ.append(values)
     assert differ == []
 
