@@ -15,8 +15,8 @@ cases has 1,000 cases' worth of them).
 It prints one line per repeat and the summary, and writes the summary (wall and CPU time of every
 repeat, their best and median, the machine, the versions, the load average before and after) to
 ``--out``. Then one more fresh process runs the command with ``time.process_time`` around each step
-(the imports, reading, the comparison, its mixture fits, the
-CSV), records which heavy modules the command imported (``imported``), counts the
+(the imports, reading, the comparison, its mixture fits, the CSV), records which heavy modules the
+command imported (``imported``), counts the
 host-level mixture fits made in the command's process, those made together in worker processes
 (``fits_in_workers``: measure.levels.fitted_together, whose CPU the steps do not hold) and the series
 ended at one level before a fit, and the summary adds them (``steps_cpu_s``, ``host_levels``). The CPU time counts only the command's process, so it reads about the same on a busy
