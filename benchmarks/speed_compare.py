@@ -7,6 +7,10 @@ reading both results.json files, the statistics, the CSV written), several times
 
     python benchmarks/speed_compare.py [--cases 1000] [--repeat 5] [--runs A B] [--out results/speed/compare.json]
     python benchmarks/speed_compare.py --distinct --repeat 2 --out results/speed/compare-distinct.json
+    python benchmarks/speed_compare.py --table --out results/speed/compare-table.json
+
+``--table`` times the command's default output instead of the CSV: the verdict table, printed to a pipe
+(as in a CI log: rich's plain console, as wide as the table).
 
 ``--distinct`` scales each copy's samples apart, so no two rows share their pass medians and every
 host-level fit is made (without it the copies' fits are made once and reused: a real run of 1,000
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import platform
@@ -70,7 +75,12 @@ def timed(command: list[str]) -> tuple[float, float]:
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
+def output_args(table: bool, output: Path) -> list[str]:
+    """The command's output options: none for the table (printed to stdout), else a CSV to ``output``."""
+    return [] if table else ["--format", "csv", "-o", str(output)]
+
+
+def measure_steps(dirs: list[Path], output: Path, table: bool = False) -> dict[str, object]:
     """The command run in this process with each step's CPU seconds taken (run it in a fresh one)."""
     clock = time.process_time
     start = clock()
@@ -100,7 +110,7 @@ def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
     timed_step(analysis_compare, "compare_runs", "comparison (with its fits)")
     timed_step(levels, "_two_components", "mixture fits", "mixture_fits")
     timed_step(levels, "splits_stay_close", "sorted-split checks", "ended_before_a_fit")
-    timed_step(cli_compare, "publish", "the CSV")
+    timed_step(cli_compare, "publish", "the table" if table else "the CSV")
     together = analysis_compare.fitted_together
 
     @contextlib.contextmanager
@@ -110,8 +120,8 @@ def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
             yield made
 
     analysis_compare.fitted_together = counted_together  # type: ignore[assignment]
-    sys.argv = ["launchbench", "compare", *map(str, dirs), "--format", "csv", "-o", str(output)]
-    with contextlib.suppress(SystemExit):  # click ends with the exit code
+    sys.argv = ["launchbench", "compare", *map(str, dirs), *output_args(table, output)]
+    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):  # click exits
         cli.main()
     cpu["in all, after the interpreter started"] = clock() - start
     imported = {name: name in sys.modules for name in ("scipy.stats", "scipy.optimize", "sklearn", "pandas")}
@@ -119,9 +129,10 @@ def measure_steps(dirs: list[Path], output: Path) -> dict[str, object]:
     return {"steps_cpu_s": steps, "host_levels": counts, "imported": imported}
 
 
-def steps_of(dirs: list[Path], output: Path) -> dict[str, object]:
+def steps_of(dirs: list[Path], output: Path, table: bool = False) -> dict[str, object]:
     """measure_steps in a fresh process (this script with --steps-of)."""
     command = [sys.executable, __file__, "--steps-of", *map(str, dirs), str(output)]
+    command += ["--table"] if table else []
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     return dict(json.loads(done.stdout.splitlines()[-1]))
 
@@ -142,10 +153,11 @@ def _cpuinfo() -> list[str]:
 
 
 def summary(
-    walls: list[float], cpus: list[float], cases: int, loads: tuple[float, float]
+    walls: list[float], cpus: list[float], cases: int, loads: tuple[float, float], table: bool = False
 ) -> dict[str, object]:
+    form = "A B, the table printed to a pipe" if table else "A B --format csv -o FILE"
     return {
-        "benchmark": "launchbench compare A B --format csv -o FILE, two runs of 1,000 cases",
+        "benchmark": f"launchbench compare {form}, two runs of {cases:,} cases",
         "cases": cases,
         "repeats": len(walls),
         "wall_s": [round(w, 3) for w in walls],
@@ -169,27 +181,28 @@ def main() -> None:
         "--runs", nargs=2, type=Path, metavar=("A", "B"), help="two run directories to compare"
     )
     parser.add_argument("--distinct", action="store_true", help="scale each copy apart (every fit made)")
+    parser.add_argument("--table", action="store_true", help="time the default table, not the CSV")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "speed" / "compare.json")
     parser.add_argument("--steps-of", nargs=3, type=Path, help=argparse.SUPPRESS)  # A B OUTPUT
     args = parser.parse_args()
     if args.steps_of:
-        print(json.dumps(measure_steps(args.steps_of[:2], args.steps_of[2])))
+        print(json.dumps(measure_steps(args.steps_of[:2], args.steps_of[2], args.table)))
         return
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         dirs = args.runs or synthetic_runs(Path(tmp), args.cases, args.distinct)
         cases = len(load_run(dirs[0]).cases)
-        command = [sys.executable, "-m", "launchbench", "compare", *map(str, dirs), "--format", "csv"]
-        command += ["-o", str(Path(tmp) / "out.csv")]
+        command = [sys.executable, "-m", "launchbench", "compare", *map(str, dirs)]
+        command += output_args(args.table, Path(tmp) / "out.csv")
         walls, cpus = [], []
         for n in range(args.repeat):
             wall, cpu = timed(command)
             walls.append(wall)
             cpus.append(cpu)
             print(f"repeat {n + 1}: wall {wall:.2f} s, CPU {cpu:.2f} s")
-        steps = steps_of(list(dirs), Path(tmp) / "steps.csv")
+        steps = steps_of(list(dirs), Path(tmp) / "steps.csv", args.table)
     result = {
-        **summary(walls, cpus, cases, (load_before, os.getloadavg()[0])),
+        **summary(walls, cpus, cases, (load_before, os.getloadavg()[0]), args.table),
         **steps,
         "distinct": args.distinct,
     }

@@ -335,3 +335,17 @@ def test_run_trace_notes_a_runs_steps_in_order_from_the_interpreters_start(tmp_p
     assert [names.index(step) for step in order] == sorted(names.index(step) for step in order)
     assert names.count("execute >") == names.count("execute <") > 0
     assert names[-1].startswith("atexit; imported:") and "sklearn" not in names[-1]
+
+
+def test_speed_compare_times_the_table_when_asked_and_takes_its_steps(tmp_path):
+    """``--table``: two runs of 16 cases compared with the table printed, timed once, the steps taken in a
+    fresh process with the output step named the table's."""
+    out = tmp_path / "compare.json"
+    arguments = ["--cases", "16", "--repeat", "1", "--table", "--out", str(out)]
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "speed_compare.py"), *arguments], check=True)
+    summary = json.loads(out.read_text())
+    assert summary["cases"] == 16 and len(summary["wall_s"]) == len(summary["cpu_s"]) == 1
+    assert "the table printed to a pipe" in summary["benchmark"]
+    steps = summary["steps_cpu_s"]
+    assert "the table" in steps and "the CSV" not in steps
+    assert 0 < steps["reading"] < steps["in all, after the interpreter started"]

@@ -11,6 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
+from rich.segment import Segments
 from rich.table import Table
 
 from launchbench.analysis.compare import Comparison
@@ -27,7 +28,7 @@ from launchbench.report.comparison_table import (
     row_detail,
     row_lines,
 )
-from launchbench.report.terminal import plain_console
+from launchbench.report.terminal import plain_console, rendered
 from launchbench.results.environment import describe_environment
 
 VERDICT_STYLE = {
@@ -115,17 +116,21 @@ def comparison_table(comparison: Comparison, report: GateReport | None, layout: 
     return table
 
 
-def fitted_table(console: Console, comparison: Comparison, report: GateReport | None) -> tuple[Table, Layout]:
+@dataclass(frozen=True)
+class FittedTable:
+    """A verdict table rendered once at its console's width: the segments to print and the layout."""
+
+    lines: Segments
+    layout: Layout
+
+
+def fitted_table(console: Console, comparison: Comparison, report: GateReport | None) -> FittedTable:
     """The widest layout whose table fits the console with no cell cut (the last one otherwise)."""
     for layout in LAYOUTS:
-        table = comparison_table(comparison, report, layout)
-        probe = Console(file=StringIO(), width=console.width, color_system=None, soft_wrap=False)
-        with probe.capture() as captured:
-            probe.print(table)
-        text = captured.get()  # rich marks a cell it cut with an ellipsis, and crops a line too long
-        if "…" not in text and all(len(line.rstrip()) <= console.width for line in text.splitlines()):
-            return table, layout
-    return table, layout
+        table = rendered(console, comparison_table(comparison, report, layout))
+        if table.fits:
+            break
+    return FittedTable(table.segments, layout)
 
 
 def render_comparison(console: Console, comparison: Comparison, report: GateReport | None) -> None:
@@ -141,9 +146,9 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
         console.print(f"[dim]Same environment: {escape(describe_environment(comparison.current_env))}[/]")
     for warning in comparison.all_warnings:
         console.print(f"[yellow]warning:[/] {escape(visible(warning))}")
-    table, layout = fitted_table(console, comparison, report)
-    console.print(table)
-    if layout.detail_below:
+    fitted = fitted_table(console, comparison, report)
+    console.print(fitted.lines)
+    if fitted.layout.detail_below:
         for line in row_lines(comparison, report):
             if row_detail(line):
                 console.print(

@@ -4,7 +4,6 @@ per CURRENT run. Each pair is its own Comparison and gate report; the data forma
 
 from __future__ import annotations
 
-import io
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from enum import Enum
@@ -22,6 +21,7 @@ from launchbench.report.comparison_table import change_cell, metric_header
 from launchbench.report.documents import ComparisonSeriesDocument
 from launchbench.report.markdown import comparison_markdown
 from launchbench.report.tables import comparison_document, comparison_frame
+from launchbench.report.terminal import rendered
 
 Pair = tuple[Comparison, GateReport | None]
 
@@ -74,13 +74,8 @@ def series_table(pairs: Sequence[Pair], cells_as: Cells = Cells.ONE_LINE) -> Tab
 def render_series(console: Console, pairs: Sequence[Pair]) -> None:
     """The side-by-side table (stacked cells where the width asks), then each pair's warnings, verdict
     counts and gate outcome."""
-    table = series_table(pairs)
-    probe = Console(file=io.StringIO(), width=console.width, color_system=None, soft_wrap=False)
-    with probe.capture() as captured:
-        probe.print(table)
-    if "…" in captured.get():
-        table = series_table(pairs, Cells.STACKED)
-    console.print(table)
+    table = rendered(console, series_table(pairs))
+    console.print(table.segments if table.fits else series_table(pairs, Cells.STACKED))
     for i, (comparison, report) in enumerate(pairs, 1):
         console.print(f"[bold]({i}) {escape(comparison.current_label)}[/]")
         for warning in comparison.all_warnings:

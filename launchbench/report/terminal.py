@@ -5,10 +5,12 @@ the run's analysis (pandas among it) to make its console."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import IO
 
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.segment import Segment, Segments
 
 PLAIN_WIDTH = 4096  # columns of a console that is not a terminal: wider than any table it prints
 
@@ -36,3 +38,21 @@ def make_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) ->
     """The terminal's console when printing to one; otherwise a plain_console."""
     console = Console(file=file, stderr=stream is Stream.STDERR, highlight=False, soft_wrap=False)
     return console if console.is_terminal else plain_console(file, stream)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A renderable laid out once at a console's width: the segments to print (printing them lays
+    nothing out again; for a table of 1,000 cases the layout is most of its time) and whether it fits,
+    with no cell cut short (rich marks one with an ellipsis) and no line cropped."""
+
+    segments: Segments
+    fits: bool
+
+
+def rendered(console: Console, renderable: RenderableType) -> Rendered:
+    """``renderable`` laid out by ``console`` at its width, as console.print would lay it out."""
+    lines = console.render_lines(renderable, pad=False)
+    texts = ["".join(segment.text for segment in line).rstrip() for line in lines]
+    fits = not any("…" in text or len(text) > console.width for text in texts)
+    return Rendered(Segments([segment for line in lines for segment in (*line, Segment.line())]), fits)

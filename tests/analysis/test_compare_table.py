@@ -44,10 +44,10 @@ def longer() -> Comparison:
 def table_text(comparison: Comparison, width: int, gated: bool = False) -> tuple[str, object]:
     report = evaluate_rules(comparison, [parse_rule("gpu_us_per_iter:5%")]) if gated else None
     console = Console(file=io.StringIO(), width=width, color_system=None)
-    table, layout = fitted_table(console, comparison, report)
+    fitted = fitted_table(console, comparison, report)
     with console.capture() as captured:
-        console.print(table)
-    return captured.get(), layout
+        console.print(fitted.lines)
+    return captured.get(), fitted.layout
 
 
 @pytest.mark.parametrize("gated", [False, True])
