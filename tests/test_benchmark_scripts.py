@@ -5,6 +5,7 @@ import ast
 import importlib
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -349,3 +350,59 @@ def test_speed_compare_times_the_table_when_asked_and_takes_its_steps(tmp_path):
     steps = summary["steps_cpu_s"]
     assert "the table" in steps and "the CSV" not in steps
     assert 0 < steps["reading"] < steps["in all, after the interpreter started"]
+
+
+def _widened_run(source: Path, target: Path, eager: float, graph: float) -> None:
+    """A copy of ``source``'s results.csv with each CI widened by its mode's factor (the low bound kept)."""
+    import csv
+
+    with source.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        factor = eager if row["mode"] == "eager" else graph
+        for column in [c for c in row if c.endswith("_ci_low")]:
+            high = column[: -len("_ci_low")] + "_ci_high"
+            try:
+                low, top = float(row[column]), float(row[high])
+            except ValueError:
+                continue
+            row[high] = repr(low + factor * (top - low))
+    target.mkdir(parents=True)
+    with (target / "results.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_width_meta_pools_comparisons_and_finds_the_widening_each_mode_was_given(tmp_path):
+    """Two comparisons packed as speed_device.sh packs them, the new runs' eager CIs 1.5 times as wide
+    and the graph CIs as wide: each comparison and the pooled line read that, within the runs' scatter;
+    two equal estimates pool to the same ratio with Cochran's Q at 0."""
+    import tarfile
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        meta = importlib.import_module("width_meta")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    same = meta.LogRatio(0.1, 0.05)
+    twice = meta.pooled([same, same])
+    assert twice.ratio == pytest.approx(math.exp(0.1)) and twice.q == pytest.approx(0.0)
+    assert math.log(twice.high / twice.ratio) == pytest.approx(1.96 * 0.05 / math.sqrt(2))
+    source = ROOT / "results" / "quickstart-h200" / "results.csv"
+    tarballs = []
+    for call in range(2):
+        folder = tmp_path / f"call-{call}" / "quickstart"
+        for n, jitter in enumerate((0.97, 1.0, 1.03)):
+            _widened_run(source, folder / f"old-{n}", jitter, jitter)
+            _widened_run(source, folder / f"new-{n}", 1.5 * jitter, jitter * (1.01 if call else 0.99))
+        tarballs.append(tmp_path / f"call-{call}.tar.gz")
+        with tarfile.open(tarballs[-1], "w:gz") as archive:
+            archive.add(folder, arcname="quickstart")
+    out = tmp_path / "pooled.txt"
+    meta.main([f"first={tarballs[0]}", f"second={tarballs[1]}", "--out", str(out)])
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("# python benchmarks/width_meta.py first=")
+    pooled = {line.split()[3]: float(line.split()[4]) for line in lines if line.startswith("pooled over 2:")}
+    assert pooled["eager"] == pytest.approx(1.5, rel=0.01) and pooled["graph"] == pytest.approx(1.0, abs=0.02)
+    assert sum("(3 old runs, 3 new)" in line for line in lines) == 6
