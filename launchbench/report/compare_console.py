@@ -120,7 +120,7 @@ def comparison_table(comparison: Comparison, report: GateReport | None, layout: 
 class FittedTable:
     """A verdict table rendered once at its console's width: the segments to print and the layout."""
 
-    lines: Segments
+    segments: Segments
     layout: Layout
 
 
@@ -147,7 +147,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
     for warning in comparison.all_warnings:
         console.print(f"[yellow]warning:[/] {escape(visible(warning))}")
     fitted = fitted_table(console, comparison, report)
-    console.print(fitted.lines)
+    console.print(fitted.segments)
     if fitted.layout.detail_below:
         for line in row_lines(comparison, report):
             if row_detail(line):

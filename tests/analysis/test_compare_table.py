@@ -46,7 +46,7 @@ def table_text(comparison: Comparison, width: int, gated: bool = False) -> tuple
     console = Console(file=io.StringIO(), width=width, color_system=None)
     fitted = fitted_table(console, comparison, report)
     with console.capture() as captured:
-        console.print(fitted.lines)
+        console.print(fitted.segments)
     return captured.get(), fitted.layout
 
 
