@@ -5,8 +5,9 @@ Each comparison is a set of ``runs.tar.gz`` files that speed_device.sh wrote (th
 and ``quickstart/new-N`` run directories, each with its results.csv). Per comparison and per mode
 (eager, graph, both), width_test.overall gives the new/old ratio of the runs' mean log widths with its
 95% interval (Welch's t over the runs); the comparisons are then pooled by inverse variance on the log
-scale (a fixed-effect meta-analysis: the log ratio's standard error backed out of each interval), with
-Cochran's Q for whether the comparisons disagree more than their intervals allow:
+scale (a fixed-effect meta-analysis on each comparison's Welch standard error, the pooled interval from
+the normal quantile: with 5–6 runs a side in each comparison it is a little narrower than a t interval
+would be), with Cochran's Q for whether the comparisons disagree more than their errors allow:
 
     python benchmarks/width_meta.py \\
         "H100 call 3=results/speed/quickstart-h100-2026-12-07-c/call-3/runs.tar.gz" \\
@@ -61,10 +62,8 @@ class Pooled:
 
 
 def log_ratio(width: OverallWidth) -> LogRatio:
-    """The log ratio and the standard error that its Welch interval implies."""
-    df = width.old_runs + width.new_runs - 2
-    se = (math.log(width.high) - math.log(width.low)) / (2 * stats.t.ppf(0.975, df))
-    return LogRatio(math.log(width.ratio), se)
+    """The comparison's log ratio and its Welch standard error."""
+    return LogRatio(math.log(width.ratio), width.log_se)
 
 
 def pooled(estimates: Sequence[LogRatio]) -> Pooled:

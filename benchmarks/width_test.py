@@ -52,13 +52,15 @@ class RowWidthTest:
 @dataclass(frozen=True)
 class OverallWidth:
     """All tested rows together, the run as the unit: the ratio (new/old) of the runs' mean log widths
-    relative to each row's mean, its 95% interval (Welch), and the runs on each side."""
+    relative to each row's mean, its 95% interval (Welch), the runs on each side, and the log ratio's
+    standard error (Welch's, what the interval is built on)."""
 
     ratio: float
     low: float
     high: float
     old_runs: int
     new_runs: int
+    log_se: float
 
 
 def tested_keys(old: Sequence[Mapping[RowKey, float]], new: Sequence[Mapping[RowKey, float]]) -> list[RowKey]:
@@ -148,8 +150,9 @@ def overall(
     test = stats.ttest_ind(after, before, equal_var=False)
     interval = test.confidence_interval(0.95)
     difference = float(after.mean() - before.mean())
+    se = math.sqrt(after.var(ddof=1) / after.size + before.var(ddof=1) / before.size)
     return OverallWidth(
-        math.exp(difference), math.exp(interval.low), math.exp(interval.high), len(old), len(new)
+        math.exp(difference), math.exp(interval.low), math.exp(interval.high), len(old), len(new), se
     )
 
 
