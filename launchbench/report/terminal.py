@@ -43,8 +43,9 @@ def make_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) ->
 @dataclass(frozen=True)
 class Rendered:
     """A renderable laid out once at a console's width: the segments to print (printing them lays
-    nothing out again; for a table of 1,000 cases the layout is most of its time) and whether it fits,
-    with no cell cut short (rich marks one with an ellipsis) and no line cropped."""
+    nothing out again; for a table of 1,000 cases the layout is most of its time) and whether it fits
+    with no cell cut short (a table narrows its columns to the width, and rich marks a cell it cut
+    with an ellipsis)."""
 
     segments: Segments
     fits: bool
@@ -52,7 +53,6 @@ class Rendered:
 
 def rendered(console: Console, renderable: RenderableType) -> Rendered:
     """``renderable`` laid out by ``console`` at its width, as console.print would lay it out."""
-    lines = console.render_lines(renderable, pad=False)
-    texts = ["".join(segment.text for segment in line).rstrip() for line in lines]
-    fits = not any("…" in text or len(text) > console.width for text in texts)
+    lines = console.render_lines(renderable, pad=False)  # cropped to the width: no line is longer
+    fits = not any("…" in segment.text for line in lines for segment in line)
     return Rendered(Segments([segment for line in lines for segment in (*line, Segment.line())]), fits)
