@@ -54,14 +54,15 @@ def plot(runs: tuple[str, ...], out_dir: Path | None, fmt: str, dpi: int, jobs: 
     Exit 0 when the figures are written, 2 on a usage or input error.
     """
     from launchbench.files import check_output_dir
-    from launchbench.report.plots import draw_plots  # matplotlib only when plotting
     from launchbench.results.document import kept_to_the_end
     from launchbench.results.store import load_run, resolve_results_file
 
     target = out_dir if out_dir is not None else resolve_results_file(runs[0]).parent / "plots"
     check_output_dir(target, "-d")
-    with kept_to_the_end():
+    with kept_to_the_end():  # the runs and matplotlib's modules out of the collector's walks
         records = [load_run(run) for run in runs]
+        # matplotlib only once the runs are read, so that a refusal is quick
+        from launchbench.report.plots import draw_plots
     labels = [resolve_results_file(run).parent.resolve().name or f"run{i + 1}" for i, run in enumerate(runs)]
     comparison = comparison_of(records, runs) if len(runs) == 2 else None
     written = draw_plots(records, target, fmt, labels=labels, dpi=dpi, comparison=comparison, jobs=jobs)

@@ -142,8 +142,8 @@ def run(**given: Any) -> None:
     """Measure scenario files: every case eagerly and as a CUDA Graph.
 
     Each pass over the cases runs in a fresh worker process; each case and pass is appended to the run's
-    journal as it ends, results.csv is written after every pass and results.json at the end, so an
-    interrupted run keeps what it measured (finish it with --resume).
+    journal as it ends, results.csv as passes end (at most every 5 s) and at the end, results.json at
+    the end, so an interrupted run keeps what it measured (finish it with --resume).
 
     Exit 0 when every case was measured, 1 when a case failed or was measured in a disturbed state (the
     worker's reference moved beyond its bound; or an expectation failed, with --check), 2 on a usage or

@@ -15,7 +15,7 @@ from the same seconds, so a host that changes speed within seconds slows both al
 fresh workers on both sides. Both sides' workers are pinned to the same CPU (by default): a
 thread that moves between cores of different speed (a VM's vCPUs) otherwise puts one side of a round
 on a fast core and the other on a slow one. Each side's results are an ordinary run directory (results.json
-after every case, the tables after every pass) whose settings' ``ab`` entry names its side, its variant,
+after every case, the tables as passes end) whose settings' ``ab`` entry names its side, its variant,
 the other side's directory and the invocation's id (the same on both sides: the history pairs them by it);
 launchbench.analysis.compare.compare_paired pairs them. A scenario's floor: block is measured after
 each pass's cases, whole, in one fresh worker per side (run.ab_floor), its layers cases of both sides.
@@ -384,7 +384,9 @@ class _SideState:
         self, environment: dict[str, Any], settings: Settings, argv: Sequence[str] | None
     ) -> None:
         record = new_record(environment, self.side.plan.scenarios, settings, argv)
-        self._session = RunSession(self.side.run_dir, record, self.options.write_tables)
+        self._session = RunSession(
+            self.side.run_dir, record, self.options.write_tables, pacing=self.options.tables_pacing
+        )
 
     def begin(self, case: Case, pass_index: int, events: RunEvents) -> RemotePass | CaseResult:
         """Prepare the case in this side's worker, or its result when it cannot run."""

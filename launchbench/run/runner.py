@@ -1,6 +1,6 @@
 """A run: expand scenarios into cases, schedule their passes (pass 1 over every case, then pass 2, …),
 hand each case-pass to an executor (executor.py: in this process, or in worker processes), merge its
-result into the record and append it to the run's journal (the tables after every pass; results.json
+result into the record and append it to the run's journal (the tables as passes end, paced; results.json
 compacted at the start, the end and on interruption).
 Interruptions and dead workers lose only the case in flight.
 Passes added for host levels follow the planned ones (extra_passes.py)."""
@@ -128,7 +128,7 @@ def run(
     executor: Executor | None = None,
 ) -> RunRecord:
     """Measure every case of the plan that the resumed record lacks; journal every case-pass, write the
-    tables after every pass, and compact results.json at the end (and on interruption). ``executor``:
+    tables as passes end (paced: session.TablePacing), and compact results.json at the end (and on interruption). ``executor``:
     one ``early_executor`` made for these options (its first worker already starting), else one made
     here; closed at the end either way."""
     events = events or SilentEvents()
@@ -144,7 +144,7 @@ def run(
         record = _started_record(the_plan, options, environment, resume, argv)
         if resume and resume.environment.gpu.uuid != Environment.of(environment).gpu.uuid:
             events.note("resuming on a different GPU than the run started on")
-        session = RunSession(run_dir, record, options.write_tables, options.profile)
+        session = RunSession(run_dir, record, options.write_tables, options.profile, options.tables_pacing)
         try:
             _measure_passes(the_plan, session, executor, events, environment)
             session.record = _with_floors(the_plan, session.record, options, environment)
@@ -175,7 +175,7 @@ def _measure_passes(
     environment: dict[str, Any],
 ) -> None:
     """Every scheduled case-pass (and the passes added for host levels) through the executor into the
-    session; the tables after every pass; IncompleteRun unless every case-pass is recorded."""
+    session; the tables as passes end; IncompleteRun unless every case-pass is recorded."""
     schedule = pass_schedule(the_plan.cases, session.record)
     events.run_started(session.run_dir, [case for case, _ in schedule], environment)
 

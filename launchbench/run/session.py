@@ -2,7 +2,8 @@
 
 A ``RunSession`` starts the record (``new_record``) and its journal, merges each case-pass's result
 into the record and appends it to the journal (``add``), writes the tables when a pass ends
-(``pass_ended``) and finishes the run (``finish``: the status, results.json compacted, the tables).
+(``pass_ended``, paced by ``TablePacing``) and finishes the run (``finish``: the status, results.json
+compacted, the tables).
 ``runner.run`` drives one session; ``ab.run_ab`` drives two, one per side. The events a run reports
 (``RunEvents``) and the options it runs under (``RunOptions``) live here because both drivers use them.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +61,25 @@ class SilentEvents:
 
 TableWriter = Callable[[Path, RunRecord], None]
 
+TABLES_EVERY_S = 5.0  # a pass's end writes the tables once this long has passed since they were last written
+TABLES_SHARE = 0.1  # ... and once their last write is at most this share of the time since it began
+
+
+@dataclass(frozen=True)
+class TablePacing:
+    """When a pass's end writes the tables: once ``every_s`` has passed since the last write ended and
+    that write took at most ``share`` of the time since it began, so the tables follow the run within
+    about ``every_s`` and their writing (seconds a pass on a run of a thousand cases) stays under that
+    share of the run. The run's end writes them whatever the pacing. ``every_s`` 0 and ``share`` 1:
+    after every pass."""
+
+    every_s: float = TABLES_EVERY_S
+    share: float = TABLES_SHARE
+
+    def due(self, since_s: float, took_s: float) -> bool:
+        """Whether a pass ending ``since_s`` after the last write ended, which took ``took_s``, writes."""
+        return since_s >= self.every_s and took_s <= self.share * (took_s + since_s)
+
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -66,8 +87,9 @@ class RunOptions:
     overrides: Overrides = field(default_factory=Overrides)
     isolate: bool = True
     backend_factory: Callable[[int], Any] = cupy_backend
-    # writes the tables derived from results.json (after every pass and at the end); None writes none
+    # writes the tables derived from results.json (as passes end, paced, and at the end); None writes none
     write_tables: TableWriter | None = None
+    tables_pacing: TablePacing = field(default_factory=TablePacing)
     shard: str | None = None  # "K/N" when the plan holds one shard of the cases (recorded in the settings)
     # where to append the profile events file (profile.py: each case-pass's phases); None writes none
     profile: Path | None = None
@@ -114,13 +136,19 @@ class RunSession:
         record: RunRecord,
         write_tables: TableWriter | None,
         profile: Path | None = None,
+        pacing: TablePacing | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
-        """``profile``: where the run's profile events go (profile.py), None for none."""
+        """``profile``: where the run's profile events go (profile.py), None for none; ``pacing``: which
+        passes' ends write the tables (TablePacing), read on ``clock`` (seconds)."""
         self.run_dir = Path(run_dir)
         self.profile = profile
         self.record = record
         self.journal = RunJournal(self.run_dir)
         self._write_tables = write_tables
+        self._pacing = pacing or TablePacing()
+        self._clock = clock
+        self._tables_ended, self._tables_took = clock(), 0.0
         self.journal.start(record)
 
     def failed_before(self, case: Case) -> bool:
@@ -142,13 +170,22 @@ class RunSession:
         return merged
 
     def pass_ended(self) -> None:
-        """The tables, as the record stands (results.json is compacted only at the start and the end)."""
-        if self._write_tables is not None:
-            self._write_tables(self.run_dir, self.record)
+        """The tables, as the record stands, where the pacing says this pass's end writes them
+        (results.json is compacted only at the start and the end)."""
+        if self._pacing.due(self._clock() - self._tables_ended, self._tables_took):
+            self._tables()
+
+    def _tables(self) -> None:
+        if self._write_tables is None:
+            return
+        began = self._clock()
+        self._write_tables(self.run_dir, self.record)
+        self._tables_ended = self._clock()
+        self._tables_took = self._tables_ended - began
 
     def finish(self, status: str) -> RunRecord:
         """End the run with ``status`` (complete or interrupted): results.json compacted, the tables."""
         self.record = self.record.model_copy(update={"status": status, "finished": now()})
         self.journal.compact(self.record)
-        self.pass_ended()
+        self._tables()
         return self.record

@@ -1,6 +1,7 @@
 """The runner end to end on a scripted backend: the run readable after every case (from its journal), worker
 isolation, interruption, crash and resume."""
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -183,13 +184,27 @@ class FileWatcher(runner.SilentEvents):
         self.seen.append((cases, rows))
 
 
-def test_the_run_reads_back_after_every_case_tables_after_every_pass(tmp_path):
+def test_the_run_reads_back_after_every_case_tables_after_every_pass_so_paced(tmp_path):
+    from launchbench.run.session import TablePacing
+
+    plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2))
+    watcher = FileWatcher(tmp_path / "run")
+    every_pass = dataclasses.replace(
+        options(isolate=False), tables_pacing=TablePacing(every_s=0.0, share=1.0)
+    )
+    runner.run(plan, tmp_path / "run", every_pass, watcher)
+    assert [cases for cases, _ in watcher.seen] == [1, 2, 3, 4, 5, 5, 5, 5, 5, 5]
+    # the CSV lags within a pass (no rows before the first pass ends) and is complete at each pass's end
+    assert [rows for _, rows in watcher.seen[:4]] == [0, 0, 0, 0] and watcher.seen[4][1] == 10
+    assert len(pd.read_csv(tmp_path / "run" / "results.csv")) == 10
+
+
+def test_a_run_shorter_than_the_pacing_gets_its_tables_at_its_end(tmp_path):
     plan = runner.plan([DATA / "three.yaml"], overrides=Overrides(passes=2))
     watcher = FileWatcher(tmp_path / "run")
     runner.run(plan, tmp_path / "run", options(isolate=False), watcher)
     assert [cases for cases, _ in watcher.seen] == [1, 2, 3, 4, 5, 5, 5, 5, 5, 5]
-    # the CSV lags within a pass (no rows before the first pass ends) and is complete at each pass's end
-    assert [rows for _, rows in watcher.seen[:4]] == [0, 0, 0, 0] and watcher.seen[4][1] == 10
+    assert [rows for _, rows in watcher.seen] == [0] * 10  # well under 5 s: no pass's end wrote them
     assert len(pd.read_csv(tmp_path / "run" / "results.csv")) == 10
 
 
@@ -460,8 +475,11 @@ def test_a_worker_is_spawned_ahead_only_where_a_pass_may_follow():
 
 def test_a_pass_whose_last_case_failed_before_still_ends_with_its_tables(tmp_path):
     """A case that failed in an earlier pass is not measured again, and the pass it is last in still
-    ends as every pass does: its tables written (the last pass's by the run's end, once)."""
+    ends as every pass does: its tables written (the last pass's by the run's end, once), where the
+    pacing writes them after every pass."""
     from fakes import ScriptedBackend
+
+    from launchbench.run.session import TablePacing
 
     plan = runner.plan([DATA / "faults.yaml"], overrides=Overrides(passes=3))
     plan = runner.Plan(
@@ -472,6 +490,7 @@ def test_a_pass_whose_last_case_failed_before_still_ends_with_its_tables(tmp_pat
         isolate=False,
         backend_factory=lambda _device: ScriptedBackend(),
         write_tables=lambda _dir, record: written.append(record.case("faults", "a_first").passes_done),
+        tables_pacing=TablePacing(every_s=0.0, share=1.0),
     )
     record = runner.run(plan, tmp_path / "run", options)
     assert record.case("faults", "e_huge").error and record.case("faults", "e_huge").passes_done == 1
