@@ -128,9 +128,9 @@ def run(
     executor: Executor | None = None,
 ) -> RunRecord:
     """Measure every case of the plan that the resumed record lacks; journal every case-pass, write the
-    tables as passes end (paced: session.TablePacing), and compact results.json at the end (and on interruption). ``executor``:
-    one ``early_executor`` made for these options (its first worker already starting), else one made
-    here; closed at the end either way."""
+    tables as passes end (paced: session.TablePacing), and compact results.json at the end (and on
+    interruption). ``executor``: one ``early_executor`` made for these options (its first worker already
+    starting), else one made here; closed at the end either way."""
     events = events or SilentEvents()
     executor = executor or make_executor(options)
     try:
