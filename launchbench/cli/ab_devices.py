@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from launchbench.cli.ab import AbOutput, judge, measured, said_failed_cases
@@ -25,19 +24,10 @@ if TYPE_CHECKING:
 def _pinned(
     listed: tuple[int, ...] | None, cpu_text: str, side: Side, options: RunOptions
 ) -> dict[int, tuple[int, ...]]:
-    """The devices to measure on, each with the CPUs its sides are pinned to: each device's topology
-    from a worker of variant A on it (device 0's first, which says how many devices CUDA shows)."""
-    from launchbench.run.ab_devices import device_cpus, probe_variant
-    from launchbench.run.devices import resolve_devices
+    from launchbench.run.ab_devices import pinned_devices
 
-    factory = options.backend_factory
-    first = probe_variant(side.variant, factory, 0)
-    devices = resolve_devices(listed, first)
-    rest = [d for d in devices if d != 0]
-    with ThreadPoolExecutor() as pool:
-        environments = dict(zip(rest, pool.map(lambda d: probe_variant(side.variant, factory, d), rest)))
-    environments[0] = first
-    return device_cpus(cpu_text, devices, environments, frozenset(os.sched_getaffinity(0)))
+    allowed = frozenset(os.sched_getaffinity(0))
+    return pinned_devices(listed, cpu_text, side.variant, options.backend_factory, allowed)
 
 
 def _verdicts(

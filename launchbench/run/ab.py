@@ -30,6 +30,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -219,25 +220,32 @@ class VariantWorkers:
         self.variant, self.factory, self.device, self.cpus = variant, factory, device, cpus
         self._server: ProgramServer | None = None
         self._forking = platform_can_serve()
+        self._starting = threading.Lock()
 
     def __call__(self) -> VariantWorker:
+        return self.on(self.device)
+
+    def on(self, device: int) -> VariantWorker:
+        """A worker of the variant on ``device`` (the side's own, or another: ab --devices probes every
+        device from one server); safe to call from several threads."""
         server = self._running_server()
         if server is not None:
             try:
-                return VariantWorker(self.variant, self.factory, self.device, self.cpus, server)
+                return VariantWorker(self.variant, self.factory, device, self.cpus, server)
             except OSError:  # the server ended or did not answer: spawned from now on
                 self.close()
                 self._forking = False
-        return VariantWorker(self.variant, self.factory, self.device, self.cpus)
+        return VariantWorker(self.variant, self.factory, device, self.cpus)
 
     def _running_server(self) -> ProgramServer | None:
-        if self._server is None and self._forking:
-            env = worker_environment(self.variant, self.cpus)
-            try:
-                self._server = ProgramServer(self.variant.interpreter, env, factory_spec(self.factory))
-            except OSError:
-                self._forking = False
-        return self._server
+        with self._starting:
+            if self._server is None and self._forking:
+                env = worker_environment(self.variant, self.cpus)
+                try:
+                    self._server = ProgramServer(self.variant.interpreter, env, factory_spec(self.factory))
+                except OSError:
+                    self._forking = False
+            return self._server
 
     def close(self) -> None:
         if self._server is not None:

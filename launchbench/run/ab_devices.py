@@ -3,7 +3,8 @@
 Each device runs run.ab.run_ab in a thread of its own (run.devices.on_each_device): A and B interleaved
 on that GPU, both sides' workers pinned to the device's own CPU, into ``OUT/devices/<index>/{a,b}``.
 The CPUs are chosen before any side starts, from the topology a worker of variant A reports on each
-device (its GPU's NUMA node's ``local_cpus``): with ``--cpu auto`` every device gets the highest CPU of
+device (its GPU's NUMA node's ``local_cpus``; every device's worker forked from one program server of
+the variant): with ``--cpu auto`` every device gets the highest CPU of
 its NUMA node that this process may use and no other device has taken (a device whose node has no CPU
 left, or whose topology says nothing, takes the highest free CPU of any node); a device never shares its
 CPU, since two devices' sides measure at the same time. ``--cpu N,N,...`` names one CPU per device in
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,8 @@ from launchbench.errors import LaunchbenchError
 from launchbench.results.merge_runs import SourceRun, merge_runs
 from launchbench.results.schema import SCHEMA_VERSION, RunRecord
 from launchbench.results.store import create_run_dir, refuse_used_run_dir, write_run
-from launchbench.run.ab import Side, Variant, VariantWorker, run_ab, shown_cpus
-from launchbench.run.devices import DEVICES_DIR, local_cpus, on_each_device
+from launchbench.run.ab import Side, Variant, VariantWorkers, run_ab, shown_cpus
+from launchbench.run.devices import DEVICES_DIR, local_cpus, on_each_device, resolve_devices
 from launchbench.run.executor import WorkerExecutor
 from launchbench.run.session import RunEvents, RunOptions
 
@@ -32,13 +34,40 @@ class DeviceCpusError(LaunchbenchError):
     """A --cpu that cannot pin every device's sides to a CPU of its own."""
 
 
-def probe_variant(variant: Variant, factory: Callable[[int], Any], device: int) -> dict[str, Any]:
-    """The environment a worker of ``variant`` reports on ``device`` (the worker then ends)."""
-    executor = WorkerExecutor(factory, device, spawn=lambda: VariantWorker(variant, factory, device))
+def probe_variant(workers: VariantWorkers, device: int) -> dict[str, Any]:
+    """The environment a worker of ``workers``' variant reports on ``device`` (the worker then ends)."""
+    executor = WorkerExecutor(workers.factory, device, spawn=lambda: workers.on(device))
     try:
         return executor.start()
     finally:
         executor.close()
+
+
+def pinned_devices(
+    listed: tuple[int, ...] | None,
+    cpu_text: str,
+    variant: Variant,
+    factory: Callable[[int], Any],
+    allowed: frozenset[int],
+) -> dict[int, tuple[int, ...]]:
+    """The devices to measure on (``listed``, or all: None), each with the CPUs its sides are pinned to
+    (``--cpu``, of the CPUs ``allowed``). A CPU list that cannot fit the listed devices is refused before
+    any worker starts; each device's topology comes from a worker of ``variant`` on it (device 0's
+    first: it says how many devices CUDA shows), every one forked from one program server of the
+    variant, where each was a fresh interpreter (its imports, CuPy's among them) before."""
+    if listed is not None and cpu_text not in ("auto", "none"):
+        listed_cpus(cpu_text, listed, allowed)
+    workers = VariantWorkers(variant, factory, 0)
+    try:
+        first = probe_variant(workers, 0)
+        devices = resolve_devices(listed, first)
+        rest = [d for d in devices if d != 0]
+        with ThreadPoolExecutor() as pool:
+            environments = dict(zip(rest, pool.map(lambda d: probe_variant(workers, d), rest)))
+    finally:
+        workers.close()
+    environments[0] = first
+    return device_cpus(cpu_text, devices, environments, allowed)
 
 
 def auto_cpus(

@@ -148,6 +148,49 @@ def test_json_names_the_failed_device(scenario: Path, tmp_path: Path) -> None:
     assert document["devices"][1]["gate"]["passed"] is True
 
 
+@two_cpus
+def test_every_devices_topology_comes_from_a_worker_forked_from_one_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CPUs each device's sides are pinned to come from what a worker of variant A reports on that
+    device (here each device's NUMA node holds one CPU); those workers are forked from one program server
+    of the variant, and a CPU list that cannot fit the listed devices is refused before any starts."""
+    from fakes import LOCAL_CPUS_VARIABLE, device_recording_backend
+
+    from launchbench.run import ab as run_ab_module
+    from launchbench.run.ab import Variant
+    from launchbench.run.ab_devices import pinned_devices
+
+    forks: list[list[int]] = []
+
+    class CountedServer(run_ab_module.ProgramServer):
+        def __init__(self, *args: str) -> None:
+            super().__init__(*args)
+            forks.append([])
+
+        def fork(self, device: int):  # type: ignore[no-untyped-def]
+            forks[-1].append(device)
+            return super().fork(device)
+
+    monkeypatch.setattr(run_ab_module, "ProgramServer", CountedServer)
+    for name, value in {
+        "PYTHONPATH": str(TESTS),
+        "LAUNCHBENCH_TEST_DEVICES": "2",
+        LOCAL_CPUS_VARIABLE: f"{CPUS[1]};{CPUS[0]}",
+    }.items():
+        monkeypatch.setenv(name, value)
+    allowed = frozenset(CPUS)
+    variant = Variant()
+    pinned = pinned_devices(None, "auto", variant, device_recording_backend, allowed)
+    assert pinned == {0: (CPUS[1],), 1: (CPUS[0],)}
+    assert len(forks) == 1 and sorted(forks[0]) == [0, 1]
+    with pytest.raises(DeviceCpusError, match="names 1 CPU"):
+        pinned_devices((0, 1), str(CPUS[0]), variant, device_recording_backend, allowed)
+    with pytest.raises(DeviceCpusError, match="one CPU per device that this process may use"):
+        pinned_devices((0, 1), "99999,0", variant, device_recording_backend, allowed)
+    assert len(forks) == 1  # neither refusal started a server
+
+
 @pytest.mark.parametrize(
     "args, words",
     [
