@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from launchbench.results.schema import METRICS, SPREAD_SUFFIXES
+from launchbench.results.metrics import METRICS, SPREAD_SUFFIXES
 
 if TYPE_CHECKING:
     from launchbench.results.schema import CaseResult, GraphLifecycle, ModeResult, ShapeCounts

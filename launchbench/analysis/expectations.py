@@ -8,13 +8,16 @@ from __future__ import annotations
 import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from launchbench.analysis.columns import COLUMNS
 from launchbench.errors import ScenarioError
-from launchbench.results.schema import RunRecord
 from launchbench.scenario.core import Case
 from launchbench.scenario.expand import Expansion, load_bounded, plan_expansion
 from launchbench.scenario.load import ScenarioFile
+
+if TYPE_CHECKING:
+    from launchbench.results.schema import RunRecord
 
 # results.csv columns that hold text, not a number an expectation can bound
 TEXT_COLUMNS = frozenset(

@@ -50,3 +50,18 @@ METRICS: tuple[Metric, ...] = (
     Metric("latency_us", LATENCY, False, "one iteration launched and synchronized: launch to completion"),
 )
 METRIC_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+
+# The columns each timing metric gets in results.csv beside its median, and what each holds.
+SPREAD_SUFFIXES: dict[str, str] = {
+    "ci_low": "lower bound of the median's 95% confidence interval",
+    "ci_high": "upper bound of the median's 95% confidence interval",
+    "p5": "5th percentile",
+    "p95": "95th percentile",
+    "mean": "mean",
+    "std": "standard deviation",
+    "mad": "median absolute deviation",
+    "n": "number of samples",
+    "outliers": "samples more than 3 scaled MADs from the median",
+    "rel_ci": "half-width of the median's CI over the median (what adaptive sampling targets)",
+    "rel_noise": "1.4826·MAD / median (robust relative noise)",
+}

@@ -66,6 +66,7 @@ from launchbench.results.metrics import (  # noqa: F401  (re-exported: the modes
     MODES,
     SAMPLE_KEYS,
     SHAPE_MODES,
+    SPREAD_SUFFIXES,
     TORCH_MODES,
     WALL,
     Metric,
@@ -75,21 +76,6 @@ from launchbench.results.metrics import (  # noqa: F401  (re-exported: the modes
 
 SCHEMA_VERSION = 6
 TOOL_NAME = "launchbench"
-
-
-SPREAD_SUFFIXES: dict[str, str] = {
-    "ci_low": "lower bound of the median's 95% confidence interval",
-    "ci_high": "upper bound of the median's 95% confidence interval",
-    "p5": "5th percentile",
-    "p95": "95th percentile",
-    "mean": "mean",
-    "std": "standard deviation",
-    "mad": "median absolute deviation",
-    "n": "number of samples",
-    "outliers": "samples more than 3 scaled MADs from the median",
-    "rel_ci": "half-width of the median's CI over the median (what adaptive sampling targets)",
-    "rel_noise": "1.4826·MAD / median (robust relative noise)",
-}
 
 
 MAX_WHOLE = 2**53  # the largest whole number a float holds exactly: every count is at most this

@@ -75,7 +75,8 @@ def test_unknown_command_is_a_usage_error() -> None:
 
 
 def test_help_and_version_load_no_heavy_library() -> None:
-    """`launchbench --help` and `--version` import neither the statistics, tables, models nor rich."""
+    """`launchbench --help` and `--version` import neither the statistics, tables, models nor rich; the
+    column declarations that `validate` checks expectations against load no NumPy and no results model."""
     code = (
         "import sys\n"
         "from launchbench.cli import main\n"
@@ -86,10 +87,13 @@ def test_help_and_version_load_no_heavy_library() -> None:
         "    except SystemExit:\n"
         "        pass\n"
         "print('loaded:', sorted(m for m in ('scipy', 'pandas', 'pydantic', 'rich', 'numpy', 'yaml') if m in sys.modules))\n"
+        "import launchbench.analysis.columns\n"
+        "print('columns:', sorted(m for m in ('numpy', 'pandas', 'launchbench.results.schema') if m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "loaded: []" in proc.stdout and "Commands:" in proc.stdout
+    assert "columns: []" in proc.stdout
 
 
 STATISTICS = ("scipy", "sklearn", "pandas", "rich", "matplotlib")
