@@ -54,7 +54,7 @@ def pinned_devices(
     (``--cpu``, of the CPUs ``allowed``). A CPU list that cannot fit the listed devices is refused before
     any worker starts; each device's topology comes from a worker of ``variant`` on it (device 0's
     first: it says how many devices CUDA shows), every one forked from one program server of the
-    variant, where each was a fresh interpreter (its imports, CuPy's among them) before."""
+    variant, so that all devices' probes share one interpreter's imports (CuPy's among them)."""
     if listed is not None and cpu_text not in ("auto", "none"):
         listed_cpus(cpu_text, listed, allowed)
     workers = VariantWorkers(variant, factory, 0)
