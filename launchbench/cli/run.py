@@ -190,16 +190,17 @@ def _run(args: RunArgs) -> int:
     # imported, only once the scenarios are known to be good
     executor = runner.early_executor(options) if args.devices_spec is None else None
     try:
-        from launchbench.report.run_files import write_tables
+        from launchbench.report.run_files import KeptTable
         from launchbench.report.terminal import make_console
 
         console = make_console()
-        options = replace(options, write_tables=write_tables)
+        tables = KeptTable()
+        options = replace(options, write_tables=tables)
         record = _measured(args, the_plan, run_dir, options, console, resume, claimed, executor)
     finally:
         if executor is not None:
             executor.close()  # the run closes it; here for an interruption before the run began
-    return _outcome(args, record, run_dir, console)
+    return _outcome(args, record, run_dir, console, tables.table_of(record))
 
 
 def _resuming(args: RunArgs, settings: RunSettings) -> tuple[RunRecord, RunSettings, RunArgs]:
@@ -276,12 +277,17 @@ def _measured(
             release_if_empty(run_dir)
 
 
-def _outcome(args: RunArgs, record: RunRecord, run_dir: Path, console: Console) -> int:
-    """The summary, the input errors, --check, --plot and --history; the exit code."""
+def _outcome(
+    args: RunArgs, record: RunRecord, run_dir: Path, console: Console, written: pd.DataFrame | None
+) -> int:
+    """The summary, the input errors, --check, --plot and --history; the exit code. ``written``: the
+    run's results table as its end wrote it (None where none was written for this record)."""
     from launchbench.analysis.table import run_table
     from launchbench.report.console import print_summary
 
-    frame = run_table(record) if args.devices_spec is None or args.check else None  # built once for both
+    frame = written
+    if frame is None and (args.devices_spec is None or args.check):
+        frame = run_table(record)  # built once for both
     if args.devices_spec is None:
         print_summary(console, record, run_dir, frame)
     else:

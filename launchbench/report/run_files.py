@@ -3,7 +3,10 @@ where a chain length varies), each written atomically."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+
+import pandas as pd
 
 from launchbench.analysis.columns import LEVEL_METRICS
 from launchbench.analysis.costmodel import cost_model_table
@@ -14,10 +17,11 @@ from launchbench.results.schema import METRIC_BY_NAME, RunRecord
 from launchbench.results.store import COSTMODEL_CSV, RESULTS_CSV, atomic_write_text, write_run
 
 
-def write_tables(run_dir: Path, run: RunRecord) -> None:
-    """results.csv and (where a chain length or the iterations per shape vary) costmodel.csv. The rows'
-    host levels come from the run's kept splits, the fits it lacks for the table's level columns made
-    together first (measure.levels.fitted_together: in worker processes where many are needed)."""
+def write_tables(run_dir: Path, run: RunRecord) -> pd.DataFrame:
+    """results.csv and (where a chain length or the iterations per shape vary) costmodel.csv; the results
+    table written. The rows' host levels come from the run's kept splits, the fits it lacks for the
+    table's level columns made together first (measure.levels.fitted_together: in worker processes where
+    many are needed)."""
     results = [result for case in run.cases for result in case.modes.values()]
     keys = dict.fromkeys(METRIC_BY_NAME[metric].sample_key for metric in LEVEL_METRICS)
     with fitted_together(fits_to_make(results, keys)):
@@ -26,6 +30,24 @@ def write_tables(run_dir: Path, run: RunRecord) -> None:
     model = cost_model_table(table)
     if len(model):
         atomic_write_text(run_dir / COSTMODEL_CSV, model.to_csv(index=False))
+    return table
+
+
+@dataclass
+class KeptTable:
+    """A run's table writer (write_tables) that keeps the last results table it wrote and the record it
+    is of: what follows the run (its summary, ``--check``) reads that table instead of building it again,
+    where the run's final record is the one last written."""
+
+    record: RunRecord | None = None
+    table: pd.DataFrame | None = None
+
+    def __call__(self, run_dir: Path, run: RunRecord) -> None:
+        self.table, self.record = write_tables(run_dir, run), run
+
+    def table_of(self, run: RunRecord) -> pd.DataFrame | None:
+        """The table last written where it is of ``run`` (that very record), else None."""
+        return self.table if self.record is run else None
 
 
 def write_run_files(run_dir: Path, run: RunRecord) -> None:

@@ -99,6 +99,32 @@ def test_run_summary_shows_every_case_and_the_cost_model(tmp_path):
     assert "cost model" in text and "empty: eager 5.378" in text and "graph 0.497" in text
 
 
+def test_run_summary_and_check_read_the_table_the_run_wrote(tmp_path, monkeypatch):
+    """The results table a run writes at its end is the one its summary and --check read: it is not
+    built again once the run is over (on a run of a thousand cases that is seconds)."""
+    import csv
+    import functools
+
+    from fakes import scripted_backend
+
+    import launchbench.report.run_files  # noqa: F401  (the writer holds the real run_table)
+    from launchbench.analysis import table
+    from launchbench.run import runner
+
+    factory = functools.partial(runner.RunOptions, backend_factory=scripted_backend)
+    monkeypatch.setattr(runner, "RunOptions", factory)
+    built_after, build = [], table.run_table
+    monkeypatch.setattr(table, "run_table", lambda run, *args: built_after.append(run) or build(run, *args))
+    out = tmp_path / "r"
+    scenario = Path(__file__).parents[1] / "data" / "scripted" / "three.yaml"
+    result = CliRunner().invoke(cli, ["run", "--no-isolate", "--check", "-d", str(out), str(scenario)])
+    assert result.exit_code == 0, result.output
+    assert built_after == []
+    with open(out / "results.csv", newline="") as handle:
+        cases = {row["case"] for row in csv.DictReader(handle)}
+    assert cases and all(case in result.stdout for case in cases)
+
+
 def test_run_check_shows_the_table_that_check_shows(tmp_path):
     """`run --check` renders its report with `check`'s renderer: same table, same verdict line, exit 1 on a
     failed expectation."""
