@@ -92,16 +92,19 @@ class RunCase:
 
 @dataclass(frozen=True)
 class Run:
-    """A measured run: where it is (a run directory or a results file) and its record (results.json)."""
+    """A measured run: where it is (a run directory or a results file) and its record (results.json);
+    ``written``: the results table the run wrote, where ``run`` measured it (``table`` reads it rather
+    than building it again)."""
 
     path: Path
     record: RunRecord = field(repr=False)
+    written: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def _table(self) -> pd.DataFrame:
         from launchbench.analysis.table import run_table
 
-        return run_table(self.record)
+        return run_table(self.record) if self.written is None else self.written
 
     def table(self) -> pd.DataFrame:
         """results.csv as a DataFrame (the same columns, computed from the record)."""
@@ -187,7 +190,7 @@ def run(
     mapping or a model is written there as scenario.yaml first. ``max_time`` … ``quick`` are run's
     measurement options; ``backend`` is ``--backend``'s "module:function"; ``events`` receives the
     progress (nothing is printed). Needs a GPU (NoGpuError without one)."""
-    from launchbench.report.run_files import write_tables
+    from launchbench.report.run_files import KeptTable
     from launchbench.results.store import release_if_empty
     from launchbench.run import runner
     from launchbench.run.session import RunOptions
@@ -197,7 +200,8 @@ def run(
         raise ApiError(f"device {device}: a CUDA device index is 0 or more")
     given = {"max_time": max_time, "passes": passes, "target_noise": target_noise}
     overrides = _overrides({**given, "min_samples": min_samples}, quick)
-    options = RunOptions(device=device, overrides=overrides, isolate=isolate, write_tables=write_tables)
+    tables = KeptTable()
+    options = RunOptions(device=device, overrides=overrides, isolate=isolate, write_tables=tables)
     if backend is not None:
         options = replace(options, backend_factory=load_factory(backend))
     claimed = out_dir is None
@@ -210,7 +214,7 @@ def run(
     finally:
         if claimed:
             release_if_empty(run_dir)
-    return Run(run_dir, record)
+    return Run(run_dir, record, tables.table_of(record))
 
 
 def _planned(

@@ -163,6 +163,21 @@ def test_run_measures_a_yaml_text_and_keeps_it_in_its_run_directory(tmp_path: Pa
     assert api.load(run.path).record == run.record
 
 
+def test_a_measured_runs_table_is_the_one_its_run_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run's Run reads the results table its run wrote at its end: none is built again after the run."""
+    import launchbench.report.run_files  # noqa: F401  (the writer holds the real run_table)
+    from launchbench.analysis import table
+
+    built_after, build = [], table.run_table
+    monkeypatch.setattr(table, "run_table", lambda run, *args: built_after.append(run) or build(run, *args))
+    run = api.run(TINY, out_dir=tmp_path / "r", **FAST)  # type: ignore[arg-type]
+    assert run.case("empty/length=10").speedup("graph") > 2 and len(run.table()) == len(run.cases) * 2
+    assert built_after == []
+    assert api.load(run.path).table().equals(run.table())  # what load builds from results.json
+
+
 def test_run_takes_a_path_a_mapping_and_a_scenario_alike(tmp_path: Path) -> None:
     path = tmp_path / "tiny.yaml"
     path.write_text(TINY)
