@@ -35,19 +35,20 @@ def write_tables(run_dir: Path, run: RunRecord) -> pd.DataFrame:
 
 @dataclass
 class KeptTable:
-    """A run's table writer (write_tables) that keeps the last results table it wrote and the record it
+    """A run's table writer (write_tables) that keeps the last results table it wrote with the record it
     is of: what follows the run (its summary, ``--check``) reads that table instead of building it again,
-    where the run's final record is the one last written."""
+    where the run's final record is the one last written. The pair is one attribute, set at once, so
+    the writers of several devices' runs at the same time cannot mix one's table with another's record."""
 
-    record: RunRecord | None = None
-    table: pd.DataFrame | None = None
+    last: tuple[RunRecord, pd.DataFrame] | None = None
 
     def __call__(self, run_dir: Path, run: RunRecord) -> None:
-        self.table, self.record = write_tables(run_dir, run), run
+        self.last = (run, write_tables(run_dir, run))
 
     def table_of(self, run: RunRecord) -> pd.DataFrame | None:
         """The table last written where it is of ``run`` (that very record), else None."""
-        return self.table if self.record is run else None
+        last = self.last
+        return last[1] if last is not None and last[0] is run else None
 
 
 def write_run_files(run_dir: Path, run: RunRecord) -> None:
