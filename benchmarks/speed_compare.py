@@ -8,9 +8,12 @@ reading both results.json files, the statistics, the CSV written), several times
     python benchmarks/speed_compare.py [--cases 1000] [--repeat 5] [--runs A B] [--out results/speed/compare.json]
     python benchmarks/speed_compare.py --distinct --repeat 2 --out results/speed/compare-distinct.json
     python benchmarks/speed_compare.py --table --out results/speed/compare-table.json
+    python benchmarks/speed_compare.py --table --columns 80 --out results/speed/compare-table-80.json
 
 ``--table`` times the command's default output instead of the CSV: the verdict table, printed to a pipe
-(as in a CI log: rich's plain console, as wide as the table).
+(as in a CI log: rich's plain console, as wide as the table). ``--columns N`` with it: printed as to a
+terminal N columns wide (the command's environment sets COLUMNS=N and TTY_COMPATIBLE=1, so rich lays
+the table out for that terminal: the widest layout that fits N columns).
 
 ``--distinct`` scales each copy's samples apart, so no two rows share their pass medians and every
 host-level fit is made (without it the copies' fits are made once and reused: a real run of 1,000
@@ -65,11 +68,11 @@ def synthetic_runs(folder: Path, cases: int, distinct: bool = False) -> list[Pat
     return dirs
 
 
-def timed(command: list[str]) -> tuple[float, float]:
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall and CPU seconds of one run of ``command`` (CPU: the child's user + system time)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, check=True, capture_output=True)
+    subprocess.run(command, check=True, capture_output=True, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -129,11 +132,13 @@ def measure_steps(dirs: list[Path], output: Path, table: bool = False) -> dict[s
     return {"steps_cpu_s": steps, "host_levels": counts, "imported": imported}
 
 
-def steps_of(dirs: list[Path], output: Path, table: bool = False) -> dict[str, object]:
+def steps_of(
+    dirs: list[Path], output: Path, table: bool = False, env: dict[str, str] | None = None
+) -> dict[str, object]:
     """measure_steps in a fresh process (this script with --steps-of)."""
     command = [sys.executable, __file__, "--steps-of", *map(str, dirs), str(output)]
     command += ["--table"] if table else []
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    done = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
     return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
@@ -152,10 +157,21 @@ def _cpuinfo() -> list[str]:
         return []
 
 
+def terminal(columns: int | None) -> dict[str, str] | None:
+    """The command's environment for a terminal ``columns`` wide (None: this process's, as it is)."""
+    return None if columns is None else {**os.environ, "COLUMNS": str(columns), "TTY_COMPATIBLE": "1"}
+
+
 def summary(
-    walls: list[float], cpus: list[float], cases: int, loads: tuple[float, float], table: bool = False
+    walls: list[float],
+    cpus: list[float],
+    cases: int,
+    loads: tuple[float, float],
+    table: bool = False,
+    columns: int | None = None,
 ) -> dict[str, object]:
-    form = "A B, the table printed to a pipe" if table else "A B --format csv -o FILE"
+    shown = "a pipe" if columns is None else f"a terminal {columns} columns wide"
+    form = f"A B, the table printed to {shown}" if table else "A B --format csv -o FILE"
     return {
         "benchmark": f"launchbench compare {form}, two runs of {cases:,} cases",
         "cases": cases,
@@ -182,12 +198,16 @@ def main() -> None:
     )
     parser.add_argument("--distinct", action="store_true", help="scale each copy apart (every fit made)")
     parser.add_argument("--table", action="store_true", help="time the default table, not the CSV")
+    parser.add_argument("--columns", type=int, help="with --table: as printed to a terminal this wide")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "speed" / "compare.json")
     parser.add_argument("--steps-of", nargs=3, type=Path, help=argparse.SUPPRESS)  # A B OUTPUT
     args = parser.parse_args()
     if args.steps_of:
         print(json.dumps(measure_steps(args.steps_of[:2], args.steps_of[2], args.table)))
         return
+    if args.columns is not None and not args.table:
+        parser.error("--columns needs --table")
+    env = terminal(args.columns)
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         dirs = args.runs or synthetic_runs(Path(tmp), args.cases, args.distinct)
@@ -196,13 +216,13 @@ def main() -> None:
         command += output_args(args.table, Path(tmp) / "out.csv")
         walls, cpus = [], []
         for n in range(args.repeat):
-            wall, cpu = timed(command)
+            wall, cpu = timed(command, env)
             walls.append(wall)
             cpus.append(cpu)
             print(f"repeat {n + 1}: wall {wall:.2f} s, CPU {cpu:.2f} s")
-        steps = steps_of(list(dirs), Path(tmp) / "steps.csv", args.table)
+        steps = steps_of(list(dirs), Path(tmp) / "steps.csv", args.table, env)
     result = {
-        **summary(walls, cpus, cases, (load_before, os.getloadavg()[0]), args.table),
+        **summary(walls, cpus, cases, (load_before, os.getloadavg()[0]), args.table, args.columns),
         **steps,
         "distinct": args.distinct,
     }

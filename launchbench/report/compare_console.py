@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from io import StringIO
+from typing import NamedTuple
 
 from rich import box
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, JustifyMethod, OverflowMethod
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.segment import Segments
 from rich.table import Table
@@ -21,6 +25,7 @@ from launchbench.report.comparison_table import (
     EXTRA_HEADERS,
     EXTRAS,
     Extra,
+    RowLine,
     change_cell,
     extra_cell,
     level_notes,
@@ -71,9 +76,91 @@ LAYOUTS: tuple[Layout, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class ColumnSpec:
+    """One column of a verdict table, as rich's ``add_column`` takes it."""
+
+    header: str
+    justify: JustifyMethod = "left"
+    overflow: OverflowMethod = "ellipsis"
+    no_wrap: bool = True
+    min_width: int | None = None
+
+
+class Cell(NamedTuple):
+    """A table cell: its rich markup and its text as printed (a named tuple: a table of thousands of rows
+    makes tens of thousands of them per layout)."""
+
+    markup: str
+    text: str
+
+    @classmethod
+    def of(cls, text: str, style: str | None = None) -> Cell:
+        """``text`` (its control characters made visible), in ``style`` where given."""
+        shown = visible(text)
+        return cls(f"[{style}]{escape(shown)}[/]" if style and shown else escape(shown), shown)
+
+    def then(self, other: Cell) -> Cell:
+        """This cell's text followed by ``other``'s."""
+        return Cell(self.markup + other.markup, self.text + other.text)
+
+
+def text_measurement(text: str) -> Measurement:
+    """How rich measures a cell of this text: its longest word and its longest line, in cells."""
+    widest = max(map(cell_len, text.splitlines()), default=0)
+    words = text.split()
+    return Measurement(max(map(cell_len, words)) if words else widest, widest)
+
+
+@dataclass(frozen=True)
+class VerdictTable:
+    """A verdict table before rich lays it out: its title, box, columns and each row's cells."""
+
+    title: str
+    stacked: bool
+    columns: tuple[ColumnSpec, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+
+    def table(self, rows: Iterable[int] | None = None) -> Table:
+        """The rich table of every row, or of the rows at the indexes ``rows``."""
+        table = Table(
+            title=self.title, title_justify="left", box=box.SIMPLE_HEAD if self.stacked else box.ROUNDED
+        )
+        for column in self.columns:
+            table.add_column(
+                column.header,
+                justify=column.justify,
+                overflow=column.overflow,
+                no_wrap=column.no_wrap,
+                min_width=column.min_width,
+            )
+        for index in range(len(self.rows)) if rows is None else rows:
+            table.add_row(*(cell.markup for cell in self.rows[index]))
+        return table
+
+    def widest_rows(self, measure: Callable[[str], Measurement]) -> list[int]:
+        """The rows that decide whether the table fits: in each column the one with the widest cell and
+        the one with the longest unbroken word (rich sizes a column by those two alone and cuts the
+        widest cells first), and any row whose text holds an ellipsis of its own."""
+        picked = {i for i, cells in enumerate(self.rows) if any("…" in cell.text for cell in cells)}
+        for column in range(len(self.columns)):
+            sizes = [measure(cells[column].text) for cells in self.rows]
+            if sizes:
+                picked.add(max(range(len(sizes)), key=lambda i: sizes[i].maximum))
+                picked.add(max(range(len(sizes)), key=lambda i: sizes[i].minimum))
+        return sorted(picked)
+
+
 def comparison_table(comparison: Comparison, report: GateReport | None, layout: Layout = LAYOUTS[0]) -> Table:
     """The verdict table: one line per row (scenario/case, mode), per metric its change and verdict and
     the ``layout``'s extra cells, then the gate's word and the row's detail."""
+    return verdict_table(comparison, report, layout, row_lines(comparison, report)).table()
+
+
+def verdict_table(
+    comparison: Comparison, report: GateReport | None, layout: Layout, lines: Sequence[RowLine]
+) -> VerdictTable:
+    """comparison_table's title, columns and cells, for the comparison's ``lines`` (row_lines)."""
     title = f"{escape(comparison.baseline_label)} → {escape(comparison.current_label)}"
     scenarios = {row.scenario for row in comparison.rows}
     short = layout.short_case and len(scenarios) == 1
@@ -81,39 +168,40 @@ def comparison_table(comparison: Comparison, report: GateReport | None, layout: 
         title += f" (scenario {escape(next(iter(scenarios)))})"
     if report is not None and layout.stacked:
         title += "; the gate's FAIL or pass under the mode"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD if layout.stacked else box.ROUNDED)
-    table.add_column("case" if short else "scenario/case", no_wrap=True)
-    table.add_column("mode", no_wrap=True)
+    columns = [ColumnSpec("case" if short else "scenario/case"), ColumnSpec("mode")]
     for metric in comparison.settings.metrics:
-        table.add_column(metric_header(metric), justify="right", no_wrap=True)
-        for extra in layout.extras:
-            table.add_column(EXTRA_HEADERS[extra], justify="right", no_wrap=True)
-    row_lines_ = row_lines(comparison, report)
+        columns.append(ColumnSpec(metric_header(metric), justify="right"))
+        columns += [ColumnSpec(EXTRA_HEADERS[extra], justify="right") for extra in layout.extras]
     gate_column = report is not None and not layout.stacked  # stacked: the gate's word under the mode
     if gate_column:
-        table.add_column("gate", no_wrap=True)
-    details = not layout.detail_below and any(row_detail(line) for line in row_lines_)
+        columns.append(ColumnSpec("gate"))
+    details = not layout.detail_below and any(row_detail(line) for line in lines)
     if details:
-        table.add_column("detail", overflow="fold", min_width=DETAIL_WIDTH)
-    for line in row_lines_:
-        case = line.row.case if short else f"{line.row.scenario}/{line.row.case}"
-        mode = escape(line.row.mode)
-        if report is not None and layout.stacked and line.gate:
-            word = "FAIL" if line.gate == "fail" else line.gate
-            mode += "\n" + _styled(word, GATE_STYLE.get(line.gate))
-        cells = [escape(visible(case)), mode]
-        for mc in line.metrics:
-            change, verdict = change_cell(mc)
-            word = _styled(verdict, VERDICT_STYLE.get(verdict))
-            joined = "\n" if layout.stacked else " "
-            cells.append(f"{escape(change)}{joined}{word}" if change else word)
-            cells += [escape(extra_cell(mc, extra)) for extra in layout.extras]
-        if gate_column:
-            cells.append(_styled(line.gate, GATE_STYLE.get(line.gate)))
-        if details:
-            cells.append(escape(visible(row_detail(line))))
-        table.add_row(*cells)
-    return table
+        columns.append(ColumnSpec("detail", overflow="fold", no_wrap=False, min_width=DETAIL_WIDTH))
+    rows = tuple(_row_cells(line, layout, short, report, gate_column, details) for line in lines)
+    return VerdictTable(title, layout.stacked, tuple(columns), rows)
+
+
+def _row_cells(
+    line: RowLine, layout: Layout, short: bool, report: GateReport | None, gate_column: bool, details: bool
+) -> tuple[Cell, ...]:
+    case = line.row.case if short else f"{line.row.scenario}/{line.row.case}"
+    mode = Cell.of(line.row.mode)
+    if report is not None and layout.stacked and line.gate:
+        gate_word = "FAIL" if line.gate == "fail" else line.gate
+        mode = mode.then(Cell("\n", "\n")).then(Cell.of(gate_word, GATE_STYLE.get(line.gate)))
+    cells = [Cell.of(case), mode]
+    for mc in line.metrics:
+        change, verdict = change_cell(mc)
+        said = Cell.of(verdict, VERDICT_STYLE.get(verdict))
+        joined = "\n" if layout.stacked else " "
+        cells.append(Cell(escape(change) + joined, change + joined).then(said) if change else said)
+        cells += [Cell(escape(text), text) for text in (extra_cell(mc, extra) for extra in layout.extras)]
+    if gate_column:
+        cells.append(Cell.of(line.gate, GATE_STYLE.get(line.gate)))
+    if details:
+        cells.append(Cell.of(row_detail(line)))
+    return tuple(cells)
 
 
 @dataclass(frozen=True)
@@ -125,12 +213,23 @@ class FittedTable:
 
 
 def fitted_table(console: Console, comparison: Comparison, report: GateReport | None) -> FittedTable:
-    """The widest layout whose table fits the console with no cell cut (the last one otherwise)."""
-    for layout in LAYOUTS:
-        table = rendered(console, comparison_table(comparison, report, layout))
-        if table.fits:
-            break
-    return FittedTable(table.segments, layout)
+    """The widest layout whose table fits the console with no cell cut (the last one otherwise). A layout
+    is tried on its widest rows first (VerdictTable.widest_rows, each distinct cell's text measured once
+    over every layout): where they are cut, so is the whole table, which is then never laid out. Only a
+    layout whose widest rows fit is laid out whole, and taken where the whole fits too; on a terminal
+    narrower than the widest layout, a table of thousands of rows is laid out once, not once per layout."""
+    lines = row_lines(comparison, report)
+    measure = functools.cache(text_measurement)
+    for layout in LAYOUTS[:-1]:
+        parts = verdict_table(comparison, report, layout, lines)
+        if rendered(console, parts.table(parts.widest_rows(measure))).fits:
+            whole = rendered(console, parts.table())
+            if whole.fits:
+                return FittedTable(whole.segments, layout)
+    last = LAYOUTS[-1]
+    return FittedTable(
+        rendered(console, verdict_table(comparison, report, last, lines).table()).segments, last
+    )
 
 
 def render_comparison(console: Console, comparison: Comparison, report: GateReport | None) -> None:

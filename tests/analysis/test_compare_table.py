@@ -17,9 +17,17 @@ from launchbench.analysis.compare import CompareSettings, Comparison, compare_ru
 from launchbench.analysis.defaults import DEFAULT_METRICS
 from launchbench.analysis.gate import evaluate_rules, parse_rule
 from launchbench.cli import cli
-from launchbench.report.compare_console import LAYOUTS, fitted_table, render_comparison
+from launchbench.report.compare_console import (
+    LAYOUTS,
+    fitted_table,
+    render_comparison,
+    text_measurement,
+    verdict_table,
+)
+from launchbench.report.comparison_table import row_lines
 from launchbench.report.junit import comparison_junit
 from launchbench.report.markdown import comparison_markdown
+from launchbench.report.terminal import rendered
 from launchbench.results.metadata import Environment
 from launchbench.results.schema import RunRecord
 from launchbench.results.store import load_run, write_run
@@ -60,6 +68,40 @@ def test_at_80_columns_no_case_verdict_or_number_is_cut(longer: Comparison, gate
         for mc in row.metrics:
             assert f"{mc.change * 100:+.1f}%" in text and mc.verdict in text
     assert layout != LAYOUTS[0]  # something was dropped to fit
+
+
+@pytest.mark.parametrize(
+    ("gated", "width"),
+    [
+        (False, 80),
+        (False, 90),
+        (False, 98),
+        (False, 120),
+        (False, 170),
+        (False, 190),
+        (True, 100),
+        (True, 250),
+    ],
+)
+def test_the_layout_tried_on_its_widest_rows_is_the_first_whose_whole_table_fits(
+    longer: Comparison, gated: bool, width: int
+) -> None:
+    """fitted_table tries a layout on its widest rows only, and lays out whole only the one it takes: that
+    is the first layout whose whole table fits (every wider one, laid out whole, cuts a cell), and what
+    it prints is that whole table; a layout's widest rows fit exactly where its whole table does. The
+    widths span every layout of this comparison."""
+    report = evaluate_rules(longer, [parse_rule("gpu_us_per_iter:5%")]) if gated else None
+    console = Console(file=io.StringIO(), width=width, color_system=None)
+    fitted = fitted_table(console, longer, report)
+    lines = row_lines(longer, report)
+    index = LAYOUTS.index(fitted.layout)
+    for layout in LAYOUTS[: index + 1]:
+        parts = verdict_table(longer, report, layout, lines)
+        whole = rendered(console, parts.table())
+        widest = parts.widest_rows(text_measurement)
+        assert len(widest) < len(parts.rows)
+        assert rendered(console, parts.table(widest)).fits == whole.fits == (layout == fitted.layout), layout
+    assert whole.segments.segments == fitted.segments.segments
 
 
 def test_wide_terminal_shows_ci_p_mde_and_the_detail(longer: Comparison) -> None:
