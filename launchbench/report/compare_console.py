@@ -151,16 +151,12 @@ class VerdictTable:
         return sorted(picked)
 
 
-def comparison_table(comparison: Comparison, report: GateReport | None, layout: Layout = LAYOUTS[0]) -> Table:
-    """The verdict table: one line per row (scenario/case, mode), per metric its change and verdict and
-    the ``layout``'s extra cells, then the gate's word and the row's detail."""
-    return verdict_table(comparison, report, layout, row_lines(comparison, report)).table()
-
-
 def verdict_table(
     comparison: Comparison, report: GateReport | None, layout: Layout, lines: Sequence[RowLine]
 ) -> VerdictTable:
-    """comparison_table's title, columns and cells, for the comparison's ``lines`` (row_lines)."""
+    """The verdict table of ``layout`` for the comparison's ``lines`` (row_lines): one line per row
+    (scenario/case, mode), per metric its change and verdict and the layout's extra cells, then the
+    gate's word and the row's detail."""
     title = f"{escape(comparison.baseline_label)} → {escape(comparison.current_label)}"
     scenarios = {row.scenario for row in comparison.rows}
     short = layout.short_case and len(scenarios) == 1
