@@ -233,8 +233,8 @@ class VariantWorkers:
             try:
                 return VariantWorker(self.variant, self.factory, device, self.cpus, server)
             except OSError:  # the server ended or did not answer: spawned from now on
+                self._forking = False  # before close: another thread must not start a server again
                 self.close()
-                self._forking = False
         return VariantWorker(self.variant, self.factory, device, self.cpus)
 
     def _running_server(self) -> ProgramServer | None:
