@@ -116,6 +116,7 @@ def finish(
     the second pass of every panel's ticks and labels that a ``rect`` costs."""
     body_height = fig.get_figheight()
     fig.tight_layout(h_pad=1.2, w_pad=1.5)
+    fig.set_layout_engine(None)  # tight_layout leaves a placeholder engine that makes savefig lay out again
     subtitle_lines = subtitle.count("\n") + 1
     legend_rows = math.ceil(len(labels) / ncol) if labels else 0
     header = 0.42 + 0.17 * subtitle_lines + 0.2 * legend_rows + (0.08 if legend_rows else 0)
