@@ -56,6 +56,27 @@ def test_the_worker_module_loads_only_what_every_worker_runs() -> None:
     assert [m for m in loaded if m.startswith(NOT_IN_A_WORKER)] == []
 
 
+def test_a_worker_forked_from_the_prelude_builds_and_loads_nothing_at_its_first_result() -> None:
+    """The fork servers import launchbench.run.fork_prelude before they fork, so a forked worker begins
+    with what its first result needs: every results model's validator built (pydantic builds each at its
+    first use, with a lookup of plugins first), and no module loaded by its first ``np.median`` (the
+    stopping rule, the harness cost) or random generator (its inputs), as NumPy loads numpy.ma and
+    numpy.random then. Otherwise each fork spent 30-50 ms on them."""
+    code = (
+        "import sys, launchbench.run.fork_prelude, numpy\n"
+        "from launchbench.results import schema\n"
+        "from pydantic import BaseModel\n"
+        "models = [m for m in vars(schema).values() if isinstance(m, type) and issubclass(m, BaseModel)]\n"
+        "print(*sorted(m.__name__ for m in models if m is not BaseModel and not m.__pydantic_complete__))\n"
+        "before = set(sys.modules)\n"
+        "numpy.median(numpy.arange(3.0)); numpy.random.default_rng(1)\n"
+        "schema.CanaryReading(graph_s_per_node=5e-7, eager_s_per_launch=5e-6)\n"
+        "print(*sorted(set(sys.modules) - before))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.splitlines() == ["", ""], proc.stdout
+
+
 @pytest.fixture
 def cases(tmp_path: Path) -> list:
     path = tmp_path / "harness.yaml"
