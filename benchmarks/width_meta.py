@@ -34,6 +34,8 @@ from scipy import stats
 from speed_quickstart import read_widths
 from width_test import OverallWidth, RowKey, overall
 
+# tarfile's "data" filter (no links or devices out of an archive) came in Python 3.11.4 and 3.10.12
+EXTRACT = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
 MODES: dict[str, Callable[[RowKey], bool]] = {
     "eager": lambda key: key[1] == "eager",
     "graph": lambda key: key[1] == "graph",
@@ -97,7 +99,7 @@ def read_sides(tarballs: Sequence[Path], folder: Path) -> tuple[list[Widths], li
     for n, tarball in enumerate(tarballs):
         target = folder / str(n)
         with tarfile.open(tarball) as archive:
-            archive.extractall(target, filter="data")
+            archive.extractall(target, **EXTRACT)
         for side, runs in sides.items():
             runs += [read_widths(d) for d in sorted(target.glob(f"**/{side}-*")) if d.is_dir()]
     return sides["old"], sides["new"]
