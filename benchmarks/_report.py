@@ -3,12 +3,14 @@ does last (print its table under a header and keep a CSV and a text copy)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
+import statistics
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -88,6 +90,31 @@ def timed_process(
     timing = ProcessTiming(wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss, child.returncode,
                            None if sampler is None else sampler.peak)  # fmt: skip
     return timing, child
+
+
+def old_tree_parser(doc: str, pairs: int) -> argparse.ArgumentParser:
+    """The arguments of a script that times an older tree against this one: OLD_TREE, --pairs, --out."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("old", type=Path, help="a folder holding the older launchbench package")
+    parser.add_argument("--pairs", type=int, default=pairs)
+    parser.add_argument("--out", type=Path)
+    return parser
+
+
+def alternate(
+    sides: Mapping[str, Path], pairs: int, measure: Callable[[str, Path], dict[str, float]]
+) -> tuple[dict[str, list[dict[str, float]]], dict[str, dict[str, float]]]:
+    """``measure(name, tree)`` for every side, ``pairs`` times, the sides' order reversed every other
+    pair (each printed as it ends): every side's measurements and the median of each of their keys."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+    for pair in range(pairs):
+        for name in list(sides) if pair % 2 == 0 else list(reversed(sides)):
+            runs[name].append(measure(name, sides[name]))
+            print(f"pair {pair + 1} {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in runs[name][-1].items()))
+    medians = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+    for name, median in medians.items():
+        print(f"{name}: median " + ", ".join(f"{k} {v:.2f}" for k, v in median.items()))
+    return runs, medians
 
 
 def library_versions(names: tuple[str, ...]) -> dict[str, str]:

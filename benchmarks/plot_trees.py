@@ -14,17 +14,15 @@ whether every file agreed, the machine, the versions and the load average before
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _report import library_versions, timed_process
+from _report import alternate, library_versions, old_tree_parser, timed_process
 from speed_compare import machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,29 +64,17 @@ def one_round(tree: Path, folder: Path) -> tuple[dict[str, float], dict[str, str
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("old", type=Path, help="a folder holding the older launchbench package")
-    parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
+    args = old_tree_parser(__doc__, pairs=3).parse_args()
     load_before = os.getloadavg()[0]
-    sides = {"old": args.old.resolve(), "new": ROOT}
-    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
     files: dict[str, dict[str, str]] = {}
+
+    def measure(name: str, tree: Path) -> dict[str, float]:
+        timing, files[name] = one_round(tree, Path(tempfile.mkdtemp(dir=work)))
+        return timing
+
     with tempfile.TemporaryDirectory() as work:
-        for pair in range(args.pairs):
-            for name in list(sides) if pair % 2 == 0 else list(reversed(sides)):
-                folder = Path(tempfile.mkdtemp(dir=work))
-                timing, files[name] = one_round(sides[name], folder)
-                rounds[name].append(timing)
-                print(f"pair {pair + 1} {name}: {timing['wall_s']:.2f} s wall, {timing['cpu_s']:.2f} s CPU")
-    medians = {
-        name: {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "cpu_s")}
-        for name, rs in rounds.items()
-    }
+        rounds, medians = alternate({"old": args.old.resolve(), "new": ROOT}, args.pairs, measure)
     same = files["old"] == files["new"]
-    for name, median in medians.items():
-        print(f"{name}: median {median['wall_s']:.2f} s wall, {median['cpu_s']:.2f} s CPU")
     print(
         f"{len(files['new'])} files, {'every one the same bytes' if same else 'NOT the same bytes'} on both sides"
     )

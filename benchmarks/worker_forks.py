@@ -15,17 +15,15 @@ the versions and the load average before and after to --out.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _report import library_versions
+from _report import alternate, library_versions, old_tree_parser
 from speed_compare import machine
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,31 +61,16 @@ def one_run(tree: Path, scenario: Path, folder: Path) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("old", type=Path, help="a folder holding the older launchbench package")
-    parser.add_argument("--pairs", type=int, default=4)
+    parser = old_tree_parser(__doc__, pairs=4)
     parser.add_argument("--passes", type=int, default=20)
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
-    sides = {"old": args.old.resolve(), "new": ROOT}
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work)
         scenario = folder / "forks.yaml"
         scenario.write_text(SCENARIO.format(passes=args.passes))
-        for pair in range(args.pairs):
-            order = list(sides) if pair % 2 == 0 else list(reversed(sides))
-            for name in order:
-                timing = one_run(sides[name], scenario, folder)
-                runs[name].append(timing)
-                print(f"pair {pair + 1} {name}: {timing['wall_s']:.2f} s wall, {timing['busy_s']:.2f} s busy")
-    medians = {
-        name: {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "busy_s")}
-        for name, rs in runs.items()
-    }
-    for name, median in medians.items():
-        print(f"{name}: median {median['wall_s']:.2f} s wall, {median['busy_s']:.2f} s busy")
+        sides = {"old": args.old.resolve(), "new": ROOT}
+        runs, medians = alternate(sides, args.pairs, lambda _name, tree: one_run(tree, scenario, folder))
     if args.out:
         document = {
             "passes": args.passes, "cases": 4, "old_tree": str(args.old), "runs": runs, "medians": medians,
