@@ -61,7 +61,7 @@ def test_a_worker_forked_from_the_prelude_builds_and_loads_nothing_at_its_first_
     with what its first result needs: every results model's validator built (pydantic builds each at its
     first use, with a lookup of plugins first), and no module loaded by its first ``np.median`` (the
     stopping rule, the harness cost) or random generator (its inputs), as NumPy loads numpy.ma and
-    numpy.random then. Otherwise each fork spent 30-50 ms on them."""
+    numpy.random then (about 40 ms of every fork otherwise: results/speed/worker-forks-2026-12-07.json)."""
     code = (
         "import sys, launchbench.run.fork_prelude, numpy\n"
         "from launchbench.results import schema\n"
