@@ -17,7 +17,6 @@ with ``-j 1`` (the rows compared in the command's own process, none forked), eac
 
 from __future__ import annotations
 
-import argparse
 import csv as csv_module
 import dataclasses
 import io
@@ -28,7 +27,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from _report import library_versions, timed_process
+from _report import library_versions, old_tree_parser, timed_process
 from compare_speed import compare_command
 from speed_compare import PACKAGES, machine, synthetic_runs
 
@@ -66,11 +65,8 @@ def largest_difference(texts: set[bytes]) -> float | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("old", type=Path, help="a folder holding the older launchbench package")
-    parser.add_argument("--pairs", type=int, default=5)
+    parser = old_tree_parser(__doc__, pairs=5)
     parser.add_argument("--cases", type=int, default=1000)
-    parser.add_argument("--out", type=Path)
     parser.add_argument(
         "--new-one-job",
         action="store_true",
