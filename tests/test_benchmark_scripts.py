@@ -406,3 +406,23 @@ def test_width_meta_pools_comparisons_and_finds_the_widening_each_mode_was_given
     pooled = {line.split()[3]: float(line.split()[4]) for line in lines if line.startswith("pooled over 2:")}
     assert pooled["eager"] == pytest.approx(1.5, rel=0.01) and pooled["graph"] == pytest.approx(1.0, abs=0.02)
     assert sum("(3 old runs, 3 new)" in line for line in lines) == 6
+
+
+def test_the_old_against_new_loop_reverses_the_sides_every_other_pair_and_takes_each_keys_median(capsys):
+    """_report.alternate (worker_forks.py, plot_trees.py): old first, then new first, ...; every side's
+    measurements in order and the median of each key; _report.old_tree_parser's OLD_TREE, --pairs, --out."""
+    report = _benchmark_module("_report")
+    calls: list[str] = []
+
+    def measure(name: str, tree: Path) -> dict[str, float]:
+        calls.append(name)
+        return {"wall_s": float(len(calls)), "cpu_s": 10.0 * len(calls)}
+
+    runs, medians = report.alternate({"old": ROOT / "a", "new": ROOT}, 3, measure)
+    assert calls == ["old", "new", "new", "old", "old", "new"]
+    assert [r["wall_s"] for r in runs["old"]] == [1.0, 4.0, 5.0]
+    assert medians == {"old": {"wall_s": 4.0, "cpu_s": 40.0}, "new": {"wall_s": 3.0, "cpu_s": 30.0}}
+    assert capsys.readouterr().out.splitlines()[-2:] == ["old: median wall_s 4.00, cpu_s 40.00",
+                                                          "new: median wall_s 3.00, cpu_s 30.00"]  # fmt: skip
+    args = report.old_tree_parser("First line.\nmore", pairs=4).parse_args(["old-tree", "--out", "x.json"])
+    assert (args.old, args.pairs, args.out) == (Path("old-tree"), 4, Path("x.json"))
