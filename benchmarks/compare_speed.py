@@ -35,8 +35,8 @@ DISTINCT_STEP = 1e-4
 SOURCES = (ROOT / "results" / "quickstart-h200", ROOT / "results" / "quickstart-h200-b")
 
 
-def compare_command(runs: Sequence[str | Path], csv: Path) -> list[str]:
-    """``python -m launchbench compare A B --format csv -o CSV`` with this interpreter."""
+def compare_command(runs: Sequence[str | Path], output: Path, fmt: str = "csv") -> list[str]:
+    """``python -m launchbench compare A B --format FMT -o OUTPUT`` with this interpreter."""
     return [
         sys.executable,
         "-m",
@@ -44,9 +44,9 @@ def compare_command(runs: Sequence[str | Path], csv: Path) -> list[str]:
         "compare",
         *map(str, runs),
         "--format",
-        "csv",
+        fmt,
         "-o",
-        str(csv),
+        str(output),
     ]
 
 

@@ -3,7 +3,10 @@ invocation a fresh process (the interpreter's start, the imports, reading both r
 statistics, the CSV), with every CSV checked to be the same on both sides (or, where the last digits moved, the largest relative
 difference of a number between them; any other difference is None):
 
-    python benchmarks/compare_trees.py OLD_TREE [--pairs 5] [--cases 1000] [--new-one-job] [--out FILE.json]
+    python benchmarks/compare_trees.py OLD_TREE [--pairs 5] [--cases 1000] [--new-one-job] [--table] [--out FILE.json]
+
+``--table`` writes the command's default output instead of the CSV, the verdict table as printed to a CI
+log or a pipe (``--format table``: the same plain console), and checks that every side wrote the same text.
 
 OLD_TREE is a folder holding an older ``launchbench`` package (``git archive COMMIT launchbench | tar -x
 -C OLD_TREE``). The two runs are built once, by this tree, from the committed H200 quickstart runs with
@@ -34,12 +37,14 @@ from speed_compare import PACKAGES, machine, synthetic_runs
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def invoke(tree: Path, runs: list[Path], csv: Path, folder: Path, options: list[str]) -> dict[str, float]:
+def invoke(
+    tree: Path, runs: list[Path], output: Path, folder: Path, options: list[str], fmt: str = "csv"
+) -> dict[str, float]:
     """One compare in a fresh process: its wall, user and system seconds (with the processes it forked)
     and peak RSS (KiB)."""
     extra = os.environ.get("EXTRA_PATH")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([*([extra] if extra else []), str(tree)])}
-    timing, _ = timed_process([*compare_command(runs, csv), *options], env, folder)
+    timing, _ = timed_process([*compare_command(runs, output, fmt), *options], env, folder)
     if timing.code != 0:
         raise SystemExit(f"{tree}: compare exited {timing.code}")
     return {k: v for k, v in dataclasses.asdict(timing).items() if k not in ("code", "peak_tree_pss_kib")}
@@ -72,7 +77,9 @@ def main() -> None:
         action="store_true",
         help="a third side: this tree with -j 1 (every row compared in the command's own process)",
     )
+    parser.add_argument("--table", action="store_true", help="the verdict table as text, not the CSV")
     args = parser.parse_args()
+    fmt = "table" if args.table else "csv"
     load_before = os.getloadavg()[0]
     sides = {"old": (args.old.resolve(), []), "new": (ROOT, [])}
     if args.new_one_job:
@@ -85,22 +92,22 @@ def main() -> None:
         for k in range(args.pairs):
             order = list(sides)[k % len(sides) :] + list(sides)[: k % len(sides)]  # each side first in turn
             for side in order:
-                csv = folder / f"{side.replace(' ', '')}-{k}.csv"
+                output = folder / f"{side.replace(' ', '')}-{k}.{fmt}"
                 tree, options = sides[side]
-                one = invoke(tree, runs, csv, folder, options)
-                texts.add(csv.read_bytes())
+                one = invoke(tree, runs, output, folder, options, fmt)
+                texts.add(output.read_bytes())
                 timings[side].append(one)
                 print(
                     f"{side} {one['wall_s']:.2f} s wall, {one['user_s']:.2f} s user, {one['peak_rss_kib']} KiB"
                 )
     summary = {
-        "benchmark": f"launchbench compare A B --format csv -o FILE, two runs of {args.cases} distinct cases",
+        "benchmark": f"launchbench compare A B --format {fmt} -o FILE, two runs of {args.cases} distinct cases",
         "old_tree": str(args.old),
         "timings": timings,
         "median_wall_s": {s: statistics.median(t["wall_s"] for t in ts) for s, ts in timings.items()},
         "median_user_s": {s: statistics.median(t["user_s"] for t in ts) for s, ts in timings.items()},
-        "csv_identical": len(texts) == 1,
-        "csv_largest_relative_difference": largest_difference(texts),
+        f"{fmt}_identical": len(texts) == 1,
+        "csv_largest_relative_difference": None if args.table else largest_difference(texts),
         "machine": machine(),
         "versions": library_versions(PACKAGES),
         "load_average_before": load_before,
@@ -113,7 +120,7 @@ def main() -> None:
                 for k in (
                     "median_wall_s",
                     "median_user_s",
-                    "csv_identical",
+                    f"{fmt}_identical",
                     "csv_largest_relative_difference",
                 )
             }

@@ -278,15 +278,19 @@ def test_compare_trees_names_the_largest_difference_of_a_number_and_none_for_any
     assert largest_difference({base, base + b"y,1.0,same\n"}) is None
 
 
-def test_compare_trees_alternates_the_trees_and_checks_their_csvs_agree(tmp_path):
+@pytest.mark.parametrize("fmt", ["csv", "table"])
+def test_compare_trees_alternates_the_trees_and_checks_their_outputs_agree(tmp_path, fmt):
     out = tmp_path / "trees.json"
     script = ROOT / "benchmarks" / "compare_trees.py"
     command = [sys.executable, str(script), str(ROOT), "--pairs", "1", "--cases", "2", "--out", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        command + (["--table"] if fmt == "table" else []), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     summary = json.loads(out.read_text())
-    assert summary["csv_identical"] is True and summary["old_tree"] == str(ROOT)
-    assert summary["csv_largest_relative_difference"] == 0.0
+    assert summary[f"{fmt}_identical"] is True and summary["old_tree"] == str(ROOT)
+    assert summary["benchmark"].startswith(f"launchbench compare A B --format {fmt} -o FILE")
+    assert summary["csv_largest_relative_difference"] == (0.0 if fmt == "csv" else None)
     assert [len(summary["timings"][side]) for side in ("old", "new")] == [1, 1]
     assert [line.split()[0] for line in done.stdout.splitlines()[:2]] == ["old", "new"]
     assert all(t["wall_s"] > 0 and t["peak_rss_kib"] > 0 for ts in summary["timings"].values() for t in ts)

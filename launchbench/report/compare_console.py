@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from rich import box
 from rich.cells import cell_len
-from rich.console import Console, JustifyMethod, OverflowMethod
+from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.panel import Panel
@@ -33,7 +33,8 @@ from launchbench.report.comparison_table import (
     row_detail,
     row_lines,
 )
-from launchbench.report.terminal import plain_console, rendered
+from launchbench.report.plain_table import ColumnSpec, plain_rendered, rich_table
+from launchbench.report.terminal import Rendered, plain_console, rendered
 from launchbench.results.environment import describe_environment
 
 VERDICT_STYLE = {
@@ -76,17 +77,6 @@ LAYOUTS: tuple[Layout, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ColumnSpec:
-    """One column of a verdict table, as rich's ``add_column`` takes it."""
-
-    header: str
-    justify: JustifyMethod = "left"
-    overflow: OverflowMethod = "ellipsis"
-    no_wrap: bool = True
-    min_width: int | None = None
-
-
 class Cell(NamedTuple):
     """A table cell: its rich markup and its text as printed (a named tuple: a table of thousands of rows
     makes tens of thousands of them per layout)."""
@@ -121,22 +111,23 @@ class VerdictTable:
     columns: tuple[ColumnSpec, ...]
     rows: tuple[tuple[Cell, ...], ...]
 
+    @property
+    def box(self) -> box.Box:
+        return box.SIMPLE_HEAD if self.stacked else box.ROUNDED
+
     def table(self, rows: Iterable[int] | None = None) -> Table:
         """The rich table of every row, or of the rows at the indexes ``rows``."""
-        table = Table(
-            title=self.title, title_justify="left", box=box.SIMPLE_HEAD if self.stacked else box.ROUNDED
+        indexes = range(len(self.rows)) if rows is None else rows
+        return rich_table(
+            self.title, self.box, self.columns, ([c.markup for c in self.rows[i]] for i in indexes)
         )
-        for column in self.columns:
-            table.add_column(
-                column.header,
-                justify=column.justify,
-                overflow=column.overflow,
-                no_wrap=column.no_wrap,
-                min_width=column.min_width,
-            )
-        for index in range(len(self.rows)) if rows is None else rows:
-            table.add_row(*(cell.markup for cell in self.rows[index]))
-        return table
+
+    def laid_out(self, console: Console) -> Rendered:
+        """The whole table laid out on ``console``: written directly where it prints text only and every
+        column gets its natural width (plain_table), else by rich."""
+        texts = [[cell.text for cell in cells] for cells in self.rows]
+        fast = plain_rendered(console, self.title, self.box, self.columns, texts)
+        return fast if fast is not None else rendered(console, self.table())
 
     def widest_rows(self, measure: Callable[[str], Measurement]) -> list[int]:
         """The rows that decide whether the table fits: in each column the one with the widest cell and
@@ -219,13 +210,11 @@ def fitted_table(console: Console, comparison: Comparison, report: GateReport | 
     for layout in LAYOUTS[:-1]:
         parts = verdict_table(comparison, report, layout, lines)
         if rendered(console, parts.table(parts.widest_rows(measure))).fits:
-            whole = rendered(console, parts.table())
+            whole = parts.laid_out(console)
             if whole.fits:
                 return FittedTable(whole.segments, layout)
     last = LAYOUTS[-1]
-    return FittedTable(
-        rendered(console, verdict_table(comparison, report, last, lines).table()).segments, last
-    )
+    return FittedTable(verdict_table(comparison, report, last, lines).laid_out(console).segments, last)
 
 
 def render_comparison(console: Console, comparison: Comparison, report: GateReport | None) -> None:
@@ -252,8 +241,7 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
     notes = level_notes(comparison)
     if notes:
         console.print(f"[yellow]Host levels ({len(notes)} rows):[/]")
-        for note in notes:
-            console.print(f"  {escape(note)}")
+        console.print("\n".join(f"  {escape(note)}" for note in notes))  # one print: a line per row
     for side in ("baseline", "current"):
         only = comparison.only_in(side)
         if only:

@@ -101,7 +101,8 @@ def test_the_layout_tried_on_its_widest_rows_is_the_first_whose_whole_table_fits
         widest = parts.widest_rows(text_measurement)
         assert len(widest) < len(parts.rows)
         assert rendered(console, parts.table(widest)).fits == whole.fits == (layout == fitted.layout), layout
-    assert whole.segments.segments == fitted.segments.segments
+    printed = ["".join(s.text for s in segments.segments) for segments in (whole.segments, fitted.segments)]
+    assert printed[0] == printed[1]  # the text rich lays out (fitted's may be plain_table's segments)
 
 
 def test_wide_terminal_shows_ci_p_mde_and_the_detail(longer: Comparison) -> None:
