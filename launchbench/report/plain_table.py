@@ -14,7 +14,7 @@ checks the text against rich's over generated tables.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.align import VerticalAlignMethod
@@ -74,7 +74,9 @@ def plain_rendered(
     if not columns or not _prints_text_only(console) or any(c.justify not in JUSTIFIED for c in columns):
         return None
     headers = [console.render_str(column.header, highlight=False).plain for column in columns]
-    if not all(map(_read_as_written, headers)) or not all(_read_as_written(t) for row in rows for t in row):
+    replaces_emoji = console.render_str(":fire:", highlight=False).plain != ":fire:"
+    emoji: Callable[[str], str] = Emoji.replace if replaces_emoji else str
+    if not all(_read_as_written(text, emoji) for text in (*headers, *(t for row in rows for t in row))):
         return None
     widths = _natural_widths(columns, headers, rows)
     table_width = sum(widths) + len(widths) + 1
@@ -92,13 +94,14 @@ def _prints_text_only(console: Console) -> bool:
     return console.color_system is None and not console.record
 
 
-def _read_as_written(text: str) -> bool:
-    """Whether rich prints ``text`` (escaped as markup) as written: no emoji code (``:name:``) it would
-    replace, no backslash (rich's escape doubles one at the end), and no control character but the
-    newline (rich drops some, expands tabs and measures lines split at others)."""
+def _read_as_written(text: str, emoji: Callable[[str], str]) -> bool:
+    """Whether rich prints ``text`` (escaped as markup) as written: no emoji code (``:name:``) that the
+    console replaces (``emoji``: what it makes of them), no backslash (rich's escape doubles one at the
+    end), and no control character but the newline (rich drops some, expands tabs and measures lines
+    split at others)."""
     if "\\" in text or _CONTROL.search(text):
         return False
-    return ":" not in text or Emoji.replace(text) == text
+    return ":" not in text or emoji(text) == text
 
 
 def _natural_widths(

@@ -1,7 +1,8 @@
 """The consoles every command prints to. On a terminal, tables fit its width. Anywhere else (CI logs,
 pipes, files) the console is as wide as the widest line, so no cell is cut short: a log is read by
-scrolling, not by a window's width. Imports rich only, so a command that prints a table loads none of
-the run's analysis (pandas among it) to make its console."""
+scrolling, not by a window's width. Text is printed as written: no emoji code in it (a case, a path or
+a message holding ``:100:``) is replaced by an emoji. Imports rich only, so a command that prints a
+table loads none of the run's analysis (pandas among it) to make its console."""
 
 from __future__ import annotations
 
@@ -31,12 +32,15 @@ def plain_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) -
         color_system=None,
         highlight=False,
         soft_wrap=False,
+        emoji=False,
     )
 
 
 def make_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) -> Console:
     """The terminal's console when printing to one; otherwise a plain_console."""
-    console = Console(file=file, stderr=stream is Stream.STDERR, highlight=False, soft_wrap=False)
+    console = Console(
+        file=file, stderr=stream is Stream.STDERR, highlight=False, soft_wrap=False, emoji=False
+    )
     return console if console.is_terminal else plain_console(file, stream)
 
 

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from launchbench.report.terminal import rendered
+from launchbench.report.terminal import make_console, rendered
 
 
 def table_of(cell: str) -> Table:
@@ -45,3 +45,21 @@ def test_fits_until_a_cell_is_cut() -> None:
     assert not narrow.fits
     text = "".join(segment.text for segment in narrow.segments.segments)
     assert "…" in text  # rich cut a cell to fit: that is what `fits` reads
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_text_prints_as_written_with_no_emoji_code_replaced(
+    terminal: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A case, a path or a message holding ``:100:`` or ``:b:`` prints as it is, on a terminal (rich's
+    FORCE_COLOR makes the file one) and anywhere else; rich's default would print 💯 and 🅱."""
+    if terminal:
+        monkeypatch.setenv("FORCE_COLOR", "1")
+    file = io.StringIO()
+    console = make_console(file)
+    assert console.is_terminal is terminal
+    console.print("x:100:y a:b:c")
+    console.print(table_of("case:100:"))
+    printed = file.getvalue()
+    assert "x:100:y a:b:c" in printed and "case:100:" in printed
+    assert "💯" not in printed and "🅱" not in printed
