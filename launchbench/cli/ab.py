@@ -326,6 +326,7 @@ def measured(
 ) -> T:
     """``measure()`` with SIGTERM as an interrupt; interrupted: one line saying where ``what`` is, exit
     130. A claimed folder that holds nothing is given back."""
+    from launchbench.report.terminal import literal
     from launchbench.results.store import release_if_empty
 
     previous = signal.signal(signal.SIGTERM, terminate_as_interrupt)
@@ -333,7 +334,7 @@ def measured(
         return measure()
     except KeyboardInterrupt:
         close()
-        console.print(f"[yellow]interrupted[/]: {what}")
+        console.print(f"[yellow]interrupted[/]: {literal(what)}")
         sys.exit(EXIT_INTERRUPTED)
     finally:
         close()

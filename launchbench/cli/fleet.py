@@ -265,7 +265,7 @@ def report(run_dir: Path, rows: tuple[str, ...], metric: str, threshold: str | N
     Exit 0 when written, 1 with --fail-on-outlier when a node is an outlier, 2 on a usage or input error."""
     from launchbench.fleet.render import figure_fleet, fleet_frame, fleet_table, outlier_line
     from launchbench.fleet.score import DEFAULT_THRESHOLD, score_fleet
-    from launchbench.report.terminal import make_console
+    from launchbench.report.terminal import literal, make_console
     from launchbench.results.metrics import METRIC_BY_NAME
     from launchbench.results.store import atomic_write_text, load_run
 
@@ -288,7 +288,7 @@ def report(run_dir: Path, rows: tuple[str, ...], metric: str, threshold: str | N
     quiet = _quiet(quiet)
     if not quiet:
         console.print(fleet_table(scored))
-        console.print(f"fleet.csv and fleet.png in {folder}")
+        console.print(f"fleet.csv and fleet.png in {literal(str(folder))}")
     for outlier in scored.outliers:
         console.print(f"outlier: {outlier_line(outlier)}", markup=False)
     if not scored.outliers and not quiet:

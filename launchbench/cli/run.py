@@ -262,11 +262,11 @@ def _measured(
         return runner.run(the_plan, run_dir, options, events, resume=resume, argv=sys.argv, executor=executor)
     except KeyboardInterrupt:
         events.close()
-        from rich.markup import escape
+        from launchbench.report.terminal import literal
 
         console.print(  # one line, never wrapped: the command is copied from it
-            f"[yellow]interrupted[/]: completed cases are saved in {escape(str(run_dir))}; finish with "
-            f"{escape(_finish_hint(run_dir, args.devices_spec))}",
+            f"[yellow]interrupted[/]: completed cases are saved in {literal(str(run_dir))}; finish with "
+            f"{literal(_finish_hint(run_dir, args.devices_spec))}",
             soft_wrap=True,
         )
         sys.exit(EXIT_INTERRUPTED)
@@ -284,6 +284,7 @@ def _outcome(
     run's results table as its end wrote it (None where none was written for this record)."""
     from launchbench.analysis.table import run_table
     from launchbench.report.console import print_summary
+    from launchbench.report.terminal import literal
 
     frame = written
     if frame is None and (args.devices_spec is None or args.check):
@@ -291,7 +292,7 @@ def _outcome(
     if args.devices_spec is None:
         print_summary(console, record, run_dir, frame)
     else:
-        console.print(f"results: {run_dir}")
+        console.print(f"results: {literal(str(run_dir))}")
     failed = any(c.error and c.error_kind != "resources" for c in record.cases)
     code = EXIT_FAIL if failed or any(c.disturbed_passes for c in record.cases) else EXIT_OK
     input_errors = [c for c in record.cases if c.error_kind == "input"]
@@ -399,11 +400,12 @@ def _check_expectations(record: Any, console: Console, table: pd.DataFrame | Non
     shown as `launchbench check` shows them (``table``: the run's results table, where it is made)."""
     from launchbench.analysis import gate
     from launchbench.report.compare_console import render_checks
+    from launchbench.report.terminal import literal
 
     try:
         report = gate.check_against_scenarios(record, table=table)
     except gate.NoExpectationsError as err:
-        console.print(f"[yellow]note:[/] nothing to check: {err}")
+        console.print(f"[yellow]note:[/] nothing to check: {literal(str(err))}")
         return EXIT_OK
     render_checks(console, report)
     return EXIT_FAIL if not report.passed else EXIT_OK
@@ -412,12 +414,13 @@ def _check_expectations(record: Any, console: Console, table: pd.DataFrame | Non
 def _write_plots(record: Any, run_dir: Path, console: Console) -> None:
     from launchbench.forked import usable_cpus
     from launchbench.report.plots import draw_plots
+    from launchbench.report.terminal import literal
 
     written = draw_plots([record], run_dir / "plots", jobs=usable_cpus())
     for path in written.paths:
-        console.print(f"plot: {path}")
+        console.print(f"plot: {literal(str(path))}")
     for skipped in written.skipped:
-        console.print(f"plot: not writing {skipped.path}: {skipped.reason}")
+        console.print(f"plot: not writing {literal(str(skipped.path))}: {literal(skipped.reason)}")
 
 
 command = run

@@ -13,10 +13,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from rich.markup import escape  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from launchbench.fleet.score import FleetReport, Outlier, Score  # noqa: E402
+from launchbench.report.terminal import literal  # noqa: E402
 
 BLUE, VERMILLION, GREY = "#0072B2", "#D55E00", "#8C8C8C"  # Okabe–Ito, as the run's plots
 
@@ -51,7 +51,7 @@ def fleet_table(report: FleetReport) -> Table:
         table.add_column(header, justify="left" if header in ("node", "row", "metric") else "right")
     for s in sorted(report.scores, key=lambda s: (s.row.label, s.node, s.device or 0)):
         table.add_row(
-            escape(_member(s.node, s.device)), escape(s.row.label), s.row.metric, f"{s.median:.4g}",
+            literal(_member(s.node, s.device)), literal(s.row.label), s.row.metric, f"{s.median:.4g}",
             f"{s.fleet_median:.4g}", _pct(s.vs_fleet), _pct(s.vs_history), "[red]outlier[/]" if s.outlier else "",
         )  # fmt: skip
     return table

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.markup import escape
 
 from launchbench.analysis.compare import Comparison
 from launchbench.analysis.gate import GateReport
@@ -17,6 +16,7 @@ from launchbench.report.documents import AbDevicesDocument, DeviceComparisonDocu
 from launchbench.report.junit import comparison_suite, suites_junit
 from launchbench.report.markdown import comparison_markdown
 from launchbench.report.tables import comparison_document, comparison_frame
+from launchbench.report.terminal import literal
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def render_devices(console: Console, verdicts: Sequence[DeviceVerdict]) -> None:
         console.print(f"{'' if n == 0 else chr(10)}[bold]device {v.device}[/] ({_placed(v)})")
         render_comparison(console, v.comparison, v.report)
     passed = not failed_devices(verdicts)
-    console.print(f"[{'bold green' if passed else 'bold red'}]{escape(devices_outcome(verdicts))}[/]")
+    console.print(f"[{'bold green' if passed else 'bold red'}]{literal(devices_outcome(verdicts))}[/]")
 
 
 def devices_markdown(verdicts: Sequence[DeviceVerdict], max_rows: int | None = None) -> str:

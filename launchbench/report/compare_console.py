@@ -12,7 +12,6 @@ from typing import NamedTuple
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console
-from rich.markup import escape
 from rich.measure import Measurement
 from rich.panel import Panel
 from rich.segment import Segments
@@ -34,7 +33,7 @@ from launchbench.report.comparison_table import (
     row_lines,
 )
 from launchbench.report.plain_table import ColumnSpec, plain_rendered, rich_table
-from launchbench.report.terminal import Rendered, plain_console, rendered
+from launchbench.report.terminal import Rendered, literal, plain_console, rendered
 from launchbench.results.environment import describe_environment
 
 VERDICT_STYLE = {
@@ -50,7 +49,7 @@ DETAIL_WIDTH = 32  # narrowest detail column; narrower, the detail goes under th
 
 
 def _styled(text: str, style: str | None) -> str:
-    return f"[{style}]{escape(visible(text))}[/]" if style and text else escape(visible(text))
+    return f"[{style}]{literal(visible(text))}[/]" if style and text else literal(visible(text))
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ class Cell(NamedTuple):
     def of(cls, text: str, style: str | None = None) -> Cell:
         """``text`` (its control characters made visible), in ``style`` where given."""
         shown = visible(text)
-        return cls(f"[{style}]{escape(shown)}[/]" if style and shown else escape(shown), shown)
+        return cls(f"[{style}]{literal(shown)}[/]" if style and shown else literal(shown), shown)
 
     def then(self, other: Cell) -> Cell:
         """This cell's text followed by ``other``'s."""
@@ -148,11 +147,11 @@ def verdict_table(
     """The verdict table of ``layout`` for the comparison's ``lines`` (row_lines): one line per row
     (scenario/case, mode), per metric its change and verdict and the layout's extra cells, then the
     gate's word and the row's detail."""
-    title = f"{escape(comparison.baseline_label)} → {escape(comparison.current_label)}"
+    title = f"{literal(comparison.baseline_label)} → {literal(comparison.current_label)}"
     scenarios = {row.scenario for row in comparison.rows}
     short = layout.short_case and len(scenarios) == 1
     if short:
-        title += f" (scenario {escape(next(iter(scenarios)))})"
+        title += f" (scenario {literal(next(iter(scenarios)))})"
     if report is not None and layout.stacked:
         title += "; the gate's FAIL or pass under the mode"
     columns = [ColumnSpec("case" if short else "scenario/case"), ColumnSpec("mode")]
@@ -182,8 +181,8 @@ def _row_cells(
         change, verdict = change_cell(mc)
         said = Cell.of(verdict, VERDICT_STYLE.get(verdict))
         joined = "\n" if layout.stacked else " "
-        cells.append(Cell(escape(change) + joined, change + joined).then(said) if change else said)
-        cells += [Cell(escape(text), text) for text in (extra_cell(mc, extra) for extra in layout.extras)]
+        cells.append(Cell(literal(change) + joined, change + joined).then(said) if change else said)
+        cells += [Cell(literal(text), text) for text in (extra_cell(mc, extra) for extra in layout.extras)]
     if gate_column:
         cells.append(Cell.of(line.gate, GATE_STYLE.get(line.gate)))
     if details:
@@ -222,36 +221,36 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
     diffs = comparison.env_differences
     if diffs:
         body = "\n".join(
-            f"[bold]{escape(d.item)}[/]: {escape(d.baseline)} → {escape(d.current)}" for d in diffs
+            f"[bold]{literal(d.item)}[/]: {literal(d.baseline)} → {literal(d.current)}" for d in diffs
         )
         style = "red" if comparison.different_gpu else "yellow"
         console.print(Panel(body, title="The environments differ", border_style=style, expand=False))
     else:
-        console.print(f"[dim]Same environment: {escape(describe_environment(comparison.current_env))}[/]")
+        console.print(f"[dim]Same environment: {literal(describe_environment(comparison.current_env))}[/]")
     for warning in comparison.all_warnings:
-        console.print(f"[yellow]warning:[/] {escape(visible(warning))}")
+        console.print(f"[yellow]warning:[/] {literal(visible(warning))}")
     fitted = fitted_table(console, comparison, report)
     console.print(fitted.segments)
     if fitted.layout.detail_below:
         for line in row_lines(comparison, report):
             if row_detail(line):
                 console.print(
-                    f"[dim]detail:[/] {escape(visible(line.row.label))}: {escape(visible(row_detail(line)))}"
+                    f"[dim]detail:[/] {literal(visible(line.row.label))}: {literal(visible(row_detail(line)))}"
                 )
     notes = level_notes(comparison)
     if notes:
         console.print(f"[yellow]Host levels ({len(notes)} rows):[/]")
-        console.print("\n".join(f"  {escape(note)}" for note in notes))  # one print: a line per row
+        console.print("\n".join(f"  {literal(note)}" for note in notes))  # one print: a line per row
     for side in ("baseline", "current"):
         only = comparison.only_in(side)
         if only:
-            names = ", ".join(escape(r.label) for r in only)
+            names = ", ".join(literal(r.label) for r in only)
             console.print(f"[magenta]Only in the {side} ({len(only)}):[/] {names}")
     counts = comparison.counts()
     console.print(
         "Verdicts: "
         + ", ".join(f"[{VERDICT_STYLE[v]}]{v} {n}[/]" for v, n in counts.items() if n)
-        + f"  [dim]({escape(comparison.method_note)})[/]"
+        + f"  [dim]({literal(comparison.method_note)})[/]"
     )
     if report is not None:
         render_report(console, report, "regression")
@@ -268,21 +267,21 @@ class Checks(Enum):
 def render_report(console: Console, report: GateReport, what: str, checks: Checks = Checks.LISTED) -> None:
     """Notes, improvements and failures (unless a table showed them already), then PASS or FAIL."""
     for note in report.notes:
-        console.print(f"[dim]note: {escape(visible(note))}[/]")
+        console.print(f"[dim]note: {literal(visible(note))}[/]")
     if checks is Checks.LISTED:
         for check in report.improvements:
             console.print(
-                f"[green]improved[/] {escape(visible(check.subject))} ({escape(check.rule)}): {escape(visible(check.message))}"
+                f"[green]improved[/] {literal(visible(check.subject))} ({literal(check.rule)}): {literal(visible(check.message))}"
             )
         for check in report.blind:
             if check.passed:
                 console.print(
-                    f"[yellow]blind[/] {escape(visible(check.subject))} {escape(check.rule)}: {escape(visible(check.message))}"
+                    f"[yellow]blind[/] {literal(visible(check.subject))} {literal(check.rule)}: {literal(visible(check.message))}"
                 )
         for check in report.failures:
             kind = f" ({check.kind})" if check.kind in ("blind", "missing", "disturbed") else ""
             console.print(
-                f"[bold red]FAIL{kind}[/] {escape(visible(check.subject))} {escape(check.rule)}: {escape(visible(check.message))}"
+                f"[bold red]FAIL{kind}[/] {literal(visible(check.subject))} {literal(check.rule)}: {literal(visible(check.message))}"
             )
     console.print(_styled(outcome_line(report, what), "bold green" if report.passed else "bold red"))
 
@@ -297,7 +296,7 @@ def render_checks(console: Console, report: GateReport) -> None:
     for check in report.checks:
         mark = "[green]pass[/]" if check.passed else "[bold red]FAIL[/]"
         table.add_row(
-            mark, escape(visible(check.subject)), escape(check.rule), escape(visible(check.message))
+            mark, literal(visible(check.subject)), literal(check.rule), literal(visible(check.message))
         )
     console.print(table)
     render_report(console, report, "failed expectation", Checks.IN_TABLE)

@@ -10,7 +10,6 @@ from enum import Enum
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from launchbench.analysis.compare import Comparison, RowKey
@@ -21,7 +20,7 @@ from launchbench.report.comparison_table import change_cell, metric_header
 from launchbench.report.documents import ComparisonSeriesDocument
 from launchbench.report.markdown import comparison_markdown
 from launchbench.report.tables import comparison_document, comparison_frame
-from launchbench.report.terminal import rendered
+from launchbench.report.terminal import literal, rendered
 
 Pair = tuple[Comparison, GateReport | None]
 
@@ -47,8 +46,8 @@ def series_table(pairs: Sequence[Pair], cells_as: Cells = Cells.ONE_LINE) -> Tab
     stacked = cells_as is Cells.STACKED
     first = pairs[0][0]
     table = Table(
-        title=f"baseline {escape(first.baseline_label)}; columns: " + ", ".join(
-            f"({i}) {escape(c.current_label)}" for i, (c, _) in enumerate(pairs, 1)
+        title=f"baseline {literal(first.baseline_label)}; columns: " + ", ".join(
+            f"({i}) {literal(c.current_label)}" for i, (c, _) in enumerate(pairs, 1)
         ),
         title_justify="left",
         box=box.SIMPLE_HEAD if stacked else box.ROUNDED,
@@ -60,13 +59,13 @@ def series_table(pairs: Sequence[Pair], cells_as: Cells = Cells.ONE_LINE) -> Tab
             table.add_column(f"{metric_header(metric)} ({i})", justify="right", no_wrap=not stacked)
     rows = [{row.key: row for row in comparison.rows} for comparison, _ in pairs]
     for key, label in _keys(pairs):
-        cells = [escape(visible(label)), escape(key[2])]
+        cells = [literal(visible(label)), literal(key[2])]
         for metric in first.settings.metrics:
             for by_key in rows:
                 row = by_key.get(key)
                 change, verdict = change_cell(row.metric(metric) if row is not None else None)
                 word = f"[{VERDICT_STYLE[verdict]}]{verdict}[/]" if verdict in VERDICT_STYLE else verdict
-                cells.append(f"{escape(change)}{chr(10) if stacked else ' '}{word}" if change else word)
+                cells.append(f"{literal(change)}{chr(10) if stacked else ' '}{word}" if change else word)
         table.add_row(*cells)
     return table
 
@@ -77,11 +76,11 @@ def render_series(console: Console, pairs: Sequence[Pair]) -> None:
     table = rendered(console, series_table(pairs))
     console.print(table.segments if table.fits else series_table(pairs, Cells.STACKED))
     for i, (comparison, report) in enumerate(pairs, 1):
-        console.print(f"[bold]({i}) {escape(comparison.current_label)}[/]")
+        console.print(f"[bold]({i}) {literal(comparison.current_label)}[/]")
         for warning in comparison.all_warnings:
-            console.print(f"  [yellow]warning:[/] {escape(visible(warning))}")
+            console.print(f"  [yellow]warning:[/] {literal(visible(warning))}")
         if report is None:
-            console.print(f"  {escape(verdict_counts(comparison))}")
+            console.print(f"  {literal(verdict_counts(comparison))}")
         else:
             render_report(console, report, "regression")
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from launchbench.analysis.host_levels import level_lines
 from launchbench.analysis.table import run_table
+from launchbench.report.terminal import literal
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.scenario.core import Case
@@ -67,7 +67,7 @@ class ConsoleEvents:
     def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
         if not self.quiet:
             self.console.print(
-                f"[bold]launchbench[/] on {escape(describe_environment(environment))} → {run_dir}"
+                f"[bold]launchbench[/] on {literal(describe_environment(environment))} → {literal(str(run_dir))}"
             )
         self.progress.start()
         self._task = self.progress.add_task("measuring", total=len(cases))
@@ -76,7 +76,7 @@ class ConsoleEvents:
         self._index = index
         self._case = case
         self.progress.update(
-            self._task, description=f"{case.scenario} {case.case_id}", completed=index, total=total
+            self._task, description=literal(f"{case.scenario} {case.case_id}"), completed=index, total=total
         )
 
     def case_progress(self, fraction: float) -> None:
@@ -88,20 +88,22 @@ class ConsoleEvents:
         if not result.error and result.passes_done < passes:
             return  # a pass of a case that has more to come
         if result.error:
-            self.console.print(f"[red]✗ {result.scenario} {result.case_id}: {result.error}[/]")
+            self.console.print(
+                f"[red]✗ {literal(result.scenario)} {literal(result.case_id)}: {literal(result.error)}[/]"
+            )
         elif not self.quiet:
             refused = [
-                f"{mode}: {result.modes[mode].reason}"
+                f"{mode}: {literal(result.modes[mode].reason or '')}"
                 for mode in ("graph", TORCH_GRAPH)
                 if mode in result.modes and result.modes[mode].status == "not_capturable"
             ]
             note = f" ({'; '.join(refused)})" if refused else ""
             self.console.print(
-                f"[green]✓[/] {result.scenario} {result.case_id} in {result.elapsed_s:.1f} s{note}"
+                f"[green]✓[/] {literal(result.scenario)} {literal(result.case_id)} in {result.elapsed_s:.1f} s{note}"
             )
 
     def note(self, message: str) -> None:
-        self.console.print(f"[yellow]note:[/] {message}")
+        self.console.print(f"[yellow]note:[/] {literal(message)}")
 
     def close(self) -> None:
         """Stop the bar (once; a bar never started prints nothing)."""
@@ -128,7 +130,9 @@ def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
     case against its ``graph`` mode; where the run has torch_graph rows, a row per case and graph mode,
     the mode named in a column of its own."""
     frame = run_table(run) if frame is None else frame
-    table = Table(title=f"{', '.join(s.name for s in run.scenarios)} on {run.gpu_name}", show_lines=False)
+    table = Table(
+        title=literal(f"{', '.join(s.name for s in run.scenarios)} on {run.gpu_name}"), show_lines=False
+    )
     fixed = frame[frame["iterations_per_shape"].isna()] if "iterations_per_shape" in frame else frame
     graph_modes = ("graph", TORCH_GRAPH) if (fixed["mode"] == TORCH_GRAPH).any() else ("graph",)
     table.add_column("case", justify="left", no_wrap=True, min_width=18)
@@ -139,7 +143,7 @@ def summary_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table:
     for (scenario, case), group in fixed.groupby(["scenario", "case"], sort=False):
         rows = {row["mode"]: row for _, row in group.iterrows()}
         eager = rows.get("eager", pd.Series(dtype=object))
-        name = f"{scenario} {case}" if len(run.scenarios) > 1 else str(case)
+        name = literal(f"{scenario} {case}" if len(run.scenarios) > 1 else str(case))
         for mode in graph_modes:
             if mode != "graph" and mode not in rows:
                 continue
@@ -186,7 +190,7 @@ def shape_table(run: RunRecord, frame: pd.DataFrame | None = None) -> Table | No
         rows = {str(row["mode"]): row for _, row in group.iterrows()}
         first = group.iloc[0]
         walls = {m: r["wall_us_per_iter"] for m, r in rows.items() if pd.notna(r["wall_us_per_iter"])}
-        cells = [f"{scenario} {case}" if len(run.scenarios) > 1 else str(case)]
+        cells = [literal(f"{scenario} {case}" if len(run.scenarios) > 1 else str(case))]
         cells += [str(int(first["iterations_per_shape"])), str(int(first["distinct_shapes"]))]
         for mode in ("eager", "recapture", "cache", "update"):
             row = rows.get(mode)
@@ -277,7 +281,7 @@ def canary_line(run: RunRecord) -> str | None:
         return line
     return (
         f"{line}; [red]measured in a disturbed state[/] (the reference moved > 3%; their workers were "
-        f"replaced): {escape(', '.join(disturbed))}"
+        f"replaced): {literal(', '.join(disturbed))}"
     )
 
 
@@ -286,7 +290,7 @@ def _print_block(console: Console, header: str, lines: Sequence[str]) -> None:
     if lines:
         console.print(header)
         for line in lines:
-            console.print(f"  {line}")
+            console.print(f"  {literal(line)}")
 
 
 def print_summary(console: Console, run: RunRecord, run_dir: Path, frame: pd.DataFrame | None = None) -> None:
@@ -308,7 +312,7 @@ def print_summary(console: Console, run: RunRecord, run_dir: Path, frame: pd.Dat
     )
     _print_block(
         console, "[bold]host levels[/] (per row, the pass medians: see docs/methodology.md, Host levels):",
-        [escape(line) for line in level_lines(run)],
+        [literal(line) for line in level_lines(run)],
     )  # fmt: skip
     canary = canary_line(run)
     if canary:
@@ -320,5 +324,7 @@ def print_summary(console: Console, run: RunRecord, run_dir: Path, frame: pd.Dat
             f"[yellow]{len(budget)} mode(s) hit the time budget before the noise target[/] (status 'budget' in results.csv)"
         )
     if failed:
-        console.print(f"[red]{len(failed)} case(s) failed[/]: " + ", ".join(c.case_id for c in failed))
-    console.print(f"results: {run_dir / 'results.csv'} and results.json")
+        console.print(
+            f"[red]{len(failed)} case(s) failed[/]: " + literal(", ".join(c.case_id for c in failed))
+        )
+    console.print(f"results: {literal(str(run_dir / 'results.csv'))} and results.json")

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from launchbench.analysis.table import run_table
 from launchbench.report.console import Verbosity
+from launchbench.report.terminal import literal
 from launchbench.results.environment import describe_environment
 from launchbench.results.schema import CaseResult, RunRecord
 from launchbench.scenario.core import Case
@@ -51,7 +51,7 @@ class _DeviceEvents:
     def run_started(self, run_dir: Path, cases: Sequence[Case], environment: dict[str, Any]) -> None:
         self.passes = {(c.scenario, c.case_id): c.measure.passes for c in cases}
         self.lines.print(
-            f"[bold]device {self.device}[/] {escape(describe_environment(environment))} → {run_dir}"
+            f"[bold]device {self.device}[/] {literal(describe_environment(environment))} → {literal(str(run_dir))}"
         )
 
     def case_started(self, case: Case, index: int, total: int) -> None:
@@ -63,7 +63,7 @@ class _DeviceEvents:
     def case_finished(self, result: CaseResult) -> None:
         if result.error:
             self.lines.print_always(
-                f"[red]✗ device {self.device} {result.scenario} {result.case_id}: {escape(result.error)}[/]"
+                f"[red]✗ device {self.device} {literal(result.scenario)} {literal(result.case_id)}: {literal(result.error)}[/]"
             )
             return
         key = (result.scenario, result.case_id)
@@ -72,15 +72,15 @@ class _DeviceEvents:
         self.finished[key] = self.finished.get(key, 0) + 1
         if self.lines.sides > 1 and self.finished[key] == self.lines.sides:
             self.lines.print(
-                f"[green]✓[/] device {self.device} {result.scenario} {result.case_id} on both sides"
+                f"[green]✓[/] device {self.device} {literal(result.scenario)} {literal(result.case_id)} on both sides"
             )
         elif self.lines.sides == 1:
             self.lines.print(
-                f"[green]✓[/] device {self.device} {result.scenario} {result.case_id} in {result.elapsed_s:.1f} s"
+                f"[green]✓[/] device {self.device} {literal(result.scenario)} {literal(result.case_id)} in {result.elapsed_s:.1f} s"
             )
 
     def note(self, message: str) -> None:
-        self.lines.print_always(f"[yellow]note:[/] device {self.device}: {escape(message)}")
+        self.lines.print_always(f"[yellow]note:[/] device {self.device}: {literal(message)}")
 
 
 def _cpus(cpus: frozenset[int]) -> str:
@@ -102,7 +102,7 @@ def print_device_summary(console: Console, run: RunRecord, cpus: Mapping[int, fr
         }
         table.add_row(
             str(member.device),
-            escape(member.environment.gpu.name or "unknown GPU"),
+            literal(member.environment.gpu.name or "unknown GPU"),
             _cpus(cpus.get(member.device if member.device is not None else -1, frozenset())),
             str(len(cases)),
             str(sum(1 for c in cases if c.error)),

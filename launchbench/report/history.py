@@ -198,12 +198,11 @@ def _needed(records: list[dict[str, Any]], shown: Sequence[str]) -> int:
 
 
 def _table_text(records: list[dict[str, Any]], shown: Sequence[str], title: str, width: int | None) -> str:
-    from rich.markup import escape
     from rich.table import Table
 
-    from launchbench.report.terminal import plain_console
+    from launchbench.report.terminal import literal, plain_console
 
-    table = Table(title=escape(visible(title)), title_justify="left")
+    table = Table(title=literal(visible(title)), title_justify="left")
     for name in shown:
         header = HEADERS.get(name, name.replace("_", " "))
         if name in FOLDED:
@@ -212,7 +211,7 @@ def _table_text(records: list[dict[str, Any]], shown: Sequence[str], title: str,
             numeric = any(isinstance(r.get(name), int | float) for r in records)
             table.add_column(header, justify="right" if numeric else "left", no_wrap=True)
     for record in records:
-        table.add_row(*(escape(visible(_cell(record.get(name)))) for name in shown))
+        table.add_row(*(literal(visible(_cell(record.get(name)))) for name in shown))
     buffer = io.StringIO()
     console = plain_console(buffer)
     if width is not None:

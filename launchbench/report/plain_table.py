@@ -69,7 +69,7 @@ def plain_rendered(
     rows: Sequence[Sequence[str]],
 ) -> Rendered | None:
     """The table (``title`` in rich markup above it; ``rows``: each cell's text as printed, one string
-    per column) as rich prints rich_table of it (the cells escaped as markup) on ``console``, or None
+    per column) as rich prints rich_table of it (each cell as terminal.literal markup) on ``console``, or None
     where only rich can say (see the module's docstring)."""
     if not columns or not _prints_text_only(console) or any(c.justify not in JUSTIFIED for c in columns):
         return None
@@ -95,11 +95,10 @@ def _prints_text_only(console: Console) -> bool:
 
 
 def _read_as_written(text: str, emoji: Callable[[str], str]) -> bool:
-    """Whether rich prints ``text`` (escaped as markup) as written: no emoji code (``:name:``) that the
-    console replaces (``emoji``: what it makes of them), no backslash (rich's escape doubles one at the
-    end), and no control character but the newline (rich drops some, expands tabs and measures lines
-    split at others)."""
-    if "\\" in text or _CONTROL.search(text):
+    """Whether rich prints ``text`` (as terminal.literal markup) as written: no emoji code (``:name:``)
+    that the console replaces (``emoji``: what it makes of them), and no control character but the
+    newline (rich drops some, expands tabs and measures lines split at others)."""
+    if _CONTROL.search(text):
         return False
     return ":" not in text or emoji(text) == text
 

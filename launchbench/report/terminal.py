@@ -36,6 +36,26 @@ def plain_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) -
     )
 
 
+def literal(text: str) -> str:
+    """Markup that prints ``text`` as it is, wherever it stands in a line of markup. rich's ``escape``
+    misses two cases: a backslash before a ``[`` that starts no tag (rich's markup reads ``\\[`` as
+    ``[``), and a trailing backslash, which it doubles so that a tag after it stays a tag, but which
+    then prints doubled where no tag follows (``C:\\runs\\ → x``). Here every ``[`` is written as
+    ``\\[``, and backslashes that end a piece are doubled and followed by an empty tag, so both
+    print as written."""
+    if "[" not in text and not text.endswith("\\"):
+        return text
+    return "\\[".join(map(_before_a_tag, text.split("[")))
+
+
+def _before_a_tag(piece: str) -> str:
+    """``piece`` (no ``[`` in it) as markup followed by a tag: its trailing backslashes doubled before an
+    empty tag, where it has any."""
+    body = piece.rstrip("\\")
+    trailing = len(piece) - len(body)
+    return body + "\\" * (2 * trailing) + "[none][/none]" if trailing else piece
+
+
 def make_console(file: IO[str] | None = None, stream: Stream = Stream.STDOUT) -> Console:
     """The terminal's console when printing to one; otherwise a plain_console."""
     console = Console(

@@ -18,11 +18,29 @@ from rich.table import Table
 from launchbench.analysis.compare import CompareSettings, Comparison, compare_runs
 from launchbench.report import compare_console
 from launchbench.report.plain_table import ColumnSpec, plain_rendered, rich_table
-from launchbench.report.terminal import Rendered, plain_console, rendered
+from launchbench.report.terminal import Rendered, literal, plain_console, rendered
 from tests.builders import make_run
 
-ORDINARY = ["a", "bc", "1.5%", " ", "  ", "\n", "中", "é", "e\u0301", "…", ":", "fire", "[b]", "🔥", "→"]
-ODD = [":fire:", "\\", "\t", "\r", "\u2028"]  # read or measured differently by rich: left to it
+ORDINARY = [
+    "a",
+    "bc",
+    "1.5%",
+    " ",
+    "  ",
+    "\n",
+    "中",
+    "é",
+    "e\u0301",
+    "…",
+    ":",
+    "fire",
+    "[b]",
+    "🔥",
+    "→",
+    "\\",
+    "[",
+]
+ODD = [":fire:", "\t", "\r", "\u2028"]  # read or measured differently by rich: left to it
 texts = st.lists(st.sampled_from(ORDINARY * 8 + ODD), max_size=6).map("".join)
 columns = st.builds(
     ColumnSpec,
@@ -55,7 +73,7 @@ def printed(console: Console, laid_out: Rendered) -> str:
 
 
 def escaped_table(title: str, table_box: box.Box, specs: list[ColumnSpec], rows: list[list[str]]) -> Table:
-    return rich_table(title, table_box, specs, ([escape(text) for text in row] for row in rows))
+    return rich_table(title, table_box, specs, ([literal(text) for text in row] for row in rows))
 
 
 @settings(max_examples=150, deadline=None)
@@ -98,7 +116,7 @@ def test_plain_text_that_fits_is_written_directly_and_anything_else_is_left_to_r
     assert plain_rendered(console_of(30, False), "a → b", box.ROUNDED, specs, rows) is None  # narrowed
     coloured = Console(file=StringIO(), color_system="truecolor", width=4096)
     assert plain_rendered(coloured, "a → b", box.ROUNDED, specs, rows) is None
-    for odd in ("back\\slash", "tab\there", "line\u2028break"):
+    for odd in ("tab\there", "line\u2028break"):
         assert plain_rendered(console_of(80, False), "", box.ROUNDED, specs, [[odd, "x"]]) is None
     code = [["x:100:y", "1"]]  # an emoji code: written as it is where the console prints codes as they are
     assert plain_rendered(console_of(80, False, emoji=True), "", box.ROUNDED, specs, code) is None
