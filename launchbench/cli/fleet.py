@@ -59,7 +59,7 @@ def _shard_count(scenario: Path, shards: int) -> None:
         )
 
 
-@fleet.command("slurm")
+@fleet.command("slurm", short_help="Write a Slurm job array for SCENARIO and its merge job.")
 @click.argument("scenario", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option(
     "--nodes",
@@ -152,7 +152,7 @@ def _submit(script: Path) -> None:
     click.echo(done.stdout.rstrip())
 
 
-@fleet.command("k8s")
+@fleet.command("k8s", short_help="Write a Kubernetes Indexed Job that runs SCENARIO in shards.")
 @click.argument("scenario", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option(
     "--completions",
@@ -225,7 +225,7 @@ def _save(figure: Any, path: Path) -> None:
         raise OutputError(f"{path}: writing the figure: {os_reason(err)}") from None
 
 
-@fleet.command("report")
+@fleet.command("report", short_help="Score every node and GPU of a merged run against the fleet.")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option(
     "--row",

@@ -212,7 +212,7 @@ def history(ctx: click.Context, quiet: bool) -> None:
     locked, of a newer schema, or whose server does not answer). `run --history` and `compare --baseline history` use the same database."""
 
 
-@history.command()
+@history.command(short_help="Add run directories to the history; a run already there is skipped.")
 @click.argument("run_dirs", nargs=-1, required=True, type=click.Path())
 @db_option
 @click.option(
@@ -270,7 +270,7 @@ def list_command(db: str | None, fmt: str, output: str | None, **filters: Any) -
     sys.exit(EXIT_OK)
 
 
-@history.command()
+@history.command(short_help="One row's metric over runs: median and 95% CI per run.")
 @click.argument("row")
 @click.option(
     "--mode",
@@ -327,7 +327,7 @@ def _history_threshold(text: str) -> tuple[str | None, float]:
     return parse_threshold(f"{bare}%")
 
 
-@history.command()
+@history.command(short_help="Change points of each row and metric over runs.")
 @metric_option(f"Metric (repeatable). Default: {', '.join(DEFAULT_METRICS)}.")
 @parsed_option(
     "--threshold",
@@ -385,7 +385,7 @@ def changes(
     sys.exit(EXIT_OK)
 
 
-@history.command()
+@history.command(short_help="One HTML page to explore the history in a browser.")
 @out_dir_option("Directory for index.html (created).", required=True)
 @click.option(
     "-m",

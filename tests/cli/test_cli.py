@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from builders import make_run
 from click.testing import CliRunner
@@ -37,6 +38,18 @@ def test_every_command_has_help_quiet_and_exit_codes(name: str) -> None:
     assert result.exit_code == 0
     assert "-q, --quiet" in result.output
     assert "Exit 0" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("name", [name for name in COMMANDS if isinstance(load_command(name), click.Group)])
+def test_a_groups_subcommands_are_listed_with_whole_sentences(name: str) -> None:
+    """`launchbench history --help` lists each subcommand with a sentence of its own, not its help cut
+    short with "..." by click (a subcommand whose help is longer gives a short_help)."""
+    group = load_command(name)
+    assert isinstance(group, click.Group)
+    listed = invoke(name, "--help").output.split("Commands:\n", 1)[1].splitlines()
+    assert len(listed) == len(group.commands)
+    for line in listed:
+        assert line.endswith(".") and not line.endswith("..."), line
 
 
 def test_the_command_reference_is_the_live_help() -> None:
