@@ -27,7 +27,9 @@ def _console(width: int | None) -> tuple[object, io.StringIO]:
     buffer = io.StringIO()
     if width is None:
         return plain_console(buffer), buffer
-    return Console(file=buffer, width=width, color_system=None, highlight=False, soft_wrap=False), buffer
+    return Console(
+        file=buffer, width=width, color_system=None, highlight=False, soft_wrap=False, force_terminal=True
+    ), buffer
 
 
 def compare_example(width: int | None) -> str:
@@ -62,7 +64,7 @@ def check_example(width: int | None) -> str:
 def history_examples(db: str) -> dict[str, Callable[[int | None], str]]:
     from launchbench.history.changes import detect_changes
     from launchbench.history.db import HistoryDB
-    from launchbench.history.query import RunFilter, list_runs
+    from launchbench.history.matching import RunFilter, list_runs
     from launchbench.report.history import CHANGE_COLUMNS, LIST_COLUMNS, change_records, render, run_records
 
     with HistoryDB(db) as opened:
@@ -92,17 +94,15 @@ def without_commits(text: str) -> str:
     return COMMIT.sub("<commit>", text)
 
 
-def main() -> int:
-    import os
-
-    os.chdir(ROOT)
+def write_examples(out: Path) -> None:
+    """Every example but env's into ``out`` (run from the repository's root: the runs' paths are relative)."""
     sys.path.insert(0, str(ROOT / "tests" / "history"))
     from synth import STEPPED, series
 
     from launchbench.history.db import HistoryDB
     from launchbench.history.ingest import ingest_loaded, read_run_dir
 
-    OUT.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         db = f"sqlite:///{tmp}/history.sqlite"
         with HistoryDB(db) as opened:
@@ -113,7 +113,14 @@ def main() -> int:
             for width in WIDTHS:
                 suffix = "piped" if width is None else f"{width}"
                 text = without_commits(make(width).replace(tmp, "/tmp/history"))
-                (OUT / f"{name}-{suffix}.txt").write_text(text, encoding="utf-8")
+                (out / f"{name}-{suffix}.txt").write_text(text, encoding="utf-8")
+
+
+def main() -> int:
+    import os
+
+    os.chdir(ROOT)
+    write_examples(OUT)
     (OUT / "env.txt").write_text(without_commits(env_example()), encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}/")
     return 0

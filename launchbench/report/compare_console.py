@@ -231,16 +231,19 @@ def render_comparison(console: Console, comparison: Comparison, report: GateRepo
         console.print(f"[yellow]warning:[/] {literal(visible(warning))}")
     fitted = fitted_table(console, comparison, report)
     console.print(fitted.segments)
+    unwrapped = not console.is_terminal  # a log's lines are whole (rich would wrap them at 4,096 cells)
     if fitted.layout.detail_below:
-        for line in row_lines(comparison, report):
-            if row_detail(line):
-                console.print(
-                    f"[dim]detail:[/] {literal(visible(line.row.label))}: {literal(visible(row_detail(line)))}"
-                )
+        details = [
+            f"[dim]detail:[/] {literal(visible(line.row.label))}: {literal(visible(row_detail(line)))}"
+            for line in row_lines(comparison, report)
+            if row_detail(line)
+        ]
+        if details:
+            console.print("\n".join(details), soft_wrap=unwrapped)  # one print: a line per row
     notes = level_notes(comparison)
     if notes:
         console.print(f"[yellow]Host levels ({len(notes)} rows):[/]")
-        console.print("\n".join(f"  {literal(note)}" for note in notes))  # one print: a line per row
+        console.print("\n".join(f"  {literal(note)}" for note in notes), soft_wrap=unwrapped)
     for side in ("baseline", "current"):
         only = comparison.only_in(side)
         if only:

@@ -12,12 +12,13 @@ import pandas as pd
 import pytest
 from builders import make_run
 from fakes import SLOW_FACTOR, SLOW_WORKERS_VARIABLE, STARTS_FILE_VARIABLE, levels_backend
+from rich.console import Console
 
 from launchbench.analysis.compare import compare_runs
 from launchbench.analysis.host_levels import describe_levels, level_lines, metric_levels
 from launchbench.analysis.table import run_table
 from launchbench.measure.levels import ENOUGH_PASSES, Levels, find_levels, one_level
-from launchbench.report.compare_console import render_comparison
+from launchbench.report.compare_console import level_notes, render_comparison
 from launchbench.report.comparison_table import records
 from launchbench.report.console import print_summary
 from launchbench.report.markdown import comparison_markdown
@@ -263,6 +264,14 @@ def test_compare_notes_levels_mixed_differently():
     render_comparison(plain_console(out), comparison, None)
     text = out.getvalue()
     assert "Host levels (" in text
+    notes = level_notes(comparison)
+    assert notes and all(f"  {n}" in text.splitlines() for n in notes)  # whole lines in a log
+    narrow = io.StringIO()  # on a terminal, rich wraps them at its width
+    render_comparison(
+        Console(file=narrow, width=60, force_terminal=True, color_system=None), comparison, None
+    )
+    assert all(len(line) <= 60 for line in narrow.getvalue().splitlines())
+    assert "the verdict may reflect level shares" in " ".join(narrow.getvalue().split())
     assert "### Host levels" in comparison_markdown(comparison)
     record = next(r for r in records(comparison) if (r["case"], r["mode"]) == (case_id, "eager"))
     assert record["levels"] == note
