@@ -72,7 +72,7 @@ def printed(console: Console, laid_out: Rendered) -> str:
     return file.getvalue()
 
 
-def escaped_table(title: str, table_box: box.Box, specs: list[ColumnSpec], rows: list[list[str]]) -> Table:
+def literal_table(title: str, table_box: box.Box, specs: list[ColumnSpec], rows: list[list[str]]) -> Table:
     return rich_table(title, table_box, specs, ([literal(text) for text in row] for row in rows))
 
 
@@ -99,7 +99,7 @@ def test_the_text_is_what_rich_prints_or_none(
     fast = plain_rendered(console_of(width, ascii_only, emoji), title, table_box, specs, rows)
     if fast is None:
         return
-    reference = rendered(console_of(width, ascii_only, emoji), escaped_table(title, table_box, specs, rows))
+    reference = rendered(console_of(width, ascii_only, emoji), literal_table(title, table_box, specs, rows))
     assert printed(console_of(width, ascii_only, emoji), fast) == printed(
         console_of(width, ascii_only, emoji), reference
     )
@@ -111,7 +111,7 @@ def test_plain_text_that_fits_is_written_directly_and_anything_else_is_left_to_r
     rows = [["quickstart/empty/length=1", "+1.0% same"], ["quickstart/scale/length=10", "-12.5%\nfaster"]]
     fitted = plain_rendered(console_of(80, False), "a → b", box.ROUNDED, specs, rows)
     assert fitted is not None and fitted.fits
-    reference = rendered(console_of(80, False), escaped_table("a → b", box.ROUNDED, specs, rows))
+    reference = rendered(console_of(80, False), literal_table("a → b", box.ROUNDED, specs, rows))
     assert printed(console_of(80, False), fitted) == printed(console_of(80, False), reference)
     assert plain_rendered(console_of(30, False), "a → b", box.ROUNDED, specs, rows) is None  # narrowed
     coloured = Console(file=StringIO(), color_system="truecolor", width=4096)
