@@ -2,7 +2,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 
 from launchbench.analysis.stats import summarize
 from launchbench.measure.precision import median_ci
@@ -30,6 +29,8 @@ def test_median_ci_covers_the_true_median_about_95_percent_of_the_time():
 
 
 def test_median_ci_ranks_match_the_binomial():
+    from scipy import stats as sps  # here, not at collection: each xdist worker collects every module
+
     values = np.arange(1, 101, dtype=float)
     low, high = median_ci(values)
     k = int(sps.binom.ppf(0.025, 100, 0.5))

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from synth import SeriesSpec, series
 
-from launchbench.history.changes import detect_changes
 from launchbench.history.db import HistoryDB
 from launchbench.history.ingest import ingest_run_dir
 from launchbench.history.query import pass_series
+
+
+def detect_changes(*args: Any, **kwargs: Any) -> Any:
+    """history.changes.detect_changes, imported as a test runs: ruptures and scipy.stats, which it
+    imports, would otherwise be 0.8 s of every xdist worker's collection."""
+    from launchbench.history.changes import detect_changes as detect
+
+    return detect(*args, **kwargs)
 
 
 def _ingest(url: str, dirs: list[Path]) -> HistoryDB:
