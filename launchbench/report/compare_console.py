@@ -48,10 +48,6 @@ GATE_STYLE = {"fail": "bold red", "pass": "green"}
 DETAIL_WIDTH = 32  # narrowest detail column; narrower, the detail goes under the table
 
 
-def _styled(text: str, style: str | None) -> str:
-    return f"[{style}]{literal(visible(text))}[/]" if style and text else literal(visible(text))
-
-
 @dataclass(frozen=True)
 class Layout:
     """What a comparison table shows: the extra cells per metric (CI, p, MDE) and whether the change
@@ -286,7 +282,7 @@ def render_report(console: Console, report: GateReport, what: str, checks: Check
             console.print(
                 f"[bold red]FAIL{kind}[/] {literal(visible(check.subject))} {literal(check.rule)}: {literal(visible(check.message))}"
             )
-    console.print(_styled(outcome_line(report, what), "bold green" if report.passed else "bold red"))
+    console.print(Cell.of(outcome_line(report, what), "bold green" if report.passed else "bold red").markup)
 
 
 def render_checks(console: Console, report: GateReport) -> None:
